@@ -1,0 +1,322 @@
+//! Command-line definitions: one struct per subcommand, as the design's contract lists them.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Offline scorer for LLM evaluation suites: Possible Stories, GRASP, MuSE and MINT.
+#[derive(Debug, Parser)]
+#[command(name = "scorekit", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Score Possible Stories endings: IFSM (MRC judge) and Dissimilarity (LaBSE).
+    #[command(
+        after_help = "Example:\n  scorekit story --dataset test.jsonl --generations gen.jsonl --out out/story"
+    )]
+    Story(StoryArgs),
+    /// Score GRASP responses: yes/no and open-ended answer accuracy per test.
+    #[command(
+        after_help = "Example:\n  scorekit grasp --responses results.csv --test level1-binary --out out/grasp"
+    )]
+    Grasp(GraspArgs),
+    /// Score MuSE plans: Task Selection, Flow of Thought, Final Output.
+    #[command(
+        after_help = "Example:\n  scorekit muse --queries queries.json --flow flow.json --plans plans.jsonl --out out/muse"
+    )]
+    Muse(MuseArgs),
+    /// Score MINT trajectories: SR_k, Δtools, Δfeedback, invalid actions, format artefacts.
+    #[command(after_help = "Example:\n  scorekit mint --outputs data/outputs --out out/mint")]
+    Mint(MintArgs),
+    /// Embed sentences with a sentence-transformers model (LaBSE by default).
+    #[command(
+        after_help = "Example:\n  scorekit embed --input endings.jsonl --output endings.npy --model sentence-transformers/LaBSE"
+    )]
+    Embed(EmbedArgs),
+    /// Get, inspect and verify models for offline use.
+    #[command(after_help = "Example:\n  scorekit models pull labse && scorekit models path labse")]
+    Models(ModelsArgs),
+    /// Measure embedding throughput on a real corpus.
+    #[command(after_help = "Example:\n  scorekit bench --model labse --input endings.jsonl")]
+    Bench(BenchArgs),
+    /// Combine the outputs of sharded runs into the metrics of a single run.
+    #[command(
+        after_help = "Example:\n  scorekit merge --parts out/shard-0 out/shard-1 --out out/all"
+    )]
+    Merge(MergeArgs),
+}
+
+/// Flags shared by every scoring command: where results go and how intervals are computed.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Folder for metrics.json, items.jsonl and report.md (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Overwrite results already in --out.
+    #[arg(long)]
+    pub force: bool,
+    /// Print metrics.json on stdout instead of the human table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Bootstrap resamples for the 95% intervals (0 disables them).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap (results are deterministic for a seed).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Compute device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum DType {
+    /// 32-bit float (default on CPU).
+    #[default]
+    F32,
+    /// 16-bit float.
+    F16,
+    /// bfloat16.
+    Bf16,
+}
+
+/// Flags shared by every command that runs a model.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// cpu, cuda, cuda:N, metal or auto.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Floating-point type of the weights and activations.
+    #[arg(long, value_enum)]
+    pub dtype: Option<DType>,
+    /// Token budget of one batch, padding counted.
+    #[arg(long, value_name = "N", default_value_t = 8192)]
+    pub batch_tokens: usize,
+    /// Truncate inputs to this many tokens (default: the model's own limit).
+    #[arg(long, value_name = "N")]
+    pub max_length: Option<usize>,
+    /// Never touch the network (also HF_HUB_OFFLINE=1).
+    #[arg(long)]
+    pub offline: bool,
+}
+
+/// `scorekit story`.
+#[derive(Debug, Args)]
+pub struct StoryArgs {
+    /// Possible Stories questions (dev.jsonl / test.jsonl).
+    #[arg(long, value_name = "FILE")]
+    pub dataset: PathBuf,
+    /// Generated endings, JSONL: {"question_id", "ending"} (optional "model", "instruction").
+    #[arg(long, value_name = "FILE")]
+    pub generations: PathBuf,
+    /// MRC judge: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL", default_value = "roberta-large-race")]
+    pub judge: String,
+    /// Sentence embedder: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL", default_value = "labse")]
+    pub embedder: String,
+    /// For a binary sequence-classification judge: the label that means "follows".
+    #[arg(long, value_name = "LABEL")]
+    pub follow_label: Option<String>,
+    /// Skip IFSM (no judge).
+    #[arg(long)]
+    pub skip_judge: bool,
+    /// Skip Dissimilarity (no embedder).
+    #[arg(long)]
+    pub skip_embedder: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// GRASP test type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraspTest {
+    /// Level 1, yes/no questions.
+    Level1Binary,
+    /// Level 1, open-ended questions.
+    Level1Open,
+    /// Level 2 (intuitive physics), yes/no per video.
+    Level2,
+    /// Level 2 with text descriptions instead of videos.
+    Level2Text,
+}
+
+/// `scorekit grasp`.
+#[derive(Debug, Args)]
+pub struct GraspArgs {
+    /// Upstream results.csv (scene, prompt, video_file, gt, response) or JSONL with those fields.
+    #[arg(long, value_name = "FILE")]
+    pub responses: PathBuf,
+    /// Test type (default: read test_config.yaml beside the responses).
+    #[arg(long, value_enum)]
+    pub test: Option<GraspTest>,
+    /// Level 2: also report paired P/IP accuracy (not the paper's metric).
+    #[arg(long)]
+    pub pairwise: bool,
+    /// Map answers the strict rule marks invalid to labels by embedding similarity.
+    #[arg(long)]
+    pub semantic: bool,
+    /// Embedder for --semantic.
+    #[arg(long, value_name = "MODEL", default_value = "labse")]
+    pub embedder: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// MuSE plan formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum PlanFormat {
+    /// Detect per line.
+    #[default]
+    Auto,
+    /// HuggingGPT task list.
+    Hugginggpt,
+    /// ControlLLM `<Solution>` decomposition.
+    Controlllm,
+    /// scorekit's own plan format.
+    Scorekit,
+}
+
+/// `scorekit muse`.
+#[derive(Debug, Args)]
+pub struct MuseArgs {
+    /// MuSE queries.json.
+    #[arg(long, value_name = "FILE")]
+    pub queries: PathBuf,
+    /// Gold flow annotation (default: the reviewed annotation shipped with scorekit).
+    #[arg(long, value_name = "FILE")]
+    pub flow: Option<PathBuf>,
+    /// Plans, JSONL, one per query, keyed by idx.
+    #[arg(long, value_name = "FILE")]
+    pub plans: PathBuf,
+    /// Format of the plans.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Auto)]
+    pub plan_format: PlanFormat,
+    /// Extra task-name aliases (JSON object: name -> MuSE task).
+    #[arg(long, value_name = "FILE")]
+    pub aliases: Option<PathBuf>,
+    /// Human or model Final Output verdicts per idx (JSONL {"idx", "output_ok"}).
+    #[arg(long, value_name = "FILE")]
+    pub output_verdicts: Option<PathBuf>,
+    /// Embedder for matching unknown task names.
+    #[arg(long, value_name = "MODEL")]
+    pub embedder: Option<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `scorekit mint`.
+#[derive(Debug, Args)]
+pub struct MintArgs {
+    /// Folder of MINT outputs in the upstream layout (searched for **/results.jsonl).
+    #[arg(long, value_name = "DIR")]
+    pub outputs: PathBuf,
+    /// Re-score reasoning instances with native checkers.
+    #[arg(long)]
+    pub recheck: bool,
+    /// Also run code solutions against their tests with python3 (implies --recheck).
+    #[arg(long)]
+    pub exec_code: bool,
+    /// Seconds allowed per code execution.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub exec_timeout: u64,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `scorekit embed`.
+#[derive(Debug, Args)]
+pub struct EmbedArgs {
+    /// JSONL ({"id", "text"}) or plain text, one sentence per line.
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// Output: .npy, .safetensors or .jsonl (by extension).
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Embedding model: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL", default_value = "labse")]
+    pub model: String,
+    /// Overwrite --output if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub runtime: ModelArgs,
+}
+
+/// `scorekit models`.
+#[derive(Debug, Args)]
+pub struct ModelsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: ModelsAction,
+}
+
+/// `scorekit models` actions.
+#[derive(Debug, Subcommand)]
+pub enum ModelsAction {
+    /// Download a model into the Hugging Face cache.
+    Pull {
+        /// Hub id[@rev], manifest name or folder.
+        model: String,
+        /// No progress bars.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List the models in the cache and the shipped manifests.
+    List,
+    /// Check a model's files against its manifest (sha256) and its safetensors headers.
+    Verify {
+        /// Hub id[@rev], manifest name or folder.
+        model: String,
+    },
+    /// Print the folder holding a model's files (to copy to an air-gapped machine).
+    Path {
+        /// Hub id[@rev], manifest name or folder.
+        model: String,
+    },
+}
+
+/// `scorekit bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Embedding model to measure.
+    #[arg(long, value_name = "MODEL", default_value = "labse")]
+    pub model: String,
+    /// Corpus: JSONL ({"text"} or Possible Stories endings) or plain text.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Timed repeats.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+    #[command(flatten)]
+    pub runtime: ModelArgs,
+}
+
+/// `scorekit merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Output folders of the shards.
+    #[arg(long, value_name = "DIR", num_args = 1.., required = true)]
+    pub parts: Vec<PathBuf>,
+    /// Folder for the merged results.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Overwrite results already in --out.
+    #[arg(long)]
+    pub force: bool,
+}

@@ -1,0 +1,27 @@
+//! One module per subcommand: read inputs, call the suite, write outputs. No scoring logic here.
+
+pub mod bench;
+pub mod embed;
+pub mod grasp;
+pub mod merge;
+pub mod mint;
+pub mod models;
+pub mod muse;
+pub mod story;
+
+use crate::cli::Command;
+use crate::error::Result;
+
+/// Run a parsed command.
+pub fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Story(a) => story::run(a),
+        Command::Grasp(a) => grasp::run(a),
+        Command::Muse(a) => muse::run(a),
+        Command::Mint(a) => mint::run(a),
+        Command::Embed(a) => embed::run(a),
+        Command::Models(a) => models::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Merge(a) => merge::run(a),
+    }
+}

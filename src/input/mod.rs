@@ -1,0 +1,14 @@
+//! Readers for JSONL, JSON and CSV that keep file and line for every record.
+//!
+//! All readers go through [`read_text`], which handles the classes of damage real files have on
+//! purpose: invalid UTF-8 (named by line), an empty file, a UTF-8 byte-order mark, CRLF line ends.
+
+mod csv_reader;
+mod json;
+mod record;
+mod text;
+
+pub use csv_reader::{read_csv, CsvRecord, CsvTable};
+pub use json::{read_json, read_jsonl, read_jsonl_str};
+pub use record::{type_name, Record};
+pub use text::{read_text, TextFile};

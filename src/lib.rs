@@ -1,0 +1,15 @@
+//! scorekit: an offline scorer for LLM evaluation suites (Possible Stories, GRASP, MuSE, MINT).
+//!
+//! Data flows one way: input files -> parsed records -> (optional model runtime) -> per-item
+//! verdicts -> metrics -> report files. Suites are plain functions over plain data.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod input;
+pub mod progress;
+pub mod report;
+pub mod runtime;
+pub mod suites;
+
+pub use error::{Error, InputError, Result};

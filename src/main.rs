@@ -1,0 +1,19 @@
+//! The `scorekit` binary: parse the command line, dispatch, turn errors into exit codes.
+
+use clap::Parser;
+use scorekit::cli::Cli;
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let _ = e.print();
+            std::process::exit(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    if let Err(e) = scorekit::commands::run(cli.command) {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

@@ -1,0 +1,154 @@
+//! Seeded, deterministic percentile-bootstrap 95% intervals for rates and means.
+//!
+//! Resample `i` draws from its own generator seeded by (seed, i), so the result does not depend
+//! on the number of threads, and a merge of shards recomputes exactly the single-run interval.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// A mean (a rate when the values are 0/1) with its sample size and 95% bootstrap interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The mean of the values (NaN-free; 0 items give `None` upstream of here).
+    pub value: f64,
+    /// Number of values.
+    pub n: usize,
+    /// Lower end of the 95% percentile-bootstrap interval.
+    pub ci_low: f64,
+    /// Upper end of the 95% percentile-bootstrap interval.
+    pub ci_high: f64,
+}
+
+/// Mean of `values` with a percentile-bootstrap 95% interval from `resamples` resamples.
+///
+/// Returns `None` for no values. With `resamples == 0` the interval collapses to the mean.
+pub fn bootstrap_mean(values: &[f64], resamples: usize, seed: u64) -> Option<Estimate> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let value = values.iter().sum::<f64>() / n as f64;
+    if resamples == 0 {
+        return Some(Estimate {
+            value,
+            n,
+            ci_low: value,
+            ci_high: value,
+        });
+    }
+    let mut means: Vec<f64> = (0..resamples as u64)
+        .into_par_iter()
+        .map(|i| {
+            let mut rng = Xoshiro256::new(seed, i);
+            let mut sum = 0.0;
+            for _ in 0..n {
+                sum += values[rng.below(n as u64) as usize];
+            }
+            sum / n as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    Some(Estimate {
+        value,
+        n,
+        ci_low: percentile(&means, 2.5),
+        ci_high: percentile(&means, 97.5),
+    })
+}
+
+/// Percentile with linear interpolation between order statistics (numpy's default method).
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let pos = p / 100.0 * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// xoshiro256** seeded through splitmix64: small, fast, and stable across versions and platforms.
+struct Xoshiro256([u64; 4]);
+
+impl Xoshiro256 {
+    fn new(seed: u64, stream: u64) -> Self {
+        let mut sm = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
+        let mut next = || {
+            sm = sm.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = sm;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        Xoshiro256([next(), next(), next(), next()])
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let s = &mut self.0;
+        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `0..n` by multiply-shift (bias below 2^-64 * n, irrelevant here).
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bits(ones: usize, zeros: usize) -> Vec<f64> {
+        let mut v = vec![1.0; ones];
+        v.extend(std::iter::repeat_n(0.0, zeros));
+        v
+    }
+
+    #[test]
+    fn binomial_case_by_hand() {
+        // 5 of 10 right: a resampled rate is Binomial(10, 0.5) / 10.
+        // P(X <= 1) = 11/1024 = 0.0107 < 0.025 < P(X <= 2) = 56/1024 = 0.0547, so the 2.5th
+        // percentile is 0.2; by symmetry the 97.5th is 0.8.
+        let e = bootstrap_mean(&bits(5, 5), 20_000, 7).unwrap();
+        assert_eq!(e.value, 0.5);
+        assert_eq!(e.n, 10);
+        assert_eq!((e.ci_low, e.ci_high), (0.2, 0.8));
+    }
+
+    #[test]
+    fn skewed_binomial_case_by_hand() {
+        // 18 of 20 right: X ~ Binomial(20, 0.9). P(X <= 15) = 0.0432, P(X <= 14) = 0.0113, so the
+        // 2.5th percentile is 15/20; P(X <= 19) = 0.878 < 0.975, so the 97.5th is 20/20.
+        let e = bootstrap_mean(&bits(18, 2), 20_000, 3).unwrap();
+        assert_eq!((e.ci_low, e.ci_high), (0.75, 1.0));
+    }
+
+    #[test]
+    fn deterministic_for_a_seed_and_different_across_seeds() {
+        let v: Vec<f64> = (0..97).map(|i| ((i * 37) % 11) as f64 / 10.0).collect();
+        let a = bootstrap_mean(&v, 1000, 42).unwrap();
+        assert_eq!(a, bootstrap_mean(&v, 1000, 42).unwrap());
+        assert_ne!(a, bootstrap_mean(&v, 1000, 43).unwrap());
+        assert!(a.ci_low < a.value && a.value < a.ci_high);
+    }
+
+    #[test]
+    fn degenerate_cases() {
+        assert!(bootstrap_mean(&[], 1000, 0).is_none());
+        let e = bootstrap_mean(&bits(4, 0), 1000, 0).unwrap();
+        assert_eq!((e.value, e.ci_low, e.ci_high), (1.0, 1.0, 1.0));
+        let e = bootstrap_mean(&bits(1, 1), 0, 0).unwrap();
+        assert_eq!((e.ci_low, e.ci_high), (0.5, 0.5));
+    }
+
+    #[test]
+    fn percentile_interpolates_like_numpy() {
+        // numpy.percentile([0, 1, 2, 3], 2.5) == 0.075
+        assert!((percentile(&[0.0, 1.0, 2.0, 3.0], 2.5) - 0.075).abs() < 1e-12);
+    }
+}

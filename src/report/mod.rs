@@ -1,0 +1,11 @@
+//! Output files of every scoring command: metrics.json, items.jsonl, report.md.
+
+mod bootstrap;
+mod markdown;
+mod metrics;
+mod output;
+
+pub use bootstrap::{bootstrap_mean, Estimate};
+pub use markdown::{percent, Table};
+pub use metrics::{sha256_file, InputFile, MetricsDoc, ModelRef};
+pub use output::{atomic_write, ItemsWriter, OutputDir};

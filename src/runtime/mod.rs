@@ -1,0 +1,1 @@
+//! Everything that touches a model: device, resolution, batching, embedder, judge.

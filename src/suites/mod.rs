@@ -1,0 +1,1 @@
+//! One module per suite; each turns records into verdicts and metrics and knows nothing of the CLI.

@@ -1,0 +1,33 @@
+//! The command line as a whole: help, usage errors and exit codes.
+
+mod common;
+use common::*;
+
+#[test]
+fn help_lists_every_command_of_the_contract() {
+    let o = run(&["--help"]);
+    assert!(o.status.success());
+    let help = stdout(&o);
+    for cmd in ["story", "grasp", "muse", "mint", "embed", "models", "bench", "merge"] {
+        assert!(help.contains(&format!("  {cmd} ")), "{cmd} missing from --help:\n{help}");
+        let sub = run(&[cmd, "--help"]);
+        assert!(sub.status.success(), "{cmd} --help");
+        assert!(stdout(&sub).contains("Example:"), "{cmd} --help has no example");
+    }
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    let o = run(&["grasp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--responses"), "{}", stderr(&o));
+    let o = run(&["no-such-command"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn version_is_printed() {
+    let o = run(&["--version"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("scorekit "));
+}

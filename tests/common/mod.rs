@@ -1,0 +1,47 @@
+//! Helpers shared by the integration tests: run the binary, find the shared data.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The scorekit binary built for this test run.
+pub fn scorekit() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_scorekit"))
+}
+
+/// Run scorekit with arguments and return its output.
+pub fn run(args: &[&str]) -> Output {
+    scorekit().args(args).output().expect("scorekit runs")
+}
+
+/// stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// stdout as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `../shared/data/<rel>` from the repository root.
+pub fn shared_data(rel: &str) -> PathBuf {
+    repo().join("../shared/data").join(rel)
+}
+
+/// Write a file under `dir` and return its path.
+pub fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, contents).expect("write fixture");
+    p
+}
+
+/// Parse a JSON file.
+pub fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).expect("read json")).expect("valid json")
+}
