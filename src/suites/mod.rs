@@ -1,1 +1,2 @@
 //! One module per suite; each turns records into verdicts and metrics and knows nothing of the CLI.
+pub mod grasp;

@@ -1,0 +1,879 @@
+//! GRASP (Jassim et al. 2023): accuracy of yes/no and open-ended answers about simulated videos.
+//!
+//! Plain functions over plain data: [`score`] turns input rows into per-item verdicts
+//! ([`Item`]), and [`summarize`] computes every metric from those items alone, so a merge of
+//! sharded runs can recompute the same numbers from `items.jsonl`. No CLI, no file I/O here.
+
+pub mod rules;
+
+use crate::report::{bootstrap_mean, Estimate};
+use rules::{binary_answer, binary_verdict, judge_open, open_labels, Answer, OpenError, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// Which upstream test produced the responses; it selects the scorer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestKind {
+    /// Level 1 yes/no questions (modes standard, cot, oneshot).
+    Level1Binary,
+    /// Level 1 open-ended questions.
+    Level1Open,
+    /// Level 2 (intuitive physics), one yes/no item per video.
+    Level2,
+    /// Level 2 with scene descriptions instead of videos.
+    Level2Text,
+}
+
+impl TestKind {
+    /// All kinds, in the order of the upstream configs.
+    pub const ALL: [TestKind; 4] = [
+        TestKind::Level1Binary,
+        TestKind::Level1Open,
+        TestKind::Level2,
+        TestKind::Level2Text,
+    ];
+
+    /// The upstream `test_name`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TestKind::Level1Binary => "level1-binary",
+            TestKind::Level1Open => "level1-open",
+            TestKind::Level2 => "level2",
+            TestKind::Level2Text => "level2-text",
+        }
+    }
+
+    /// Parse an upstream `test_name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the open-ended scorer applies (only `level1-open`); every other test is yes/no.
+    pub fn is_open(self) -> bool {
+        self == TestKind::Level1Open
+    }
+
+    /// Whether the gold label follows from the `P_`/`IP_` scene prefix.
+    pub fn is_level2(self) -> bool {
+        matches!(self, TestKind::Level2 | TestKind::Level2Text)
+    }
+}
+
+/// One input row, with every cell as a plain string (never pandas' NaN).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Row {
+    /// 1-based data row in the input file.
+    pub row: usize,
+    /// Test/scene name, e.g. `Color` or `P_Gravity`.
+    pub scene: String,
+    /// Gold label.
+    pub gt: String,
+    /// All responses joined with `<SEP>` (empty when the model gave none).
+    pub response: String,
+    /// Video paths joined with `,`, when the input has the column.
+    pub video_file: Option<String>,
+}
+
+/// A row that cannot be scored: which row, which field, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowIssue {
+    /// 1-based data row.
+    pub row: usize,
+    /// The input field at fault.
+    pub field: &'static str,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+/// What the scorer read from a response: a yes/no answer, or the open-ended labels it names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Parsed {
+    /// Binary tests.
+    Answer(Answer),
+    /// Open-ended tests: labels named (after the Direction exception), sorted.
+    Labels(Vec<String>),
+}
+
+/// The verdict on one input row: one line of `items.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    /// 1-based data row in the input file.
+    pub row: usize,
+    /// Scene as given.
+    pub scene: String,
+    /// The test the row belongs to: the scene after its last `_` (`P_Gravity` -> `Gravity`).
+    pub test: String,
+    /// Gold label as given (scored as given, also when it contradicts the scene prefix).
+    pub gt: String,
+    /// What the scorer read from the last turn.
+    pub parsed: Parsed,
+    /// correct, false or invalid.
+    pub verdict: Verdict,
+    /// The input's video paths, when it has them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_file: Option<String>,
+    /// Level 2: the video index that pairs a `P_` row with its `IP_` row (`#k` for the k-th row
+    /// of the scene when the input has no video path, as in `level2-text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_index: Option<String>,
+    /// Level 2: the gold label contradicts the `P_`/`IP_` prefix (results of upstream before
+    /// 10ac5f2 have `gt=no` everywhere).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gt_mismatch: bool,
+}
+
+/// The group (test) of a scene: the part after its last `_`.
+pub fn test_of(scene: &str) -> &str {
+    scene.rsplit('_').next().unwrap_or(scene)
+}
+
+/// Level 2 gold label from the scene prefix: `P_` -> yes, `IP_` -> no, anything else `None`.
+pub fn level2_gold(scene: &str) -> Option<bool> {
+    match scene.split_once('_') {
+        Some(("P", rest)) if !rest.is_empty() => Some(true),
+        Some(("IP", rest)) if !rest.is_empty() => Some(false),
+        _ => None,
+    }
+}
+
+/// The video index of a row: the file stem of its last non-empty video path
+/// (`data/videos/level2/P_Gravity/017.mp4` -> `017`), shared by a P video and its IP twin.
+pub fn video_index(video_file: &str) -> Option<&str> {
+    let path = video_file
+        .rsplit(',')
+        .map(str::trim)
+        .find(|p| !p.is_empty())?;
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    let stem = match name.rfind('.') {
+        Some(i) if i > 0 => &name[..i],
+        _ => name,
+    };
+    (!stem.is_empty()).then_some(stem)
+}
+
+/// Score every row. Fails on the first row whose gold label or scene the test cannot score.
+pub fn score(test: TestKind, rows: &[Row]) -> Result<Vec<Item>, RowIssue> {
+    let mut ordinal: HashMap<&str, usize> = HashMap::new();
+    rows.iter()
+        .map(|r| {
+            let mut item = score_row(test, r)?;
+            if test.is_level2() {
+                let k = ordinal.entry(r.scene.as_str()).or_default();
+                *k += 1;
+                item.pair_index = Some(match r.video_file.as_deref().and_then(video_index) {
+                    Some(ix) => ix.to_string(),
+                    None => format!("#{k}"),
+                });
+            }
+            Ok(item)
+        })
+        .collect()
+}
+
+/// Score one row on its own (no pairing).
+pub fn score_row(test: TestKind, r: &Row) -> Result<Item, RowIssue> {
+    let issue = |field: &'static str, message: String| RowIssue {
+        row: r.row,
+        field,
+        message,
+    };
+    let mut gt_mismatch = false;
+    let (parsed, verdict) = if test.is_open() {
+        let j = judge_open(&r.scene, &r.gt, &r.response).map_err(|e| match e {
+            OpenError::UnknownScene => issue(
+                "scene",
+                format!(
+                    "{:?} has no open-ended question; expected one of {}",
+                    r.scene,
+                    open_scene_names()
+                ),
+            ),
+            OpenError::UnknownLabel => issue(
+                "gt",
+                format!(
+                    "{:?} is not a label of {}; expected one of {}",
+                    r.gt,
+                    r.scene,
+                    open_labels(&r.scene)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|(l, _)| *l)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        })?;
+        let labels = j.found.iter().map(|l| l.to_string()).collect();
+        (Parsed::Labels(labels), j.verdict)
+    } else {
+        let gold_yes = match r.gt.as_str() {
+            "yes" => true,
+            "no" => false,
+            other => {
+                return Err(issue(
+                    "gt",
+                    format!("{other:?} is not a gold label of a yes/no test; expected yes or no"),
+                ))
+            }
+        };
+        if test.is_level2() {
+            let from_scene = level2_gold(&r.scene).ok_or_else(|| {
+                issue(
+                    "scene",
+                    format!(
+                        "{:?} is not a {} scene; expected P_<Test> or IP_<Test>",
+                        r.scene,
+                        test.name()
+                    ),
+                )
+            })?;
+            gt_mismatch = from_scene != gold_yes;
+        }
+        let answer = binary_answer(&r.response);
+        (Parsed::Answer(answer), binary_verdict(answer, gold_yes))
+    };
+    Ok(Item {
+        row: r.row,
+        scene: r.scene.clone(),
+        test: test_of(&r.scene).to_string(),
+        gt: r.gt.clone(),
+        parsed,
+        verdict,
+        video_file: r.video_file.clone(),
+        pair_index: None,
+        gt_mismatch,
+    })
+}
+
+fn open_scene_names() -> String {
+    rules::OPEN_CHOICES
+        .iter()
+        .map(|(s, _)| *s)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How the summary is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryOptions {
+    /// Bootstrap resamples for the 95% intervals (0: intervals collapse to the value).
+    pub bootstrap: usize,
+    /// Bootstrap seed.
+    pub seed: u64,
+    /// Also compute the paired P/IP accuracy (Level 2 only; not the paper's metric).
+    pub pairwise: bool,
+}
+
+/// Yes / No / ? counts of the rows with one gold label (binary tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AnswerCounts {
+    /// Rows.
+    pub n: usize,
+    /// Answered yes.
+    pub yes: usize,
+    /// Answered no.
+    pub no: usize,
+    /// Answered neither (counted wrong).
+    pub invalid: usize,
+}
+
+/// correct / false / ? counts (open-ended tests), with their accuracy.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct VerdictCounts {
+    /// Rows.
+    pub n: usize,
+    /// Only the gold label named.
+    pub correct: usize,
+    /// Only other labels named.
+    #[serde(rename = "false")]
+    pub wrong: usize,
+    /// Both or no labels named (counted wrong).
+    pub invalid: usize,
+    /// correct / n (0 when n is 0).
+    pub accuracy: f64,
+}
+
+/// The metrics of one binary test (paper: Yes / No / ? per gold label, Acc pos/neg/comb).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BinaryGroup {
+    /// Acc(comb): correct over all rows of the test; invalid answers stay in the denominator.
+    pub accuracy: Estimate,
+    /// Acc(pos): answered yes among gold-yes rows (0 with n 0 when there are none, as upstream).
+    pub acc_pos: Estimate,
+    /// Acc(neg): answered no among gold-no rows (0 with n 0 when there are none, as upstream).
+    pub acc_neg: Estimate,
+    /// Rows.
+    pub n: usize,
+    /// Correct rows.
+    pub correct: usize,
+    /// Rows with no yes/no answer.
+    pub invalid: usize,
+    /// Answers of the gold-yes rows.
+    pub pos: AnswerCounts,
+    /// Answers of the gold-no rows.
+    pub neg: AnswerCounts,
+    /// Chance level of a yes/no question.
+    pub chance: f64,
+    /// Best score of a constant answer, max(|pos|, |neg|) / n: the real floor when unbalanced.
+    pub constant_answer: f64,
+    /// Rows whose gold label contradicts the `P_`/`IP_` prefix (Level 2).
+    pub gt_mismatches: usize,
+}
+
+/// The metrics of one open-ended scene.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenGroup {
+    /// Acc(comb): Σ correct / Σ rows over every label of the scene.
+    pub accuracy: Estimate,
+    /// Rows.
+    pub n: usize,
+    /// Correct rows.
+    pub correct: usize,
+    /// Rows naming only wrong labels.
+    #[serde(rename = "false")]
+    pub wrong: usize,
+    /// Rows naming both or no labels.
+    pub invalid: usize,
+    /// 1/k for a scene of k labels: a model that always names one valid label.
+    pub chance: f64,
+    /// Counts per gold label, labels sorted.
+    pub labels: BTreeMap<String, VerdictCounts>,
+}
+
+/// Metrics of one test: binary or open-ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Group {
+    /// Yes/no test.
+    Binary(BinaryGroup),
+    /// Open-ended scene.
+    Open(OpenGroup),
+}
+
+impl Group {
+    /// The group's accuracy (Acc(comb)).
+    pub fn accuracy(&self) -> &Estimate {
+        match self {
+            Group::Binary(g) => &g.accuracy,
+            Group::Open(g) => &g.accuracy,
+        }
+    }
+}
+
+/// Paired P/IP accuracy (MVPBench's `paired_accuracy`): NOT the GRASP paper's metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pairwise {
+    /// Share of (test, video index) pairs whose P and IP rows are both correct.
+    pub paired_accuracy: Estimate,
+    /// Complete pairs.
+    pub pairs: usize,
+    /// Pairs with both rows correct.
+    pub both_correct: usize,
+    /// Rows with no twin of the other prefix (scored in the paper metric, not here).
+    pub unpaired_rows: Vec<usize>,
+    /// Per test: paired accuracy.
+    pub groups: BTreeMap<String, Estimate>,
+}
+
+/// Everything `scorekit grasp` reports, computed from the items alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// The test type scored.
+    pub test: TestKind,
+    /// Correct over all rows. For `level1-open` this is the combined open-ended accuracy,
+    /// Σ correct / Σ rows (not upstream's printed `Acc (comb)`, see docs/grasp.md).
+    pub accuracy: Estimate,
+    /// Rows.
+    pub n: usize,
+    /// Correct rows.
+    pub correct: usize,
+    /// Valid but wrong answers.
+    #[serde(rename = "false")]
+    pub wrong: usize,
+    /// Rows with no usable answer.
+    pub invalid: usize,
+    /// Level 2: rows whose gold label contradicts the scene prefix, every one of them.
+    pub gt_mismatch_rows: Vec<usize>,
+    /// Per test, sorted by name.
+    pub groups: BTreeMap<String, Group>,
+    /// `--pairwise`: paired accuracy (not the paper's metric).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<Pairwise>,
+}
+
+/// A rate with interval; no values gives 0 with n 0, as upstream's `Acc` of an empty group.
+fn rate(values: &[f64], opts: &SummaryOptions) -> Estimate {
+    bootstrap_mean(values, opts.bootstrap, opts.seed).unwrap_or(Estimate {
+        value: 0.0,
+        n: 0,
+        ci_low: 0.0,
+        ci_high: 0.0,
+    })
+}
+
+fn hit(v: Verdict) -> f64 {
+    if v == Verdict::Correct {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn frac(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Compute every metric from the items. Fails only for `pairwise` on an ambiguous pair.
+pub fn summarize(
+    test: TestKind,
+    items: &[Item],
+    opts: &SummaryOptions,
+) -> Result<Summary, RowIssue> {
+    let mut by_test: BTreeMap<&str, Vec<&Item>> = BTreeMap::new();
+    for it in items {
+        by_test.entry(it.test.as_str()).or_default().push(it);
+    }
+    let groups = by_test
+        .iter()
+        .map(|(name, rows)| {
+            let g = if test.is_open() {
+                Group::Open(open_group(name, rows, opts))
+            } else {
+                Group::Binary(binary_group(rows, opts))
+            };
+            (name.to_string(), g)
+        })
+        .collect();
+    let count = |v: Verdict| items.iter().filter(|i| i.verdict == v).count();
+    let all: Vec<f64> = items.iter().map(|i| hit(i.verdict)).collect();
+    let pairwise = if opts.pairwise {
+        Some(pairwise(items, opts)?)
+    } else {
+        None
+    };
+    Ok(Summary {
+        test,
+        accuracy: rate(&all, opts),
+        n: items.len(),
+        correct: count(Verdict::Correct),
+        wrong: count(Verdict::False),
+        invalid: count(Verdict::Invalid),
+        gt_mismatch_rows: items
+            .iter()
+            .filter(|i| i.gt_mismatch)
+            .map(|i| i.row)
+            .collect(),
+        groups,
+        pairwise,
+    })
+}
+
+fn binary_group(rows: &[&Item], opts: &SummaryOptions) -> BinaryGroup {
+    let mut pos = AnswerCounts::default();
+    let mut neg = AnswerCounts::default();
+    let (mut all, mut pos_hits, mut neg_hits) = (Vec::new(), Vec::new(), Vec::new());
+    for it in rows {
+        let (counts, hits) = if it.gt == "yes" {
+            (&mut pos, &mut pos_hits)
+        } else {
+            (&mut neg, &mut neg_hits)
+        };
+        counts.n += 1;
+        match it.parsed {
+            Parsed::Answer(Answer::Yes) => counts.yes += 1,
+            Parsed::Answer(Answer::No) => counts.no += 1,
+            _ => counts.invalid += 1,
+        }
+        hits.push(hit(it.verdict));
+        all.push(hit(it.verdict));
+    }
+    let n = rows.len();
+    BinaryGroup {
+        accuracy: rate(&all, opts),
+        acc_pos: rate(&pos_hits, opts),
+        acc_neg: rate(&neg_hits, opts),
+        n,
+        correct: pos.yes + neg.no,
+        invalid: pos.invalid + neg.invalid,
+        pos,
+        neg,
+        chance: 0.5,
+        constant_answer: frac(pos.n.max(neg.n), n),
+        gt_mismatches: rows.iter().filter(|i| i.gt_mismatch).count(),
+    }
+}
+
+fn open_group(scene: &str, rows: &[&Item], opts: &SummaryOptions) -> OpenGroup {
+    let mut labels: BTreeMap<String, VerdictCounts> = BTreeMap::new();
+    for it in rows {
+        let c = labels.entry(it.gt.clone()).or_default();
+        c.n += 1;
+        match it.verdict {
+            Verdict::Correct => c.correct += 1,
+            Verdict::False => c.wrong += 1,
+            Verdict::Invalid => c.invalid += 1,
+        }
+    }
+    for c in labels.values_mut() {
+        c.accuracy = frac(c.correct, c.n);
+    }
+    let sum = |f: fn(&VerdictCounts) -> usize| labels.values().map(f).sum::<usize>();
+    let all: Vec<f64> = rows.iter().map(|i| hit(i.verdict)).collect();
+    OpenGroup {
+        accuracy: rate(&all, opts),
+        n: rows.len(),
+        correct: sum(|c| c.correct),
+        wrong: sum(|c| c.wrong),
+        invalid: sum(|c| c.invalid),
+        chance: open_labels(scene).map_or(0.0, |l| 1.0 / l.len() as f64),
+        labels,
+    }
+}
+
+/// Pair a `P_` row with the `IP_` row of the same test and video index; a pair scores 1 only if
+/// both are correct. A (test, index, prefix) that occurs twice cannot be paired: error.
+fn pairwise(items: &[Item], opts: &SummaryOptions) -> Result<Pairwise, RowIssue> {
+    // (test, index) -> [P row, IP row], as positions in `items`.
+    let mut slots: BTreeMap<(&str, &str), [Option<usize>; 2]> = BTreeMap::new();
+    for (pos, it) in items.iter().enumerate() {
+        let Some(index) = it.pair_index.as_deref() else {
+            continue;
+        };
+        let side = match level2_gold(&it.scene) {
+            Some(true) => 0,
+            Some(false) => 1,
+            None => continue,
+        };
+        let slot = &mut slots.entry((it.test.as_str(), index)).or_default()[side];
+        if let Some(first) = *slot {
+            return Err(RowIssue {
+                row: it.row,
+                field: "video_file",
+                message: format!(
+                    "--pairwise: {} video index {index} also on row {}; cannot pair P and IP rows",
+                    it.scene, items[first].row
+                ),
+            });
+        }
+        *slot = Some(pos);
+    }
+    let mut unpaired_rows = Vec::new();
+    let mut per_test: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for ((test, _), slot) in &slots {
+        match slot {
+            [Some(p), Some(ip)] => {
+                let both =
+                    items[*p].verdict == Verdict::Correct && items[*ip].verdict == Verdict::Correct;
+                per_test
+                    .entry(test)
+                    .or_default()
+                    .push(if both { 1.0 } else { 0.0 });
+            }
+            [Some(x), None] | [None, Some(x)] => unpaired_rows.push(items[*x].row),
+            [None, None] => {}
+        }
+    }
+    unpaired_rows.sort_unstable();
+    let all: Vec<f64> = per_test.values().flatten().copied().collect();
+    Ok(Pairwise {
+        paired_accuracy: rate(&all, opts),
+        pairs: all.len(),
+        both_correct: all.iter().filter(|&&x| x == 1.0).count(),
+        unpaired_rows,
+        groups: per_test
+            .iter()
+            .map(|(t, v)| (t.to_string(), rate(v, opts)))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(n: usize, scene: &str, gt: &str, response: &str, video: Option<&str>) -> Row {
+        Row {
+            row: n,
+            scene: scene.into(),
+            gt: gt.into(),
+            response: response.into(),
+            video_file: video.map(str::to_string),
+        }
+    }
+
+    const NO_BOOT: SummaryOptions = SummaryOptions {
+        bootstrap: 0,
+        seed: 0,
+        pairwise: false,
+    };
+
+    #[test]
+    fn test_names_round_trip() {
+        for k in TestKind::ALL {
+            assert_eq!(TestKind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(TestKind::from_name("level1_binary"), None);
+        assert_eq!(
+            serde_json::to_string(&TestKind::Level2Text).unwrap(),
+            "\"level2-text\""
+        );
+    }
+
+    #[test]
+    fn groups_and_level2_gold() {
+        assert_eq!(test_of("P_Gravity"), "Gravity");
+        assert_eq!(test_of("IP_GravityInertia2"), "GravityInertia2");
+        assert_eq!(test_of("Color"), "Color");
+        assert_eq!(level2_gold("P_Gravity"), Some(true));
+        assert_eq!(level2_gold("IP_SupportGravity"), Some(false));
+        assert_eq!(level2_gold("Gravity"), None);
+        assert_eq!(level2_gold("P_"), None);
+        assert_eq!(level2_gold("p_Gravity"), None);
+    }
+
+    #[test]
+    fn video_index_is_the_file_stem_of_the_last_video() {
+        assert_eq!(
+            video_index("data/videos/level2/P_Gravity/017.mp4"),
+            Some("017")
+        );
+        // cot/oneshot: the second turn has no video and contributes an empty string.
+        assert_eq!(
+            video_index("data/videos/level1/ColorRed/003.mp4,"),
+            Some("003")
+        );
+        assert_eq!(video_index(r"C:\v\IP_Gravity\005.mp4"), Some("005"));
+        assert_eq!(video_index(""), None);
+        assert_eq!(video_index(","), None);
+    }
+
+    #[test]
+    fn binary_rows_and_bad_gold() {
+        let rows = [
+            row(1, "Color", "yes", "Yes.", None),
+            row(2, "Color", "no", "yes", None),
+            row(3, "Color", "no", "", None),
+        ];
+        let items = score(TestKind::Level1Binary, &rows).unwrap();
+        let v: Vec<_> = items.iter().map(|i| i.verdict).collect();
+        assert_eq!(v, [Verdict::Correct, Verdict::False, Verdict::Invalid]);
+        assert_eq!(items[2].parsed, Parsed::Answer(Answer::Invalid));
+        assert_eq!(items[0].pair_index, None);
+        for bad in ["Yes", "true", "", "NA", " yes"] {
+            let e =
+                score_row(TestKind::Level1Binary, &row(7, "Color", bad, "yes", None)).unwrap_err();
+            assert_eq!((e.row, e.field), (7, "gt"), "{bad:?}");
+            assert!(e.message.contains("expected yes or no"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn level2_checks_gold_against_prefix_but_scores_the_given_gold() {
+        // Results from upstream before 10ac5f2: every gt is "no".
+        let rows = [
+            row(1, "P_Gravity", "no", "No", Some("v/P_Gravity/000.mp4")),
+            row(2, "IP_Gravity", "no", "No", Some("v/IP_Gravity/000.mp4")),
+        ];
+        let items = score(TestKind::Level2, &rows).unwrap();
+        assert!(items[0].gt_mismatch && !items[1].gt_mismatch);
+        assert_eq!(items[0].verdict, Verdict::Correct);
+        let s = summarize(TestKind::Level2, &items, &NO_BOOT).unwrap();
+        assert_eq!(s.gt_mismatch_rows, [1]);
+        assert_eq!(s.accuracy.value, 1.0);
+        let Group::Binary(g) = &s.groups["Gravity"] else {
+            panic!()
+        };
+        assert_eq!(g.gt_mismatches, 1);
+        assert_eq!((g.pos.n, g.neg.n), (0, 2));
+        assert_eq!(g.constant_answer, 1.0);
+        // A scene without the prefix is not a Level 2 scene.
+        let e = score_row(TestKind::Level2, &row(3, "Gravity", "yes", "yes", None)).unwrap_err();
+        assert_eq!((e.row, e.field), (3, "scene"));
+    }
+
+    #[test]
+    fn binary_metrics_as_the_paper_lays_them_out() {
+        // Gravity: pos = [yes, no, ?], neg = [no, no, yes, ?] -> Acc(pos)=1/3, Acc(neg)=2/4,
+        // Acc(comb)=3/7. Inertia: one correct P row.
+        let rows = [
+            row(1, "P_Gravity", "yes", "Yes", None),
+            row(2, "P_Gravity", "yes", "No", None),
+            row(3, "P_Gravity", "yes", "Maybe", None),
+            row(4, "IP_Gravity", "no", "no", None),
+            row(5, "IP_Gravity", "no", "NO!", None),
+            row(6, "IP_Gravity", "no", "yes", None),
+            row(7, "IP_Gravity", "no", "", None),
+            row(8, "P_Inertia", "yes", "yes", None),
+        ];
+        let items = score(TestKind::Level2, &rows).unwrap();
+        let s = summarize(TestKind::Level2, &items, &NO_BOOT).unwrap();
+        assert_eq!(s.groups.keys().collect::<Vec<_>>(), ["Gravity", "Inertia"]);
+        let Group::Binary(g) = &s.groups["Gravity"] else {
+            panic!()
+        };
+        assert_eq!(
+            g.pos,
+            AnswerCounts {
+                n: 3,
+                yes: 1,
+                no: 1,
+                invalid: 1
+            }
+        );
+        assert_eq!(
+            g.neg,
+            AnswerCounts {
+                n: 4,
+                yes: 1,
+                no: 2,
+                invalid: 1
+            }
+        );
+        assert_eq!(g.acc_pos.value, 1.0 / 3.0);
+        assert_eq!(g.acc_neg.value, 0.5);
+        assert_eq!(g.accuracy.value, 3.0 / 7.0);
+        assert_eq!((g.n, g.correct, g.invalid), (7, 3, 2));
+        let Group::Binary(i) = &s.groups["Inertia"] else {
+            panic!()
+        };
+        // No gold-no rows: Acc(neg) is 0 as upstream, with n 0 to tell it apart.
+        assert_eq!((i.acc_neg.value, i.acc_neg.n), (0.0, 0));
+        assert_eq!((s.n, s.correct, s.wrong, s.invalid), (8, 4, 2, 2));
+        assert_eq!(s.accuracy.value, 0.5);
+    }
+
+    #[test]
+    fn open_combined_accuracy_is_total_correct_over_total_rows() {
+        // Direction: forward 3 rows (2 correct), left 1 row (1 correct) -> 3/4. Upstream would
+        // print for label "left" 3 correct / 1 row = 300% (Σ correct over the current label).
+        let rows = [
+            row(1, "Direction", "forward", "Forward.", None),
+            row(2, "Direction", "forward", "up", None),
+            row(3, "Direction", "forward", "It rolls down", None),
+            row(4, "Direction", "left", "From right to left", None),
+            row(5, "Shape", "ball", "a sphere or a cube", None),
+        ];
+        let items = score(TestKind::Level1Open, &rows).unwrap();
+        assert_eq!(
+            items[4].parsed,
+            Parsed::Labels(vec!["ball".into(), "cube".into()])
+        );
+        let s = summarize(TestKind::Level1Open, &items, &NO_BOOT).unwrap();
+        let Group::Open(d) = &s.groups["Direction"] else {
+            panic!()
+        };
+        assert_eq!(d.accuracy.value, 0.75);
+        assert_eq!(d.chance, 0.25);
+        assert_eq!(d.labels["forward"].correct, 2);
+        assert_eq!(d.labels["forward"].wrong, 1);
+        assert_eq!(d.labels["left"].accuracy, 1.0);
+        let Group::Open(sh) = &s.groups["Shape"] else {
+            panic!()
+        };
+        assert_eq!((sh.invalid, sh.chance), (1, 0.5));
+        assert_eq!(s.accuracy.value, 3.0 / 5.0);
+        assert_eq!((s.correct, s.wrong, s.invalid), (3, 1, 1));
+    }
+
+    #[test]
+    fn open_rows_with_unknown_scene_or_label_name_the_field() {
+        let e = score(
+            TestKind::Level1Open,
+            &[
+                row(1, "Color", "red", "red", None),
+                row(2, "Movement", "moving", "moving", None),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!((e.row, e.field), (2, "scene"));
+        let e =
+            score_row(TestKind::Level1Open, &row(4, "Shape", "cylinder", "", None)).unwrap_err();
+        assert_eq!((e.row, e.field), (4, "gt"));
+        assert!(e.message.contains("ball, cube"), "{}", e.message);
+    }
+
+    #[test]
+    fn pairwise_pairs_by_test_and_video_index() {
+        let opts = SummaryOptions {
+            pairwise: true,
+            ..NO_BOOT
+        };
+        let rows = [
+            row(1, "P_Gravity", "yes", "yes", Some("v/P_Gravity/000.mp4")),
+            row(2, "P_Gravity", "yes", "yes", Some("v/P_Gravity/001.mp4")),
+            row(3, "IP_Gravity", "no", "yes", Some("v/IP_Gravity/001.mp4")),
+            row(4, "IP_Gravity", "no", "no", Some("v/IP_Gravity/000.mp4")),
+            row(5, "P_Inertia", "yes", "yes", Some("v/P_Inertia/000.mp4")),
+        ];
+        let items = score(TestKind::Level2, &rows).unwrap();
+        let s = summarize(TestKind::Level2, &items, &opts).unwrap();
+        let p = s.pairwise.unwrap();
+        assert_eq!((p.pairs, p.both_correct), (2, 1));
+        assert_eq!(p.paired_accuracy.value, 0.5);
+        assert_eq!(p.unpaired_rows, [5]);
+        assert_eq!(p.groups["Gravity"].value, 0.5);
+        // The paper metric is unchanged by pairing: 4 of 5 rows correct.
+        assert_eq!(s.accuracy.value, 0.8);
+
+        // Without video paths (level2-text) the k-th P row pairs with the k-th IP row.
+        let text = [
+            row(1, "P_Gravity", "yes", "yes", None),
+            row(2, "IP_Gravity", "no", "no", None),
+        ];
+        let items = score(TestKind::Level2Text, &text).unwrap();
+        assert_eq!(items[1].pair_index.as_deref(), Some("#1"));
+        let s = summarize(TestKind::Level2Text, &items, &opts).unwrap();
+        assert_eq!(s.pairwise.unwrap().both_correct, 1);
+
+        // The same video twice cannot be paired.
+        let dup = [
+            row(1, "P_Gravity", "yes", "yes", Some("v/P_Gravity/000.mp4")),
+            row(2, "P_Gravity", "yes", "no", Some("v/P_Gravity/000.mp4")),
+        ];
+        let items = score(TestKind::Level2, &dup).unwrap();
+        let e = summarize(TestKind::Level2, &items, &opts).unwrap_err();
+        assert_eq!((e.row, e.field), (2, "video_file"));
+        assert!(e.message.contains("row 1"), "{}", e.message);
+    }
+
+    #[test]
+    fn metrics_recompute_from_items_json() {
+        // A merge reads items.jsonl back: the summary must come out identical.
+        let rows = [
+            row(1, "Color", "red", "Red", None),
+            row(2, "Color", "blue", "green", None),
+            row(3, "Shape", "cube", "box or ball", None),
+        ];
+        let opts = SummaryOptions {
+            bootstrap: 200,
+            seed: 9,
+            pairwise: false,
+        };
+        let items = score(TestKind::Level1Open, &rows).unwrap();
+        let text: String = items
+            .iter()
+            .map(|i| serde_json::to_string(i).unwrap() + "\n")
+            .collect();
+        let back: Vec<Item> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(back, items);
+        assert_eq!(
+            summarize(TestKind::Level1Open, &back, &opts).unwrap(),
+            summarize(TestKind::Level1Open, &items, &opts).unwrap()
+        );
+        let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            line,
+            serde_json::json!({"row": 1, "scene": "Color", "test": "Color", "gt": "red",
+                               "parsed": ["red"], "verdict": "correct"})
+        );
+    }
+}
