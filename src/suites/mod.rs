@@ -1,2 +1,3 @@
 //! One module per suite; each turns records into verdicts and metrics and knows nothing of the CLI.
 pub mod grasp;
+pub mod muse;
