@@ -1,9 +1,201 @@
-//! `scorekit muse`.
+//! `scorekit muse`: read queries, the gold flow, aliases and plans; score each query with the
+//! MuSE suite; write items.jsonl, metrics.json and report.md.
 
-use crate::cli::MuseArgs;
-use crate::error::{Error, Result};
+use crate::cli::{MuseArgs, PlanFormat as CliFormat};
+use crate::error::{Error, InputError, Result};
+use crate::input::{read_jsonl, read_text};
+use crate::report::{MetricsDoc, OutputDir};
+use crate::suites::muse::{
+    self, parse_flow, parse_plan, parse_queries, score_query, AliasTable, Plan, PlanFormat,
+    REVIEWED_FLOW,
+};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Run `scorekit muse`.
-pub fn run(_args: MuseArgs) -> Result<()> {
-    Err(Error::NotAvailable("muse"))
+pub fn run(args: MuseArgs) -> Result<()> {
+    if args.embedder.is_some() {
+        // Name matching by embeddings is an issue of its own; never score by names under its label.
+        return Err(Error::NotAvailable("muse --embedder"));
+    }
+    let qfile = read_text(&args.queries)?;
+    let queries = parse_queries(&qfile.name(), &qfile.text)?;
+    let (flow, flow_source) = match &args.flow {
+        Some(p) => {
+            let f = read_text(p)?;
+            (
+                parse_flow(&f.name(), &f.text, &queries)?,
+                p.display().to_string(),
+            )
+        }
+        None => {
+            let digest: String = Sha256::digest(REVIEWED_FLOW.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let name = "data/muse/flow.reviewed.json (built in)";
+            (
+                parse_flow(name, REVIEWED_FLOW, &queries)?,
+                format!("{name}, sha256 {digest}"),
+            )
+        }
+    };
+    let mut aliases = AliasTable::shipped();
+    if let Some(p) = &args.aliases {
+        let f = read_text(p)?;
+        aliases.extend_from_str(&f.name(), &f.text)?;
+    }
+    let format = match args.plan_format {
+        CliFormat::Auto => None,
+        CliFormat::Hugginggpt => Some(PlanFormat::Hugginggpt),
+        CliFormat::Controlllm => Some(PlanFormat::Controlllm),
+        CliFormat::Scorekit => Some(PlanFormat::Scorekit),
+    };
+    let known: BTreeMap<i64, ()> = queries.iter().map(|q| (q.idx, ())).collect();
+    let plans = read_plans(&args.plans, format, &known)?;
+    let verdicts = match &args.output_verdicts {
+        Some(p) => Some(read_verdicts(p, &known)?),
+        None => None,
+    };
+
+    let items: Vec<muse::Item> = queries
+        .iter()
+        .map(|q| {
+            let verdict = verdicts.as_ref().map(|v| v.get(&q.idx).copied());
+            score_query(q, flow.get(&q.idx), plans.get(&q.idx), &aliases, verdict)
+        })
+        .collect();
+    let out = &args.output;
+    let summary = muse::summarize(&items, out.bootstrap, out.seed);
+
+    let dir = OutputDir::prepare(&out.out, out.force)?;
+    let mut writer = dir.items("items.jsonl")?;
+    for it in &items {
+        writer.write(it)?;
+    }
+    writer.finish()?;
+    let mut doc = MetricsDoc::new("muse");
+    doc.add_input(&args.queries)?;
+    doc.add_input(&args.plans)?;
+    for p in [&args.flow, &args.aliases, &args.output_verdicts]
+        .into_iter()
+        .flatten()
+    {
+        doc.add_input(p)?;
+    }
+    let s = &mut doc.settings;
+    s.insert(
+        "plan_format".into(),
+        json!(format!("{:?}", args.plan_format).to_lowercase()),
+    );
+    s.insert("flow".into(), json!(flow_source));
+    s.insert(
+        "aliases".into(),
+        json!(match &args.aliases {
+            Some(p) => format!("shipped table extended by {}", p.display()),
+            None => "shipped table".into(),
+        }),
+    );
+    s.insert(
+        "final_output".into(),
+        json!(if verdicts.is_some() {
+            "verdicts from --output-verdicts (o_rule kept in items.jsonl)"
+        } else {
+            "modality rule: all gold tasks predicted and the final output has the requested modality"
+        }),
+    );
+    s.insert(
+        "name_mapping".into(),
+        json!("lenient: a coarse name counts as the gold task it can stand for"),
+    );
+    s.insert("bootstrap".into(), json!(out.bootstrap));
+    s.insert("seed".into(), json!(out.seed));
+    doc.metrics = summary.metrics.clone();
+    doc.groups = summary.groups.clone();
+    let metrics_json = doc.to_json();
+    dir.write("metrics.json", metrics_json.as_bytes())?;
+    let mut report = muse::metrics::report(&summary, &items);
+    if verdicts.is_some() {
+        report.insert_str(
+            report.find('\n').map_or(0, |i| i + 2),
+            &format!(
+                "O comes from the verdicts in {}, not from scorekit's rule.\n\n",
+                args.output_verdicts
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    dir.write("report.md", report.as_bytes())?;
+
+    let missing = items.iter().filter(|i| i.missing_plan).count();
+    if missing > 0 && !out.quiet {
+        eprintln!("warning: {missing} quer(ies) have no plan in {} and score 0 (missing_plan in items.jsonl)", args.plans.display());
+    }
+    if out.json {
+        print!("{metrics_json}");
+    } else {
+        print!("{}", muse::metrics::table(&summary).render());
+        if verdicts.is_some() {
+            println!("O from --output-verdicts");
+        }
+        println!("\nwrote {}", dir.path().display());
+    }
+    Ok(())
+}
+
+/// Plans keyed by idx; an idx not in the queries, or given twice, is an input error.
+fn read_plans(
+    path: &Path,
+    format: Option<PlanFormat>,
+    known: &BTreeMap<i64, ()>,
+) -> Result<BTreeMap<i64, Plan>> {
+    let mut plans: BTreeMap<i64, Plan> = BTreeMap::new();
+    for rec in read_jsonl(path)? {
+        let plan = parse_plan(&rec, format)?;
+        if !known.contains_key(&plan.idx) {
+            return Err(rec
+                .field_error("idx", format!("no query with idx {}", plan.idx))
+                .into());
+        }
+        if let Some(first) = plans.get(&plan.idx) {
+            return Err(rec
+                .field_error(
+                    "idx",
+                    format!(
+                        "a second plan for idx {} (the first is on line {})",
+                        plan.idx, first.line
+                    ),
+                )
+                .into());
+        }
+        plans.insert(plan.idx, plan);
+    }
+    Ok(plans)
+}
+
+/// `{"idx", "output_ok": bool}` per line.
+fn read_verdicts(path: &Path, known: &BTreeMap<i64, ()>) -> Result<BTreeMap<i64, bool>> {
+    let mut out = BTreeMap::new();
+    for rec in read_jsonl(path)? {
+        let idx = rec.i64("idx")?;
+        let ok = rec.bool("output_ok")?;
+        if !known.contains_key(&idx) {
+            return Err(rec
+                .field_error("idx", format!("no query with idx {idx}"))
+                .into());
+        }
+        if out.insert(idx, ok).is_some() {
+            return Err(Error::Input(InputError::field(
+                &*rec.file,
+                rec.line,
+                "idx",
+                format!("a second verdict for idx {idx}"),
+            )));
+        }
+    }
+    Ok(out)
 }
