@@ -1,9 +1,257 @@
-//! `scorekit embed`.
+//! `scorekit embed`: sentences in (JSONL `{"id", "text"}` or plain text, one per line), one
+//! embedding per sentence out (`.npy`, `.safetensors` or `.jsonl`), plus `<output>.meta.json`
+//! recording the model id, revision and weight sha256, the input's sha256 and the ids in order.
 
 use crate::cli::EmbedArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, InputError, Result};
+use crate::report::{atomic_write, InputFile};
+use crate::runtime::{self, Embedder, ResolveOptions};
+use std::path::Path;
+
+/// Files an embedder needs; sentence-transformers module files come along when the repo has them.
+pub const EMBEDDER_FILES: &[&str] = &[
+    "config.json",
+    "tokenizer.json",
+    "model.safetensors|pytorch_model.bin",
+];
+
+/// Output formats, by extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Npy,
+    Safetensors,
+    Jsonl,
+}
+
+fn format_of(path: &Path) -> Result<Format> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("npy") => Ok(Format::Npy),
+        Some("safetensors") => Ok(Format::Safetensors),
+        Some("jsonl") => Ok(Format::Jsonl),
+        _ => Err(Error::usage(format!(
+            "--output {}: the extension must be .npy, .safetensors or .jsonl",
+            path.display()
+        ))),
+    }
+}
+
+/// Read the sentences: JSONL records with `text` (and `id`, else the row), or plain text lines
+/// (id = line number). Returns (ids, texts).
+pub fn read_sentences(path: &Path) -> Result<(Vec<serde_json::Value>, Vec<String>)> {
+    let is_jsonl = matches!(
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("jsonl") | Some("ndjson")
+    );
+    let mut ids = Vec::new();
+    let mut texts = Vec::new();
+    if is_jsonl {
+        for r in crate::input::read_jsonl(path)? {
+            texts.push(r.str("text")?.to_string());
+            let id = match r.get("id")? {
+                Some(v @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => {
+                    v.clone()
+                }
+                Some(other) => {
+                    return Err(r
+                        .field_error(
+                            "id",
+                            format!(
+                                "expected a string or a number, found {}",
+                                crate::input::type_name(other)
+                            ),
+                        )
+                        .into())
+                }
+                None => serde_json::Value::from(r.row),
+            };
+            ids.push(id);
+        }
+    } else {
+        let file = crate::input::read_text(path)?;
+        for (line, text) in file.lines() {
+            ids.push(serde_json::Value::from(line));
+            texts.push(text.to_string());
+        }
+    }
+    if texts.is_empty() {
+        return Err(InputError::file(path, "no sentences").into());
+    }
+    Ok((ids, texts))
+}
+
+/// A `.npy` (format 1.0) file of a C-order f32 matrix.
+pub fn npy_bytes(rows: &[Vec<f32>], dim: usize) -> Vec<u8> {
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}",
+        rows.len(),
+        dim
+    );
+    // Magic (6) + version (2) + length (2) + header, padded with spaces to a multiple of 64, ending in \n.
+    let total = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - total % 64) % 64));
+    header.push('\n');
+    let mut out = Vec::with_capacity(10 + header.len() + rows.len() * dim * 4);
+    out.extend_from_slice(b"\x93NUMPY\x01\x00");
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    for r in rows {
+        for x in r {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    out
+}
+
+fn safetensors_bytes(
+    rows: &[Vec<f32>],
+    dim: usize,
+    meta: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<u8> {
+    let bytes = rows.len() * dim * 4;
+    // safetensors metadata values must be strings.
+    let meta: serde_json::Map<String, serde_json::Value> = meta
+        .iter()
+        .map(|(k, v)| {
+            let s = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (k.clone(), serde_json::Value::String(s))
+        })
+        .collect();
+    let header = serde_json::json!({
+        "__metadata__": meta,
+        "embeddings": {"dtype": "F32", "shape": [rows.len(), dim], "data_offsets": [0, bytes]}
+    });
+    let mut h = serde_json::to_vec(&header).expect("header serialises");
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut out = Vec::with_capacity(8 + h.len() + bytes);
+    out.extend_from_slice(&(h.len() as u64).to_le_bytes());
+    out.extend_from_slice(&h);
+    for r in rows {
+        for x in r {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// The path of the provenance file written beside an output.
+pub fn meta_path(output: &Path) -> std::path::PathBuf {
+    let mut s = output.as_os_str().to_os_string();
+    s.push(".meta.json");
+    s.into()
+}
 
 /// Run `scorekit embed`.
-pub fn run(_args: EmbedArgs) -> Result<()> {
-    Err(Error::NotAvailable("embed"))
+pub fn run(args: EmbedArgs) -> Result<()> {
+    let format = format_of(&args.output)?;
+    let meta_file = meta_path(&args.output);
+    if !args.force {
+        for p in [&args.output, &meta_file] {
+            if p.exists() {
+                return Err(Error::usage(format!(
+                    "{} exists; pass --force to overwrite it",
+                    p.display()
+                )));
+            }
+        }
+    }
+    let (ids, texts) = read_sentences(&args.input)?;
+    let device = runtime::select_device(&args.runtime.device)?;
+    let dtype = runtime::select_dtype(args.runtime.dtype, &device);
+    let opts = ResolveOptions {
+        offline: args.runtime.offline,
+        quiet: args.quiet,
+    };
+    let model = runtime::resolve(&args.model, EMBEDDER_FILES, &opts)?;
+    let embedder = Embedder::load(&model, &device, dtype, args.runtime.max_length)?;
+    let model_ref = model.model_ref()?;
+    let bar = crate::progress::bar(texts.len() as u64, "embed", args.quiet);
+    let vectors = embedder.embed(&texts, args.runtime.batch_tokens, &bar)?;
+    bar.finish_and_clear();
+    let dim = embedder.dim();
+
+    let mut meta = serde_json::Map::new();
+    meta.insert("scorekit_version".into(), env!("CARGO_PKG_VERSION").into());
+    meta.insert(
+        "model".into(),
+        serde_json::to_value(&model_ref).expect("model ref"),
+    );
+    let input = InputFile::hash(&args.input)
+        .map_err(|e| anyhow::anyhow!("cannot hash {}: {e}", args.input.display()))?;
+    meta.insert("input".into(), serde_json::to_value(&input).expect("input"));
+    meta.insert("count".into(), vectors.len().into());
+    meta.insert("dim".into(), dim.into());
+    meta.insert("normalized".into(), embedder.normalizes().into());
+    meta.insert(
+        "max_length".into(),
+        embedder.tokenizer().max_length().into(),
+    );
+    meta.insert("dtype".into(), format!("{dtype:?}").to_lowercase().into());
+
+    let body = match format {
+        Format::Npy => npy_bytes(&vectors, dim),
+        Format::Safetensors => {
+            let mut m = meta.clone();
+            m.insert("ids".into(), serde_json::Value::Array(ids.clone()));
+            safetensors_bytes(&vectors, dim, &m)
+        }
+        Format::Jsonl => {
+            let mut s = String::new();
+            for (id, v) in ids.iter().zip(&vectors) {
+                s.push_str(&serde_json::json!({"id": id, "embedding": v}).to_string());
+                s.push('\n');
+            }
+            s.into_bytes()
+        }
+    };
+    atomic_write(&args.output, &body)?;
+    meta.insert("ids".into(), serde_json::Value::Array(ids));
+    let mut m = serde_json::to_string_pretty(&serde_json::Value::Object(meta)).expect("meta");
+    m.push('\n');
+    atomic_write(&meta_file, m.as_bytes())?;
+    if !args.quiet {
+        eprintln!(
+            "embedded {} sentences ({} dims) with {}@{} -> {}",
+            vectors.len(),
+            dim,
+            model_ref.id,
+            model_ref.revision,
+            args.output.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npy_header_is_aligned() {
+        let b = npy_bytes(&[vec![1.0, 2.0], vec![3.0, 4.0]], 2);
+        let hlen = u16::from_le_bytes([b[8], b[9]]) as usize;
+        assert_eq!((10 + hlen) % 64, 0);
+        assert_eq!(b.len(), 10 + hlen + 16);
+        assert!(std::str::from_utf8(&b[10..10 + hlen])
+            .unwrap()
+            .contains("'shape': (2, 2)"));
+    }
+
+    #[test]
+    fn output_extension_decides_format() {
+        assert_eq!(format_of(Path::new("x.NPY")).unwrap(), Format::Npy);
+        assert_eq!(format_of(Path::new("x.csv")).unwrap_err().exit_code(), 2);
+    }
 }
