@@ -1,9 +1,482 @@
-//! `scorekit grasp`.
+//! `scorekit grasp`: read upstream `results.csv` (or JSONL), score it with the GRASP suite, write
+//! items.jsonl, metrics.json and report.md.
 
-use crate::cli::GraspArgs;
-use crate::error::{Error, Result};
+use crate::cli::{GraspArgs, GraspTest};
+use crate::error::{Error, InputError, Result};
+use crate::input::{read_csv, read_jsonl, read_text, Record};
+use crate::report::{percent, Estimate, MetricsDoc, OutputDir, Table};
+use crate::suites::grasp::{self, Group, Row, RowIssue, Summary, SummaryOptions, TestKind};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// The file upstream writes beside `results.csv`; its `test_name` selects the scorer.
+const CONFIG_NAME: &str = "test_config.yaml";
+
+/// Columns the scorer needs; `prompt` and `video_file` are optional (video_file pairs P/IP rows).
+const REQUIRED: [&str; 3] = ["scene", "gt", "response"];
 
 /// Run `scorekit grasp`.
-pub fn run(_args: GraspArgs) -> Result<()> {
-    Err(Error::NotAvailable("grasp"))
+pub fn run(args: GraspArgs) -> Result<()> {
+    if args.semantic {
+        // Issue of its own; never fall back to a strict score under a --semantic label.
+        return Err(Error::NotAvailable("grasp --semantic"));
+    }
+    let test = resolve_test(&args)?;
+    if args.pairwise && !test.kind.is_level2() {
+        return Err(Error::usage(format!(
+            "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
+            test.kind.name()
+        )));
+    }
+    let (rows, lines) = read_rows(&args.responses)?;
+    let file = &args.responses;
+    let located = |issue: RowIssue| -> Error {
+        let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
+        InputError::field(file, line, issue.field, issue.message).into()
+    };
+    let items = grasp::score(test.kind, &rows).map_err(located)?;
+    drop(rows);
+    let out = &args.output;
+    let opts = SummaryOptions {
+        bootstrap: out.bootstrap,
+        seed: out.seed,
+        pairwise: args.pairwise,
+    };
+    let summary = grasp::summarize(test.kind, &items, &opts).map_err(located)?;
+
+    let dir = OutputDir::prepare(&out.out, out.force)?;
+    let mut writer = dir.items("items.jsonl")?;
+    for it in &items {
+        writer.write(it)?;
+    }
+    writer.finish()?;
+    let mut doc = MetricsDoc::new("grasp");
+    doc.add_input(file)?;
+    if let Some(cfg) = &test.config {
+        doc.add_input(cfg)?;
+    }
+    doc.settings = settings(&test, &opts);
+    doc.metrics = headline(&summary);
+    for (name, g) in &summary.groups {
+        let mut v = serde_json::to_value(g).map_err(anyhow::Error::from)?;
+        if let (Some(p), Some(obj)) = (&summary.pairwise, v.as_object_mut()) {
+            if let Some(e) = p.groups.get(name) {
+                obj.insert("paired_accuracy".into(), json!(e));
+            }
+        }
+        doc.groups.insert(name.clone(), v);
+    }
+    let metrics_json = doc.to_json();
+    dir.write("metrics.json", metrics_json.as_bytes())?;
+    let report = render_report(&summary, &test, file);
+    dir.write("report.md", report.as_bytes())?;
+
+    if !summary.gt_mismatch_rows.is_empty() {
+        let rows = &summary.gt_mismatch_rows;
+        let shown: Vec<String> = rows.iter().take(10).map(|r| r.to_string()).collect();
+        eprintln!(
+            "warning: {} row(s) have a gt that contradicts the P_/IP_ scene prefix (rows {}{}); \
+             scored with the given gt as upstream does. Results written before upstream 10ac5f2 \
+             carry gt=no for every Level 2 row. All rows are listed in metrics.json.",
+            rows.len(),
+            shown.join(", "),
+            if rows.len() > 10 { ", ..." } else { "" }
+        );
+    }
+    if out.json {
+        print!("{metrics_json}");
+    } else {
+        print!("{}", render_tables(&summary));
+        println!("\nwrote {}", dir.path().display());
+    }
+    Ok(())
+}
+
+/// The test type and where it came from.
+struct ResolvedTest {
+    kind: TestKind,
+    /// `flag` or the config path.
+    source: String,
+    /// The config file, when one was read.
+    config: Option<PathBuf>,
+    /// `mode` of the config (level1-binary: standard, cot, oneshot).
+    mode: Option<String>,
+}
+
+fn from_flag(t: GraspTest) -> TestKind {
+    match t {
+        GraspTest::Level1Binary => TestKind::Level1Binary,
+        GraspTest::Level1Open => TestKind::Level1Open,
+        GraspTest::Level2 => TestKind::Level2,
+        GraspTest::Level2Text => TestKind::Level2Text,
+    }
+}
+
+/// `--test`, else `test_name` of the `test_config.yaml` beside the responses, else a usage error.
+fn resolve_test(args: &GraspArgs) -> Result<ResolvedTest> {
+    let dir = match args.responses.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let config_path = dir.join(CONFIG_NAME);
+    let has_config = config_path.is_file();
+    if let Some(flag) = args.test {
+        let kind = from_flag(flag);
+        // The flag wins; a config that agrees still tells the mode (cot, oneshot).
+        let cfg = if has_config {
+            read_config(&config_path).ok()
+        } else {
+            None
+        };
+        let agrees = matches!(&cfg, Some((Some(c), _)) if *c == kind);
+        if let Some((Some(c), _)) = &cfg {
+            if !agrees {
+                eprintln!(
+                    "warning: --test {} overrides test_name {} of {}",
+                    kind.name(),
+                    c.name(),
+                    config_path.display()
+                );
+            }
+        }
+        return Ok(ResolvedTest {
+            kind,
+            source: "--test".into(),
+            mode: cfg.filter(|_| agrees).and_then(|(_, m)| m),
+            config: agrees.then_some(config_path),
+        });
+    }
+    if !has_config {
+        return Err(Error::usage(format!(
+            "cannot tell the test type of {}: pass --test {} or put upstream's {CONFIG_NAME} beside it",
+            args.responses.display(),
+            test_names().replace(", ", "|")
+        )));
+    }
+    match read_config(&config_path)? {
+        (Some(kind), mode) => Ok(ResolvedTest {
+            kind,
+            source: config_path.display().to_string(),
+            config: Some(config_path),
+            mode,
+        }),
+        (None, _) => Err(InputError::file(
+            &config_path,
+            format!("no test_name; expected one of {}", test_names()),
+        )
+        .into()),
+    }
+}
+
+fn test_names() -> String {
+    TestKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `test_name` and `mode` of an upstream test config: flat `key: value` lines, so no YAML crate.
+fn read_config(path: &Path) -> Result<(Option<TestKind>, Option<String>)> {
+    let text = read_text(path)?;
+    let (mut kind, mut mode) = (None, None);
+    for (line, l) in text.lines() {
+        let Some((key, value)) = l.split_once(':') else {
+            continue;
+        };
+        let value = value.split(" #").next().unwrap_or("").trim();
+        let value = value.trim_matches(|c| c == '"' || c == '\'');
+        match key.trim() {
+            "test_name" => {
+                kind = Some(TestKind::from_name(value).ok_or_else(|| {
+                    InputError::field(
+                        path,
+                        line,
+                        "test_name",
+                        format!("unknown test {value:?}; expected one of {}", test_names()),
+                    )
+                })?)
+            }
+            "mode" => mode = Some(value.to_string()),
+            _ => {}
+        }
+    }
+    Ok((kind, mode))
+}
+
+/// Read the rows (CSV, or JSONL by extension or by a leading `{`) and the file line of each.
+fn read_rows(path: &Path) -> Result<(Vec<Row>, Vec<usize>)> {
+    let (rows, lines) = if is_jsonl(path)? {
+        let records = read_jsonl(path)?;
+        let lines = records.iter().map(|r| r.line).collect();
+        let rows = records
+            .iter()
+            .map(jsonl_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        (rows, lines)
+    } else {
+        let table = read_csv(path, &REQUIRED)?;
+        let col = |name: &str| table.column(name);
+        let (scene, gt, response) = (col("scene"), col("gt"), col("response"));
+        let video = col("video_file");
+        let mut lines = Vec::with_capacity(table.records.len());
+        let mut rows = Vec::with_capacity(table.records.len());
+        for mut rec in table.records {
+            let mut take = |i: Option<usize>| i.map(|i| std::mem::take(&mut rec.fields[i]));
+            rows.push(Row {
+                row: rec.row,
+                scene: take(scene).unwrap_or_default(),
+                gt: take(gt).unwrap_or_default(),
+                response: take(response).unwrap_or_default(),
+                video_file: take(video),
+            });
+            lines.push(rec.line);
+        }
+        (rows, lines)
+    };
+    if rows.is_empty() {
+        return Err(InputError::file(path, "no data rows to score").into());
+    }
+    Ok((rows, lines))
+}
+
+fn is_jsonl(path: &Path) -> Result<bool> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("jsonl" | "ndjson") => return Ok(true),
+        Some("csv") => return Ok(false),
+        _ => {}
+    }
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| InputError::file(path, format!("cannot read file: {e}")))?;
+    let head = head[..n]
+        .strip_prefix(b"\xef\xbb\xbf")
+        .unwrap_or(&head[..n]);
+    Ok(head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
+}
+
+/// A JSONL record: `scene` and `gt` strings; `response` a string or null (no answer: invalid);
+/// `video_file` optional.
+fn jsonl_row(r: &Record) -> Result<Row, InputError> {
+    r.require("response")?;
+    Ok(Row {
+        row: r.row,
+        scene: r.str("scene")?.to_string(),
+        gt: r.str("gt")?.to_string(),
+        response: r.opt_str("response")?.unwrap_or_default().to_string(),
+        video_file: r.opt_str("video_file")?.map(str::to_string),
+    })
+}
+
+fn settings(test: &ResolvedTest, opts: &SummaryOptions) -> serde_json::Map<String, Value> {
+    let mut s = serde_json::Map::new();
+    s.insert("test".into(), json!(test.kind.name()));
+    s.insert("test_source".into(), json!(test.source));
+    if let Some(m) = &test.mode {
+        s.insert("mode".into(), json!(m));
+    }
+    s.insert(
+        "scorer".into(),
+        json!(if test.kind.is_open() {
+            "open"
+        } else {
+            "binary"
+        }),
+    );
+    s.insert("bootstrap".into(), json!(opts.bootstrap));
+    s.insert("seed".into(), json!(opts.seed));
+    s.insert("pairwise".into(), json!(opts.pairwise));
+    s.insert("semantic".into(), json!(false));
+    s
+}
+
+fn headline(s: &Summary) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("accuracy".into(), json!(s.accuracy));
+    m.insert("n".into(), json!(s.n));
+    m.insert("correct".into(), json!(s.correct));
+    m.insert("false".into(), json!(s.wrong));
+    m.insert("invalid".into(), json!(s.invalid));
+    if s.test.is_level2() {
+        m.insert("gt_mismatches".into(), json!(s.gt_mismatch_rows.len()));
+        m.insert("gt_mismatch_rows".into(), json!(s.gt_mismatch_rows));
+    }
+    if let Some(p) = &s.pairwise {
+        m.insert(
+            "pairwise".into(),
+            json!({
+                "note": "NOT the GRASP paper's metric: MVPBench-style paired accuracy; a P_/IP_ \
+                         pair of the same test and video index scores 1 only if both rows are correct",
+                "paired_accuracy": p.paired_accuracy,
+                "pairs": p.pairs,
+                "both_correct": p.both_correct,
+                "unpaired_rows": p.unpaired_rows,
+            }),
+        );
+    }
+    m
+}
+
+fn ci(e: &Estimate) -> String {
+    format!("[{}, {}]", percent(e.ci_low), percent(e.ci_high))
+}
+
+/// The per-test table(s) as the paper lays them out (also printed on stdout).
+fn render_tables(s: &Summary) -> String {
+    let mut out = String::new();
+    if s.test.is_open() {
+        let mut t = Table::new(&[
+            "Scene", "Label", "n", "Correct", "False", "?", "Acc", "95% CI", "Chance",
+        ]);
+        for (scene, g) in &s.groups {
+            let Group::Open(g) = g else { continue };
+            for (label, c) in &g.labels {
+                t.row(&[
+                    scene.clone(),
+                    label.clone(),
+                    c.n.to_string(),
+                    c.correct.to_string(),
+                    c.wrong.to_string(),
+                    c.invalid.to_string(),
+                    percent(c.accuracy),
+                    String::new(),
+                    String::new(),
+                ]);
+            }
+            t.row(&[
+                scene.clone(),
+                "(comb)".into(),
+                g.n.to_string(),
+                g.correct.to_string(),
+                g.wrong.to_string(),
+                g.invalid.to_string(),
+                percent(g.accuracy.value),
+                ci(&g.accuracy),
+                percent(g.chance),
+            ]);
+        }
+        t.row(&[
+            "All".to_string(),
+            "(comb)".into(),
+            s.n.to_string(),
+            s.correct.to_string(),
+            s.wrong.to_string(),
+            s.invalid.to_string(),
+            percent(s.accuracy.value),
+            ci(&s.accuracy),
+            String::new(),
+        ]);
+        out.push_str(&t.render());
+    } else {
+        let mut t = Table::new(&[
+            "Test",
+            "n",
+            "Pos Yes",
+            "Pos No",
+            "Pos ?",
+            "Neg Yes",
+            "Neg No",
+            "Neg ?",
+            "Acc(pos)",
+            "Acc(neg)",
+            "Acc(comb)",
+            "95% CI",
+        ]);
+        for (name, g) in &s.groups {
+            let Group::Binary(g) = g else { continue };
+            t.row(&[
+                name.clone(),
+                g.n.to_string(),
+                g.pos.yes.to_string(),
+                g.pos.no.to_string(),
+                g.pos.invalid.to_string(),
+                g.neg.yes.to_string(),
+                g.neg.no.to_string(),
+                g.neg.invalid.to_string(),
+                percent(g.acc_pos.value),
+                percent(g.acc_neg.value),
+                percent(g.accuracy.value),
+                ci(&g.accuracy),
+            ]);
+        }
+        t.row(&[
+            "All".to_string(),
+            s.n.to_string(),
+            String::new(),
+            String::new(),
+            s.invalid.to_string(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            percent(s.accuracy.value),
+            ci(&s.accuracy),
+        ]);
+        out.push_str(&t.render());
+    }
+    if let Some(p) = &s.pairwise {
+        out.push_str(
+            "\nPaired accuracy (MVPBench-style, NOT the GRASP paper's metric: a P/IP pair of \
+             the same test and video index counts only if both are right)\n\n",
+        );
+        let mut t = Table::new(&["Test", "Pairs", "Paired acc", "95% CI"]);
+        for (name, e) in &p.groups {
+            t.row(&[name.clone(), e.n.to_string(), percent(e.value), ci(e)]);
+        }
+        t.row(&[
+            "All".to_string(),
+            p.pairs.to_string(),
+            percent(p.paired_accuracy.value),
+            ci(&p.paired_accuracy),
+        ]);
+        out.push_str(&t.render());
+        if !p.unpaired_rows.is_empty() {
+            out.push_str(&format!(
+                "\n{} row(s) without a P/IP twin are left out of the pairs (they count in the table above).\n",
+                p.unpaired_rows.len()
+            ));
+        }
+    }
+    out
+}
+
+fn render_report(s: &Summary, test: &ResolvedTest, file: &Path) -> String {
+    let mut r = format!(
+        "# GRASP {}\n\nResponses: `{}` ({} rows; test type from {}{}).\n\n",
+        test.kind.name(),
+        file.display(),
+        s.n,
+        test.source,
+        test.mode
+            .as_deref()
+            .map(|m| format!(", mode {m}"))
+            .unwrap_or_default()
+    );
+    if s.test.is_open() {
+        r.push_str(
+            "Open-ended scorer: Correct = only the gold label named, False = only other labels, \
+             ? = both or none (counted wrong). Acc(comb) of a scene and of All = Σ correct / Σ rows \
+             (upstream prints Σ correct over the scene / rows of the current label instead).\n\n",
+        );
+    } else {
+        r.push_str(
+            "Binary scorer: first word of the last turn must be yes or no; ? = anything else \
+             (counted wrong). Pos = gold yes, Neg = gold no. Chance level 50%.\n\n",
+        );
+    }
+    r.push_str(&render_tables(s));
+    if !s.gt_mismatch_rows.is_empty() {
+        let rows: Vec<String> = s.gt_mismatch_rows.iter().map(|r| r.to_string()).collect();
+        r.push_str(&format!(
+            "\n**Warning:** {} row(s) have a gt that contradicts the P_/IP_ scene prefix \
+             (scored with the given gt, as upstream; results written before upstream 10ac5f2 \
+             have gt=no everywhere): rows {}.\n",
+            rows.len(),
+            rows.join(", ")
+        ));
+    }
+    r
 }
