@@ -232,6 +232,10 @@ pub struct MintArgs {
     /// Seconds allowed per code execution.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub exec_timeout: u64,
+    /// Numeric tolerance of the GSM8K/MATH/HotpotQA re-check: `head` (5 % of |ref|, upstream
+    /// HEAD) or `pre` (5 % of ref, the checker behind the stored flags).
+    #[arg(long, value_name = "RULE", default_value = "head", value_parser = ["head", "pre"])]
+    pub tolerance: String,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -1,3 +1,5 @@
 //! One module per suite; each turns records into verdicts and metrics and knows nothing of the CLI.
 pub mod grasp;
+pub mod mint;
 pub mod muse;
+pub mod story;
