@@ -9,6 +9,7 @@ pub mod error;
 pub mod input;
 pub mod progress;
 pub mod report;
+pub mod shard;
 pub mod runtime;
 pub mod suites;
 
