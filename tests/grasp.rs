@@ -235,11 +235,11 @@ fn level1_binary_cot_from_upstream_config() {
         assert_eq!(it["verdict"], verdict, "row {}", i + 1);
     }
     let table = stdout(&o);
-    assert!(table.contains("| Acc(pos)"), "{table}");
-    assert!(table.contains("| FourObjectOrdering"), "{table}");
+    assert!(table.contains("| Acc (comb)"), "{table}");
+    assert!(table.contains("| FourObjectOrdering (neg.)"), "{table}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
-        report.contains("mode cot") && report.contains("| Color"),
+        report.contains("mode cot") && report.contains("| Color (pos.)"),
         "{report}"
     );
 

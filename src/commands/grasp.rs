@@ -328,7 +328,16 @@ fn render_tables(s: &Summary) -> String {
     let mut out = String::new();
     if s.test.is_open() {
         let mut t = Table::new(&[
-            "Scene", "Label", "n", "Correct", "False", "?", "Acc", "95% CI", "Chance",
+            "Scene",
+            "Label",
+            "n",
+            "Correct",
+            "False",
+            "?",
+            "Acc",
+            "Acc (comb)",
+            "95% CI (comb)",
+            "Chance",
         ]);
         for (scene, g) in &s.groups {
             let Group::Open(g) = g else { continue };
@@ -343,6 +352,7 @@ fn render_tables(s: &Summary) -> String {
                     percent(c.accuracy),
                     String::new(),
                     String::new(),
+                    String::new(),
                 ]);
             }
             t.row(&[
@@ -352,6 +362,7 @@ fn render_tables(s: &Summary) -> String {
                 g.correct.to_string(),
                 g.wrong.to_string(),
                 g.invalid.to_string(),
+                String::new(),
                 percent(g.accuracy.value),
                 ci(&g.accuracy),
                 percent(g.chance),
@@ -364,53 +375,46 @@ fn render_tables(s: &Summary) -> String {
             s.correct.to_string(),
             s.wrong.to_string(),
             s.invalid.to_string(),
+            String::new(),
             percent(s.accuracy.value),
             ci(&s.accuracy),
             String::new(),
         ]);
         out.push_str(&t.render());
     } else {
+        // Upstream's layout: a (pos.) and a (neg.) row per test, Acc (comb) repeated on both.
         let mut t = Table::new(&[
             "Test",
-            "n",
-            "Pos Yes",
-            "Pos No",
-            "Pos ?",
-            "Neg Yes",
-            "Neg No",
-            "Neg ?",
-            "Acc(pos)",
-            "Acc(neg)",
-            "Acc(comb)",
-            "95% CI",
+            "Yes",
+            "No",
+            "?",
+            "Acc",
+            "Acc (comb)",
+            "95% CI (comb)",
         ]);
         for (name, g) in &s.groups {
             let Group::Binary(g) = g else { continue };
-            t.row(&[
-                name.clone(),
-                g.n.to_string(),
-                g.pos.yes.to_string(),
-                g.pos.no.to_string(),
-                g.pos.invalid.to_string(),
-                g.neg.yes.to_string(),
-                g.neg.no.to_string(),
-                g.neg.invalid.to_string(),
-                percent(g.acc_pos.value),
-                percent(g.acc_neg.value),
-                percent(g.accuracy.value),
-                ci(&g.accuracy),
-            ]);
+            for (side, c, acc) in [("pos.", &g.pos, &g.acc_pos), ("neg.", &g.neg, &g.acc_neg)] {
+                t.row(&[
+                    format!("{name} ({side})"),
+                    c.yes.to_string(),
+                    c.no.to_string(),
+                    c.invalid.to_string(),
+                    percent(acc.value),
+                    percent(g.accuracy.value),
+                    ci(&g.accuracy),
+                ]);
+            }
         }
+        let (yes, no) = s.groups.values().fold((0, 0), |(y, n), g| match g {
+            Group::Binary(g) => (y + g.pos.yes + g.neg.yes, n + g.pos.no + g.neg.no),
+            Group::Open(_) => (y, n),
+        });
         t.row(&[
-            "All".to_string(),
-            s.n.to_string(),
-            String::new(),
-            String::new(),
+            format!("All ({} rows)", s.n),
+            yes.to_string(),
+            no.to_string(),
             s.invalid.to_string(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
             String::new(),
             percent(s.accuracy.value),
             ci(&s.accuracy),
@@ -459,12 +463,15 @@ fn render_report(s: &Summary, test: &ResolvedTest, file: &Path) -> String {
         r.push_str(
             "Open-ended scorer: Correct = only the gold label named, False = only other labels, \
              ? = both or none (counted wrong). Acc(comb) of a scene and of All = Σ correct / Σ rows \
-             (upstream prints Σ correct over the scene / rows of the current label instead).\n\n",
+             (upstream prints Σ correct over the scene / rows of the current label instead). \
+             Percentages.\n\n",
         );
     } else {
         r.push_str(
             "Binary scorer: first word of the last turn must be yes or no; ? = anything else \
-             (counted wrong). Pos = gold yes, Neg = gold no. Chance level 50%.\n\n",
+             (counted wrong). (pos.) = gold yes rows, (neg.) = gold no rows; Acc of a row = \
+             its share answered right, Acc (comb) = correct / rows of the test. Percentages; \
+             chance level 50%.\n\n",
         );
     }
     r.push_str(&render_tables(s));
