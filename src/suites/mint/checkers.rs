@@ -230,7 +230,8 @@ mod tests {
         assert!(mmlu_success("c", &o, "C) 18107"));
         assert!(mmlu_success("c", &o, "C"));
         // Any answer containing the letter passes.
-        assert!(mmlu_success("c", &o, "None of the above"));
+        assert!(mmlu_success("a", &o, "None of the above"));
+        assert!(mmlu_success("c", &o, "I pick 6"));
         // `a)` is captured as the letter a.
         assert!(!mmlu_success("c", &o, "(a) 6"));
         assert!(mmlu_success("a", &o, "(a) 6"));

@@ -190,7 +190,7 @@ mod tests {
             ),
             (
                 "F=None/max5_p2+tool+cd/reasoning/math/results.jsonl",
-                "agent folder",
+                "expected",
             ),
             (
                 "m/F=None/max5_p2+tool+cd/planning/math/results.jsonl",

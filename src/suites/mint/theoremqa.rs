@@ -343,10 +343,15 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, EvalError> {
             while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
                 i += 1;
             }
-            if i < chars.len() && (chars[i] == '"' || chars[i] == '\'') {
+            let name: String = chars[start..i].iter().collect();
+            let prefix = matches!(
+                name.to_ascii_lowercase().as_str(),
+                "r" | "b" | "f" | "u" | "rb" | "br" | "fr" | "rf"
+            );
+            if prefix && i < chars.len() && (chars[i] == '"' || chars[i] == '\'') {
                 return Err(Unsupported("prefixed string literal".into()));
             }
-            toks.push(Tok::Name(chars[start..i].iter().collect()));
+            toks.push(Tok::Name(name));
         } else {
             let rest: String = chars[i..chars.len().min(i + 2)].iter().collect();
             let op = OPS
@@ -1058,6 +1063,7 @@ mod tests {
         assert!(!ok(json!(0.001), "1 x 10^-3"));
         assert!(!ok(json!(1.0), "The answer is 1"));
         assert!(!ok(json!(1.0), "π"));
+        assert!(!ok(json!(91.17), "I'm sorry. Let's compute 91.17"));
         assert!(ok(json!(3.14), "np.pi"));
         assert!(ok(json!(1.41), "np.sqrt(2)"));
     }
@@ -1069,7 +1075,8 @@ mod tests {
         assert!(!ok(json!([0, 5]), "[0, 4, 5]"));
         assert!(!ok(json!([0, 5]), "[]"));
         assert!(!ok(json!([0, 5]), "()"));
-        assert!(ok(json!([1, 1]), "[True, True]"));
+        // "True" anywhere collapses the whole answer to True (step 3): not a list.
+        assert!(!ok(json!([1, 1]), "[True, True]"));
         assert!(ok(json!(false), "False"));
         assert!(ok(json!(false), "no"));
         assert!(ok(json!(false), "0"));

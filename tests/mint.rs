@@ -1,0 +1,335 @@
+//! `scorekit mint` end to end on the real shared trajectories and on damaged inputs.
+
+mod common;
+
+use common::{read_json, run, shared_data, stderr, stdout};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn outputs() -> PathBuf {
+    shared_data("mint/results/data/outputs")
+}
+
+fn run_ok(args: &[&str]) -> (tempfile::TempDir, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut all = args.to_vec();
+    all.extend([
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--bootstrap",
+        "200",
+    ]);
+    let o = run(&all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = read_json(&out.join("metrics.json"));
+    (dir, m)
+}
+
+fn pct1(x: &Value) -> String {
+    format!("{:.1}", x.as_f64().unwrap() * 100.0)
+}
+
+#[test]
+fn reproduces_the_published_tables() {
+    let root = outputs();
+    let (dir, m) = run_ok(&["mint", "--outputs", root.to_str().unwrap()]);
+    let t2 = m["metrics"]["table2"].as_array().unwrap();
+    let gpt = t2
+        .iter()
+        .find(|r| r["agent"] == "gpt-3.5-turbo-0613")
+        .unwrap();
+    let sr: Vec<String> = (1..=5)
+        .map(|k| pct1(&gpt["sr_micro"][format!("sr_{k}")]))
+        .collect();
+    assert_eq!(sr, ["2.7", "16.9", "24.1", "31.7", "36.2"]);
+    // Two decimals as in the notebook.
+    let sr2: Vec<String> = (1..=5)
+        .map(|k| {
+            format!(
+                "{:.2}",
+                gpt["sr_micro"][format!("sr_{k}")].as_f64().unwrap() * 100.0
+            )
+        })
+        .collect();
+    assert_eq!(sr2, ["2.73", "16.89", "24.06", "31.74", "36.18"]);
+    let slope = gpt["delta_tools_pct_per_turn"].as_f64().unwrap();
+    assert!((slope - 8.175).abs() < 1e-9, "{slope}");
+    assert_eq!(format!("{:+.1}", slope), "+8.2");
+    assert_eq!(format!("{:.2}", gpt["r2"].as_f64().unwrap()), "0.96");
+    assert_eq!(format!("{:.3}", gpt["r2"].as_f64().unwrap()), "0.959");
+
+    let t3 = &m["metrics"]["table3"][0];
+    assert_eq!(t3["feedback_model"], "gpt-4-0613");
+    assert_eq!(t3["feedback_setting"], "no_GT-textual");
+    let two = |v: &Value| format!("{:.2}", v.as_f64().unwrap() * 100.0);
+    let types = ["reasoning", "decision_making", "code_generation", "micro"];
+    let row = |k: &str| types.map(|t| two(&t3[k][t]));
+    assert_eq!(row("sr5_without"), ["36.71", "41.79", "29.41", "36.18"]);
+    assert_eq!(row("sr5_with"), ["50.32", "66.42", "38.97", "51.37"]);
+    assert_eq!(row("delta_feedback"), ["13.61", "24.63", "9.56", "15.19"]);
+
+    // The human tables as printed in the paper.
+    let md = std::fs::read_to_string(dir.path().join("out/tables.md")).unwrap();
+    assert!(
+        md.contains("| 2.7 | 16.9 | 24.1 | 31.7 | 36.2 | +8.2   | 0.96 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 50.3      | 66.4            | 39.0            | 51.4  |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| +13.6     | +24.6           | +9.6            | +15.2 |"),
+        "{md}"
+    );
+    assert!(md.contains("| 0.50 / 4.18 | 0.00 / 3.87     | 0.07 / 4.26     | 0.29 / 4.13 |"));
+    let tex = std::fs::read_to_string(dir.path().join("out/tables.tex")).unwrap();
+    assert!(tex.contains("gpt-3.5-turbo-0613 & 2.7 & 16.9 & 24.1 & 31.7 & 36.2 & +8.2 & 0.96 \\\\"));
+
+    // Per task SR5 and Llama-3's single SR5.
+    let g = &m["groups"]["gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd"]["success_rate"];
+    for (task, want) in [
+        ("alfworld", "41.79"),
+        ("gsm8k", "43.75"),
+        ("hotpotqa", "27.91"),
+        ("humaneval", "37.78"),
+        ("math", "26.00"),
+        ("mbpp", "25.27"),
+        ("mmlu", "56.58"),
+        ("theoremqa", "28.57"),
+    ] {
+        assert_eq!(two(&g[format!("task:{task}")]["value"]), want, "{task}");
+    }
+    let micro = &g["micro"];
+    assert_eq!(micro["n"], 586);
+    assert!(micro["ci_low"].as_f64().unwrap() < micro["value"].as_f64().unwrap());
+    let llama = t2
+        .iter()
+        .find(|r| r["agent"] == "Meta-Llama-3-8B-Instruct")
+        .unwrap();
+    assert_eq!(two(&llama["sr_micro"]["sr_5"]), "34.13");
+    assert!(llama["delta_tools_pct_per_turn"].is_null());
+
+    // sr.csv rows and the one-item-per-trajectory contract.
+    let csv = std::fs::read_to_string(dir.path().join("out/sr.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 7 * 4);
+    assert!(csv.contains("gpt-3.5-turbo-0613,gpt-4-0613,no_GT-textual,5,micro,586,"));
+    let items = std::fs::read_to_string(dir.path().join("out/items.jsonl")).unwrap();
+    assert_eq!(items.lines().count(), 7 * 586);
+    let first: Value = serde_json::from_str(items.lines().next().unwrap()).unwrap();
+    for k in [
+        "row",
+        "task_id",
+        "success",
+        "invalid_actions",
+        "turns",
+        "escaped_underscore",
+        "python_tag",
+    ] {
+        assert!(first.get(k).is_some(), "{k}");
+    }
+    assert_eq!(m["inputs"].as_array().unwrap().len(), 56);
+    let svg = std::fs::read_to_string(dir.path().join("out/sr_curves.svg")).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 1);
+}
+
+fn recheck_row<'a>(m: &'a Value, task: &str) -> &'a Value {
+    &m["metrics"]["recheck"][task]
+}
+
+#[test]
+fn recheck_agrees_on_gsm8k_hotpotqa_mmlu_and_explains_math_theoremqa() {
+    let root = outputs();
+    let (_d, head) = run_ok(&["mint", "--outputs", root.to_str().unwrap(), "--recheck"]);
+    for (task, n) in [("gsm8k", 7 * 48), ("hotpotqa", 7 * 43), ("mmlu", 7 * 76)] {
+        assert_eq!(recheck_row(&head, task)["rechecked"], n, "{task}");
+        assert_eq!(recheck_row(&head, task)["differ"], 0, "{task}");
+    }
+    // MATH: the HEAD tolerance accepts negative references the stored flags could not.
+    let math = recheck_row(&head, "math");
+    assert_eq!(math["differ"], 21);
+    assert_eq!(math["stored_false_rechecked_true"], 21);
+    // TheoremQA: the option-letter fix re-scores four `x) ...` answers; one answer is
+    // Python-evaluated to nothing we model and keeps its flag.
+    let tqa = recheck_row(&head, "theoremqa");
+    assert_eq!(tqa["differ"], 4);
+    assert_eq!(tqa["stored_false_rechecked_true"], 4);
+    let ids: Vec<&str> = tqa["differing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["task_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["50", "52", "52", "52"]);
+    // The checker that produced the stored flags reproduces every MATH verdict.
+    let (_d, pre) = run_ok(&[
+        "mint",
+        "--outputs",
+        root.to_str().unwrap(),
+        "--recheck",
+        "--tolerance",
+        "pre",
+    ]);
+    for task in ["gsm8k", "hotpotqa", "math", "mmlu"] {
+        assert_eq!(recheck_row(&pre, task)["differ"], 0, "{task}");
+    }
+    // With --recheck the tables use the re-checked verdicts: pre differs only on TheoremQA.
+    assert_eq!(
+        pre["settings"]["verdict"],
+        "rechecked where computed, else stored"
+    );
+}
+
+/// Copy the first `n` lines of a real results.jsonl into a layout under `root`.
+fn copy_head(root: &Path, rel: &str, n: usize) {
+    let src = outputs().join(rel);
+    let text = std::fs::read_to_string(&src).unwrap();
+    let head: Vec<&str> = text.lines().take(n).collect();
+    let dst = root.join(rel);
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::write(dst, head.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn exec_code_reproduces_stored_code_verdicts_on_real_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    let base = "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/code_generation";
+    copy_head(&root, &format!("{base}/humaneval/results.jsonl"), 6);
+    copy_head(&root, &format!("{base}/mbpp/results.jsonl"), 6);
+    let (_d, m) = run_ok(&["mint", "--outputs", root.to_str().unwrap(), "--exec-code"]);
+    for task in ["humaneval", "mbpp"] {
+        assert_eq!(recheck_row(&m, task)["rechecked"], 6, "{task}");
+        assert_eq!(recheck_row(&m, task)["differ"], 0, "{task}");
+    }
+    assert!(m["settings"]["python"]
+        .as_str()
+        .unwrap()
+        .starts_with("Python 3"));
+    // The fixture is incomplete: reported, and no table row is made from it.
+    let inc = m["metrics"]["configs_incomplete"].as_array().unwrap();
+    assert_eq!(inc.len(), 1);
+    let missing = inc[0]["missing"].to_string();
+    assert!(missing.contains("code_generation: 12 of 136"), "{missing}");
+    assert!(missing.contains("no alfworld file"), "{missing}");
+    assert!(m["metrics"]["table2"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn malformed_record_exits_2_with_file_line_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    let rel = "m/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl";
+    copy_head(&root, rel, 3);
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[1] = lines[1].replacen("\"success\": ", "\"success\": \"no\", \"x\": ", 1);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "mint",
+        "--outputs",
+        root.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!(
+            "{}:2: field \"state.success\": expected a boolean",
+            path.display()
+        )),
+        "{e}"
+    );
+
+    std::fs::write(&path, "{\"state\": \n").unwrap();
+    let o = run(&[
+        "mint",
+        "--outputs",
+        root.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(":1: invalid JSON"), "{}", stderr(&o));
+}
+
+#[test]
+fn misfit_paths_stray_files_and_duplicates_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    let rel = "m/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl";
+    copy_head(&root, rel, 2);
+    // The same instance twice: the second is a duplicate.
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    std::fs::write(&path, format!("{text}{first}\n")).unwrap();
+    copy_head(
+        &root,
+        "m/F=None/max5_p2+tool+cd/reasoning/gsm9k/results.jsonl",
+        1,
+    );
+    std::fs::write(root.join("m/notes.txt"), "x").unwrap();
+    let out = dir.path().join("out");
+    let o = run(&[
+        "mint",
+        "--outputs",
+        root.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("gsm9k/results.jsonl: skipped") && e.contains("not a reasoning task"),
+        "{e}"
+    );
+    assert!(e.contains("1 other file(s)"), "{e}");
+    assert!(e.contains("is incomplete"), "{e}");
+    let m: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(m["metrics"]["duplicates"], 1);
+    assert_eq!(m["metrics"]["trajectories"], 3);
+    assert_eq!(m["metrics"]["skipped_files"].as_array().unwrap().len(), 1);
+    let items = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
+    let dup: Vec<bool> = items
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["duplicate"]
+                .as_bool()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(dup, [false, false, true]);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("reasoning: 2 of 316 instances"), "{report}");
+}
+
+#[test]
+fn missing_outputs_folder_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "mint",
+        "--outputs",
+        dir.path().join("nope").to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = run(&[
+        "mint",
+        "--outputs",
+        empty.to_str().unwrap(),
+        "--out",
+        dir.path().join("o2").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no results.jsonl"), "{}", stderr(&o));
+}
