@@ -63,8 +63,9 @@ cuda_env() {
     return 1
   fi
   export PATH="$CUDA_HOME/bin:$PATH"
-  # cudaforge (candle-kernels' build script) builds for this compute capability: H100/H200 = sm_90.
-  export CUDA_COMPUTE_CAP=90
+  # cudaforge (candle-kernels' build script) builds for this compute capability: 90 = H100/H200 (sm_90a,
+  # Hopper only). Another GPU needs its own build: SCOREKIT_CUDA_COMPUTE_CAP=80 (A100), 89 (L4, 4090), ...
+  export CUDA_COMPUTE_CAP="${SCOREKIT_CUDA_COMPUTE_CAP:-90}"
   # cudarc picks its bindings from this instead of parsing `nvcc --version` (same answer, but explicit).
   export CUDARC_CUDA_VERSION=13000
   # candle-kernels compiles its .cu files single-threaded unless told otherwise (cudaforge parallel.rs).
