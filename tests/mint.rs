@@ -184,7 +184,12 @@ fn recheck_agrees_on_gsm8k_hotpotqa_mmlu_and_explains_math_theoremqa() {
 
 /// Copy the first `n` lines of a real results.jsonl into a layout under `root`.
 fn copy_head(root: &Path, rel: &str, n: usize) {
-    let src = outputs().join(rel);
+    copy_as(root, rel, rel, n)
+}
+
+/// Copy the first `n` lines of the real file `src_rel` to `root/rel`.
+fn copy_as(root: &Path, src_rel: &str, rel: &str, n: usize) {
+    let src = outputs().join(src_rel);
     let text = std::fs::read_to_string(&src).unwrap();
     let head: Vec<&str> = text.lines().take(n).collect();
     let dst = root.join(rel);
@@ -222,7 +227,12 @@ fn malformed_record_exits_2_with_file_line_field() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("outputs");
     let rel = "m/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl";
-    copy_head(&root, rel, 3);
+    copy_as(
+        &root,
+        "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl",
+        rel,
+        3,
+    );
     let path = root.join(rel);
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
@@ -263,14 +273,20 @@ fn misfit_paths_stray_files_and_duplicates_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("outputs");
     let rel = "m/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl";
-    copy_head(&root, rel, 2);
+    copy_as(
+        &root,
+        "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl",
+        rel,
+        2,
+    );
     // The same instance twice: the second is a duplicate.
     let path = root.join(rel);
     let text = std::fs::read_to_string(&path).unwrap();
     let first = text.lines().next().unwrap().to_string();
     std::fs::write(&path, format!("{text}{first}\n")).unwrap();
-    copy_head(
+    copy_as(
         &root,
+        "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl",
         "m/F=None/max5_p2+tool+cd/reasoning/gsm9k/results.jsonl",
         1,
     );
