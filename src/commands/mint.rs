@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// One parsed file: its hash entry, its size in bytes, its items.
+type Parsed = (InputFile, u64, Vec<Item>);
+
 /// Run `scorekit mint`.
 pub fn run(args: MintArgs) -> Result<()> {
     let root = &args.outputs;
@@ -77,7 +80,7 @@ pub fn run(args: MintArgs) -> Result<()> {
     };
 
     let bar = crate::progress::bar(files.len() as u64, "mint", args.output.quiet);
-    let parsed: Vec<std::result::Result<(InputFile, u64, Vec<Item>), InputError>> = files
+    let parsed: Vec<std::result::Result<Parsed, InputError>> = files
         .par_iter()
         .map(|(path, key)| {
             let name = path.display().to_string();
