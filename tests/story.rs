@@ -1,0 +1,496 @@
+//! `scorekit story` and the judge: parity of tiny judges with PyTorch, and the suite end to end on
+//! the real Possible Stories dev split.
+//!
+//! Tiny judges are built here from `tests/data/story/<name>/` (config, tokenizer, tensor names and
+//! shapes); their weights come from the deterministic generator that
+//! `scripts/reference/judge_reference.py` used to compute `reference.json` with PyTorch.
+
+mod common;
+
+use candle_core::{DType, Device};
+use common::*;
+use scorekit::runtime::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
+use scorekit::runtime::judge::{Head, Judge};
+use scorekit::runtime::weights::write_safetensors;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// The generator of `judge_reference.py`: splitmix64 over fnv1a64(name) + j·golden, 24-bit uniforms.
+fn tiny_weight(name: &str, n: usize) -> Vec<f32> {
+    let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let norm = name.to_ascii_lowercase().ends_with("norm.weight");
+    (1..=n as u64)
+        .map(|j| {
+            let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(j));
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            let v = 2.0 * ((z >> 40) as f64 / f64::from(1u32 << 24)) - 1.0;
+            (if norm { 1.0 + 0.1 * v } else { 0.1 * v }) as f32
+        })
+        .collect()
+}
+
+fn data(name: &str) -> PathBuf {
+    repo().join("tests/data/story").join(name)
+}
+
+/// Build tiny judge `name` into `dir`: committed config and tokenizer, generated weights.
+fn build_judge(name: &str, dir: &Path, with_tokenizer_json: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    let src = data(name);
+    std::fs::copy(src.join("config.json"), dir.join("config.json")).unwrap();
+    // Binary judges share the tokenizer of the multiple-choice judge of their architecture.
+    let tok = data(&format!("{}_mc", name.split('_').next().unwrap()));
+    let mut files = vec!["tokenizer_config.json", "vocab.json", "merges.txt"];
+    if with_tokenizer_json {
+        files.push("tokenizer.json");
+    }
+    for f in files {
+        if tok.join(f).exists() {
+            std::fs::copy(tok.join(f), dir.join(f)).unwrap();
+        }
+    }
+    let list: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(src.join("tensors.json")).unwrap()).unwrap();
+    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = list
+        .iter()
+        .map(|t| {
+            let name = t["name"].as_str().unwrap().to_string();
+            let shape: Vec<usize> = t["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as usize)
+                .collect();
+            let data = tiny_weight(&name, shape.iter().product());
+            (name, shape, data)
+        })
+        .collect();
+    write_safetensors(&dir.join("model.safetensors"), &tensors).unwrap();
+}
+
+fn reference(name: &str) -> Value {
+    read_json(&data(name).join("reference.json"))
+}
+
+fn pairs_of(r: &Value) -> Vec<(String, String)> {
+    r["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p[0].as_str().unwrap().to_string(),
+                p[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn u32s(v: &Value) -> Vec<Vec<u32>> {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+/// Build, load, compare token ids and logits with PyTorch; returns the max abs logit difference.
+fn parity(name: &str, follow: Option<&str>) -> f32 {
+    let tmp = tempfile::tempdir().unwrap();
+    build_judge(name, tmp.path(), true);
+    let judge = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, follow).unwrap();
+    let r = reference(name);
+    let pairs = pairs_of(&r);
+    let enc = judge.encode(&pairs).unwrap();
+    let want_ids = u32s(&r["ids"]);
+    for (i, e) in enc.iter().enumerate() {
+        assert_eq!(e.ids, want_ids[i], "{name}: token ids of pair {i}");
+    }
+    if name.starts_with("bert") {
+        let want_types = u32s(&r["type_ids"]);
+        for (i, e) in enc.iter().enumerate() {
+            assert_eq!(e.type_ids, want_types[i], "{name}: type ids of pair {i}");
+        }
+    }
+    let want: Vec<Vec<f32>> = serde_json::from_value(r["logits"].clone()).unwrap();
+    // A small budget forces several batches with padding (lengths 79..128).
+    let got = judge
+        .logits(&pairs, 400, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    let mut max = 0f32;
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g.len(), w.len(), "{name}: logits per pair");
+        for (a, b) in g.iter().zip(w) {
+            max = max.max((a - b).abs());
+        }
+    }
+    eprintln!("{name}: max |candle - torch| = {max:e}");
+    assert!(max <= 1e-4, "{name}: max abs diff {max}");
+    max
+}
+
+#[test]
+fn bert_multiple_choice_matches_pytorch() {
+    parity("bert_mc", None);
+}
+
+#[test]
+fn roberta_multiple_choice_matches_pytorch() {
+    parity("roberta_mc", None);
+}
+
+#[test]
+fn deberta_v3_multiple_choice_matches_pytorch() {
+    parity("deberta_mc", None);
+}
+
+#[test]
+fn binary_classifiers_match_pytorch() {
+    for name in ["bert_binary", "roberta_binary", "deberta_binary"] {
+        parity(name, Some("follow"));
+    }
+}
+
+#[test]
+fn binary_scores_are_follow_log_odds() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_judge("bert_binary", tmp.path(), true);
+    let judge = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, Some("follow")).unwrap();
+    assert!(matches!(judge.head(), Head::Binary { follow: 1, .. }));
+    let pairs = pairs_of(&reference("bert_binary"));
+    let bar = indicatif::ProgressBar::hidden();
+    let logits = judge.logits(&pairs[..4], 8192, &bar).unwrap();
+    let scores = judge.score(&pairs[..4], 8192, &bar).unwrap();
+    for (l, s) in logits.iter().zip(scores) {
+        assert!((s - (l[1] - l[0])).abs() < 1e-6);
+    }
+    // A classifier without the flag, or with a label it does not have, is a usage error.
+    let e = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, None)
+        .err()
+        .unwrap();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("not_follow, follow"), "{e}");
+}
+
+#[test]
+fn roberta_without_tokenizer_json_uses_vocab_and_merges() {
+    // The default judge (LIAMF-USP/roberta-large-finetuned-race) ships vocab.json + merges.txt only.
+    let tmp = tempfile::tempdir().unwrap();
+    build_judge("roberta_mc", tmp.path(), false);
+    assert!(!tmp.path().join("tokenizer.json").exists());
+    let judge = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, None).unwrap();
+    let r = reference("roberta_mc");
+    let enc = judge.encode(&pairs_of(&r)).unwrap();
+    let want = u32s(&r["ids"]);
+    for (i, e) in enc.iter().enumerate() {
+        assert_eq!(e.ids, want[i], "pair {i}");
+    }
+}
+
+// ---- end to end on the dev split ----
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    judge: PathBuf,
+    embedder: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let judge = root.join("judge");
+    build_judge("bert_mc", &judge, true);
+    let embedder = root.join("embedder");
+    write_bert_fixture(&embedder, &BertFixture::tiny(tiny_vocab(), 7)).unwrap();
+    Fixture {
+        _tmp: tmp,
+        root,
+        judge,
+        embedder,
+    }
+}
+
+fn dev() -> Vec<Value> {
+    std::fs::read_to_string(shared_data("possible-stories/dev.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn gen_file(f: &Fixture, name: &str, rows: &[Value]) -> PathBuf {
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    write(&f.root, name, text)
+}
+
+/// Run story; returns (metrics.json, items).
+fn story(f: &Fixture, gens: &Path, out: &str, extra: &[&str]) -> (Value, Vec<Value>) {
+    let out = f.root.join(out);
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let mut args = vec![
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        gens.to_str().unwrap(),
+        "--judge",
+        f.judge.to_str().unwrap(),
+        "--embedder",
+        f.embedder.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--bootstrap",
+        "200",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items = std::fs::read_to_string(out.join("items.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(out.join("report.md").exists());
+    (read_json(&out.join("metrics.json")), items)
+}
+
+#[test]
+fn gold_ending_gives_ifsm_equal_to_judge_accuracy_and_a_wrong_one_lowers_it() {
+    let f = fixture();
+    let qs = dev();
+    let gold: Vec<Value> = qs
+        .iter()
+        .map(|q| {
+            json!({"question_id": q["question_id"],
+                   "ending": q["options"][q["gold_label"].as_u64().unwrap() as usize]})
+        })
+        .collect();
+    let g = gen_file(&f, "gold.jsonl", &gold);
+    let (m, items) = story(&f, &g, "gold", &["--skip-embedder"]);
+    let metrics = &m["metrics"];
+    assert_eq!(metrics["scored"], 458);
+    assert_eq!(metrics["ifsm"]["n"], 458);
+    assert_eq!(metrics["ifsm"]["value"], metrics["judge_accuracy"]["value"]);
+    for it in &items {
+        assert_eq!(it["follow"], it["judge_correct"], "{it}");
+        assert_eq!(it["judge_scores"], it["judge_gold_scores"]);
+    }
+    // Consistency is over the dev split's 133 stories.
+    assert_eq!(metrics["judge_consistency"]["n"], 133);
+    assert_eq!(metrics["chance"], 0.25);
+    assert!(m["models"][0]["sha256"].as_str().unwrap().len() == 64);
+
+    let wrong: Vec<Value> = qs
+        .iter()
+        .map(|q| json!({"question_id": q["question_id"], "ending": "The end."}))
+        .collect();
+    let w = gen_file(&f, "wrong.jsonl", &wrong);
+    let (mw, _) = story(&f, &w, "wrong", &["--skip-embedder"]);
+    let ifsm = mw["metrics"]["ifsm"]["value"].as_f64().unwrap();
+    let acc = mw["metrics"]["judge_accuracy"]["value"].as_f64().unwrap();
+    eprintln!("tiny judge: accuracy {acc}, IFSM with a fixed wrong ending {ifsm}");
+    assert_eq!(acc, metrics["judge_accuracy"]["value"].as_f64().unwrap());
+    assert!(ifsm < acc, "IFSM {ifsm} vs accuracy {acc}");
+}
+
+#[test]
+fn identical_endings_have_dissimilarity_zero_over_all_story_pairs() {
+    let f = fixture();
+    let qs = dev();
+    let same: Vec<Value> = qs
+        .iter()
+        .map(|q| json!({"question_id": q["question_id"], "ending": "They all went home happy."}))
+        .collect();
+    let g = gen_file(&f, "same.jsonl", &same);
+    let (m, items) = story(&f, &g, "same", &["--skip-judge"]);
+    let micro = &m["metrics"]["dissimilarity_micro"];
+    let macro_ = &m["metrics"]["dissimilarity_macro"];
+    // Dev: 604 within-story pairs over 128 stories with at least two questions.
+    assert_eq!(micro["n"], 604);
+    assert_eq!(macro_["n"], 128);
+    assert!(micro["value"].as_f64().unwrap().abs() < 1e-6, "{micro}");
+    assert!(macro_["value"].as_f64().unwrap().abs() < 1e-6, "{macro_}");
+    assert!(m["metrics"].get("ifsm").is_none());
+    assert!(items[0].get("follow").is_none());
+
+    // Different endings: positive, and each item lists its pairs within its story.
+    let gold: Vec<Value> = qs
+        .iter()
+        .map(|q| {
+            json!({"question_id": q["question_id"],
+                   "ending": q["options"][q["gold_label"].as_u64().unwrap() as usize]})
+        })
+        .collect();
+    let g = gen_file(&f, "gold.jsonl", &gold);
+    let (m, items) = story(&f, &g, "gold", &["--skip-judge"]);
+    assert!(
+        m["metrics"]["dissimilarity_micro"]["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let pairs_listed: usize = items
+        .iter()
+        .map(|i| i["dissimilarity_pairs"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(pairs_listed, 2 * 604);
+    for it in &items {
+        let story = it["passage_id"].as_str().unwrap();
+        for p in it["dissimilarity_pairs"].as_array().unwrap() {
+            assert!(p["question_id"].as_str().unwrap().starts_with(story));
+        }
+    }
+}
+
+#[test]
+fn models_are_groups_and_bad_generations_are_reported() {
+    let f = fixture();
+    let qs = dev();
+    let mut rows = Vec::new();
+    for (i, q) in qs.iter().take(40).enumerate() {
+        let o = &q["options"];
+        rows.push(json!({"question_id": q["question_id"], "ending": o[i % 4], "model": "m1"}));
+        rows.push(
+            json!({"question_id": q["question_id"], "ending": o[(i + 1) % 4], "model": "m2",
+                         "instruction": "Write the worst ending."}),
+        );
+    }
+    rows.push(json!({"question_id": "no-such-question", "ending": "x", "model": "m1"}));
+    rows.push(json!({"question_id": qs[0]["question_id"], "ending": "again", "model": "m1"}));
+    rows.push(json!({"question_id": qs[1]["question_id"], "ending": " ", "model": "m2"}));
+    let g = gen_file(&f, "two.jsonl", &rows);
+    let out = f.root.join("two");
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let o = run(&[
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        g.to_str().unwrap(),
+        "--judge",
+        f.judge.to_str().unwrap(),
+        "--embedder",
+        f.embedder.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("question_id not in the dataset: ") && err.contains("two.jsonl:81"),
+        "{err}"
+    );
+    assert!(
+        err.contains("duplicate") && err.contains("empty ending"),
+        "{err}"
+    );
+    assert!(
+        err.contains("judge: ") && err.contains("embedder: "),
+        "{err}"
+    );
+    let m = read_json(&out.join("metrics.json"));
+    assert_eq!(m["metrics"]["groups"], 2);
+    assert_eq!(m["metrics"]["generations"], 83);
+    assert_eq!(m["metrics"]["scored"], 80);
+    assert!(m["metrics"].get("ifsm").is_none());
+    for g in ["m1", "m2"] {
+        assert_eq!(m["groups"][g]["items"], 40);
+        assert!(m["groups"][g]["ifsm"]["value"].is_number());
+        assert!(m["groups"][g]["dissimilarity_micro"]["value"].is_number());
+    }
+    assert_eq!(m["groups"]["m1"]["unknown_question"], 1);
+    assert_eq!(m["groups"]["m1"]["duplicate"], 1);
+    assert_eq!(m["groups"]["m2"]["empty_ending"], 1);
+    let items: Vec<Value> = std::fs::read_to_string(out.join("items.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(items.len(), 83, "no generation is dropped");
+    assert_eq!(items[80]["status"], "unknown_question");
+    assert_eq!(items[81]["status"], "duplicate");
+    assert_eq!(items[81]["duplicate_of_row"], 1);
+    assert_eq!(items[82]["status"], "empty_ending");
+    assert_eq!(m["models"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn wrong_types_exit_2_with_file_line_and_field() {
+    let f = fixture();
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let cases = [
+        ("{\"question_id\": \"q\", \"ending\": null}\n", "bad.jsonl:1: field \"ending\": expected a string, found null"),
+        ("{\"question_id\": \"q\", \"ending\": \"e\"}\n{\"question_id\": 5, \"ending\": \"e\"}\n", "bad.jsonl:2: field \"question_id\": expected a string, found a number"),
+        ("{\"question_id\": \"q\"}\n", "bad.jsonl:1: field \"ending\": missing"),
+        ("{\"question_id\": \"q\", \"ending\": \"e\", \"model\": [1]}\n", "bad.jsonl:1: field \"model\": expected a string"),
+    ];
+    for (text, want) in cases {
+        let g = write(&f.root, "bad.jsonl", text);
+        let out = f.root.join("bad-out");
+        let o = run(&[
+            "story",
+            "--dataset",
+            dataset.to_str().unwrap(),
+            "--generations",
+            g.to_str().unwrap(),
+            "--judge",
+            f.judge.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--skip-embedder",
+            "--force",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{} vs {want}", stderr(&o));
+    }
+}
+
+#[test]
+fn binary_judge_through_the_cli_needs_its_follow_label() {
+    let f = fixture();
+    let judge = f.root.join("binary");
+    build_judge("bert_binary", &judge, true);
+    let qs = dev();
+    let rows: Vec<Value> = qs
+        .iter()
+        .take(12)
+        .map(|q| json!({"question_id": q["question_id"], "ending": q["options"][0]}))
+        .collect();
+    let g = gen_file(&f, "b.jsonl", &rows);
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let base = |out: &str| -> Vec<String> {
+        [
+            "story",
+            "--dataset",
+            dataset.to_str().unwrap(),
+            "--generations",
+            g.to_str().unwrap(),
+            "--judge",
+            judge.to_str().unwrap(),
+            "--skip-embedder",
+            "--quiet",
+            "--out",
+            f.root.join(out).to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let args = base("b1");
+    let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--follow-label"), "{}", stderr(&o));
+    let mut args = base("b2");
+    args.extend(["--follow-label".to_string(), "follow".to_string()]);
+    let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = read_json(&f.root.join("b2/metrics.json"));
+    assert_eq!(m["metrics"]["ifsm"]["n"], 12);
+    assert!(m["settings"]["judge_head"]
+        .as_str()
+        .unwrap()
+        .contains("follow"));
+}
