@@ -72,6 +72,10 @@ pub struct OutputArgs {
     /// Seed of the bootstrap (results are deterministic for a seed).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Score only shard I of N (0-based, e.g. `$SLURM_ARRAY_TASK_ID/4`); combine the shards'
+    /// folders with `scorekit merge`.
+    #[arg(long, value_name = "I/N", default_value = "0/1")]
+    pub shard: crate::shard::Shard,
 }
 
 /// Compute device.
@@ -258,6 +262,9 @@ pub struct EmbedArgs {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Embed only shard I of N of the sentences (by their id; 0-based).
+    #[arg(long, value_name = "I/N", default_value = "0/1")]
+    pub shard: crate::shard::Shard,
     #[command(flatten)]
     pub runtime: ModelArgs,
 }

@@ -1,9 +1,260 @@
-//! `scorekit merge`.
+//! `scorekit merge`: combine the output folders of `--shard I/N` runs into exactly the results
+//! of a single run.
+//!
+//! Each part's metrics.json carries its inputs (sha256), models (revisions), settings and shard.
+//! Parts must agree on all of them except the shard; the shards must be `0/N` .. `N-1/N`, each
+//! once. The items of all parts are put back into the single-run order and the suite's metrics
+//! are recomputed from them by the same function the suite's command calls, so numbers and
+//! bootstrap intervals are bit-identical to a single run.
 
 use crate::cli::MergeArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, InputError, Result};
+use crate::report::{jsonl, MetricsDoc, OutputDir, METRICS_FILE, RUN_FILE};
+use crate::shard::Shard;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One shard's output folder, read.
+struct Part {
+    dir: PathBuf,
+    doc: MetricsDoc,
+    shard: Shard,
+}
 
 /// Run `scorekit merge`.
-pub fn run(_args: MergeArgs) -> Result<()> {
-    Err(Error::NotAvailable("merge"))
+pub fn run(args: MergeArgs) -> Result<()> {
+    let parts = args
+        .parts
+        .iter()
+        .map(|p| read_part(p))
+        .collect::<Result<Vec<_>>>()?;
+    let out_abs = std::path::absolute(&args.out).unwrap_or_else(|_| args.out.clone());
+    for p in &parts {
+        if std::path::absolute(&p.dir).unwrap_or_else(|_| p.dir.clone()) == out_abs {
+            return Err(Error::usage(format!(
+                "--out {} is one of the --parts; choose another folder",
+                args.out.display()
+            )));
+        }
+    }
+    let mut doc = check_parts(&parts)?;
+    let count = parts[0].shard.count;
+    doc.settings.remove("shard");
+    doc.settings.insert("merged_shards".into(), json!(count));
+
+    let (items, outputs) = match doc.suite.as_str() {
+        "muse" => {
+            let mut items = read_items::<crate::suites::muse::Item>(&parts)?;
+            let o = super::muse::outputs(&mut doc, &mut items)?;
+            (jsonl(&items)?, o)
+        }
+        /*GRASP "grasp" => {
+            let mut items = read_items::<crate::suites::grasp::Item>(&parts)?;
+            let o = super::grasp::outputs(&mut doc, &mut items)?;
+            (jsonl(&items)?, o)
+        }
+        "mint" => {
+            let mut items = read_items::<crate::suites::mint::Item>(&parts)?;
+            let o = super::mint::outputs(&mut doc, &mut items)?;
+            (jsonl(&items)?, o)
+        }
+        */
+        other => {
+            return Err(Error::usage(format!(
+                "{}: suite {other:?} cannot be merged by this version of scorekit",
+                parts[0].dir.join(METRICS_FILE).display()
+            )))
+        }
+    };
+    let dir = OutputDir::prepare(&args.out, args.force)?;
+    let metrics_json = doc.to_json();
+    dir.finish(&items, &outputs, &metrics_json)?;
+    print!("{}", outputs.table);
+    println!(
+        "\nmerged {count} shard(s) of {} into {}",
+        doc.suite,
+        dir.path().display()
+    );
+    Ok(())
+}
+
+/// metrics.json of a finished shard, with its shard.
+fn read_part(dir: &Path) -> Result<Part> {
+    let metrics = dir.join(METRICS_FILE);
+    if !metrics.is_file() {
+        let why = if dir.join(RUN_FILE).is_file() {
+            "an unfinished run (no metrics.json yet); rerun its command with the same --out to resume it"
+        } else if dir.is_dir() {
+            "no metrics.json: not the output folder of a scoring command"
+        } else {
+            "not a folder"
+        };
+        return Err(InputError::file(dir, why).into());
+    }
+    let text = std::fs::read_to_string(&metrics)
+        .map_err(|e| InputError::file(&metrics, format!("cannot read: {e}")))?;
+    let doc: MetricsDoc = serde_json::from_str(&text).map_err(|e| {
+        InputError::line(
+            &metrics,
+            e.line(),
+            format!("not a scorekit metrics.json: {e}"),
+        )
+    })?;
+    let shard = match doc.settings.get("shard") {
+        None => Shard::ALL,
+        Some(Value::String(s)) => s.parse().map_err(|_| {
+            InputError::file(
+                &metrics,
+                format!("field \"settings.shard\": expected I/N, found {s:?}"),
+            )
+        })?,
+        Some(v) => {
+            return Err(InputError::file(
+                &metrics,
+                format!("field \"settings.shard\": expected a string I/N, found {v}"),
+            )
+            .into())
+        }
+    };
+    Ok(Part {
+        dir: dir.to_path_buf(),
+        doc,
+        shard,
+    })
+}
+
+/// The parts are shards `0..N` of one run: same suite, version, inputs, models and settings,
+/// every shard once. Returns the first part's document.
+fn check_parts(parts: &[Part]) -> Result<MetricsDoc> {
+    let first = &parts[0];
+    let name = |p: &Part| p.dir.display().to_string();
+    for p in &parts[1..] {
+        let differ = |what: &str, a: String, b: String| -> Error {
+            Error::usage(format!(
+                "{} and {} are not shards of one run: different {what} ({a} vs {b})",
+                name(first),
+                name(p)
+            ))
+        };
+        if p.doc.suite != first.doc.suite {
+            return Err(differ(
+                "suites",
+                first.doc.suite.clone(),
+                p.doc.suite.clone(),
+            ));
+        }
+        if p.doc.scorekit_version != first.doc.scorekit_version {
+            return Err(differ(
+                "scorekit versions",
+                first.doc.scorekit_version.clone(),
+                p.doc.scorekit_version.clone(),
+            ));
+        }
+        let hashes = |d: &MetricsDoc| -> Vec<String> {
+            d.inputs
+                .iter()
+                .map(|i| format!("{} sha256 {}", i.path, i.sha256))
+                .collect()
+        };
+        let (a, b) = (hashes(&first.doc), hashes(&p.doc));
+        if a.len() != b.len()
+            || first
+                .doc
+                .inputs
+                .iter()
+                .zip(&p.doc.inputs)
+                .any(|(x, y)| x.sha256 != y.sha256)
+        {
+            return Err(differ("inputs", a.join(", "), b.join(", ")));
+        }
+        if p.doc.models != first.doc.models {
+            let m = |d: &MetricsDoc| -> String {
+                d.models
+                    .iter()
+                    .map(|m| format!("{}@{}", m.id, m.revision))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(differ("models", m(&first.doc), m(&p.doc)));
+        }
+        let mut sa = first.doc.settings.clone();
+        let mut sb = p.doc.settings.clone();
+        sa.remove("shard");
+        sb.remove("shard");
+        if sa != sb {
+            let keys: Vec<String> = sa
+                .keys()
+                .chain(sb.keys())
+                .filter(|k| sa.get(*k) != sb.get(*k))
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .map(|k| {
+                    let show = |v: Option<&Value>| v.map_or("absent".into(), |v| v.to_string());
+                    format!("{k}: {} vs {}", show(sa.get(&k)), show(sb.get(&k)))
+                })
+                .collect();
+            return Err(Error::usage(format!(
+                "{} and {} are not shards of one run: different settings ({})",
+                name(first),
+                name(p),
+                keys.join("; ")
+            )));
+        }
+    }
+    let count = first.shard.count;
+    if let Some(p) = parts.iter().find(|p| p.shard.count != count) {
+        return Err(Error::usage(format!(
+            "{} is shard {} but {} is shard {}: all parts must split the input the same way",
+            name(first),
+            first.shard,
+            name(p),
+            p.shard
+        )));
+    }
+    let mut seen: BTreeMap<u32, &Part> = BTreeMap::new();
+    for p in parts {
+        if let Some(q) = seen.insert(p.shard.index, p) {
+            return Err(Error::usage(format!(
+                "duplicate shard {}: {} and {}",
+                p.shard,
+                name(q),
+                name(p)
+            )));
+        }
+    }
+    let missing: Vec<String> = (0..count)
+        .filter(|i| !seen.contains_key(i))
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::usage(format!(
+            "missing shard(s) {} of {count}; pass every shard's folder to --parts",
+            missing.join(", ")
+        )));
+    }
+    Ok(first.doc.clone())
+}
+
+/// Every part's items.jsonl, parsed as the suite's items (order: parts, then lines; the suite's
+/// `outputs` puts them back into the single-run order).
+fn read_items<T: DeserializeOwned>(parts: &[Part]) -> Result<Vec<T>> {
+    let mut items = Vec::new();
+    for p in parts {
+        let path = p.dir.join("items.jsonl");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| InputError::file(&path, format!("cannot read: {e}")))?;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let item: T = serde_json::from_str(line).map_err(|e| {
+                InputError::line(&path, i + 1, format!("not an item of this suite: {e}"))
+            })?;
+            items.push(item);
+        }
+    }
+    Ok(items)
 }

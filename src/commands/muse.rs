@@ -4,7 +4,7 @@
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_jsonl, read_text};
-use crate::report::{MetricsDoc, OutputDir};
+use crate::report::{jsonl, MetricsDoc, OutputDir, Outputs};
 use crate::suites::muse::{
     self, parse_flow, parse_plan, parse_queries, score_query, AliasTable, Plan, PlanFormat,
     REVIEWED_FLOW,
@@ -60,22 +60,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
         None => None,
     };
 
-    let items: Vec<muse::Item> = queries
-        .iter()
-        .map(|q| {
-            let verdict = verdicts.as_ref().map(|v| v.get(&q.idx).copied());
-            score_query(q, flow.get(&q.idx), plans.get(&q.idx), &aliases, verdict)
-        })
-        .collect();
     let out = &args.output;
-    let summary = muse::summarize(&items, out.bootstrap, out.seed);
-
-    let dir = OutputDir::prepare(&out.out, out.force)?;
-    let mut writer = dir.items("items.jsonl")?;
-    for it in &items {
-        writer.write(it)?;
-    }
-    writer.finish()?;
     let mut doc = MetricsDoc::new("muse");
     doc.add_input(&args.queries)?;
     doc.add_input(&args.plans)?;
@@ -106,30 +91,30 @@ pub fn run(args: MuseArgs) -> Result<()> {
             "modality rule: all gold tasks predicted and the final output has the requested modality"
         }),
     );
+    if let Some(p) = &args.output_verdicts {
+        s.insert("output_verdicts".into(), json!(p.display().to_string()));
+    }
     s.insert(
         "name_mapping".into(),
         json!("lenient: a coarse name counts as the gold task it can stand for"),
     );
     s.insert("bootstrap".into(), json!(out.bootstrap));
     s.insert("seed".into(), json!(out.seed));
-    doc.metrics = summary.metrics.clone();
-    doc.groups = summary.groups.clone();
+    doc.set_shard(out.shard);
+    // Scoring takes well under a second: resuming an unfinished run is a rerun.
+    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
+
+    let mut items: Vec<muse::Item> = queries
+        .iter()
+        .filter(|q| out.shard.contains(&q.idx.to_string()))
+        .map(|q| {
+            let verdict = verdicts.as_ref().map(|v| v.get(&q.idx).copied());
+            score_query(q, flow.get(&q.idx), plans.get(&q.idx), &aliases, verdict)
+        })
+        .collect();
+    let outputs = outputs(&mut doc, &mut items)?;
     let metrics_json = doc.to_json();
-    dir.write("metrics.json", metrics_json.as_bytes())?;
-    let mut report = muse::metrics::report(&summary, &items);
-    if verdicts.is_some() {
-        report.insert_str(
-            report.find('\n').map_or(0, |i| i + 2),
-            &format!(
-                "O comes from the verdicts in {}, not from scorekit's rule.\n\n",
-                args.output_verdicts
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            ),
-        );
-    }
-    dir.write("report.md", report.as_bytes())?;
+    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
 
     let missing = items.iter().filter(|i| i.missing_plan).count();
     if missing > 0 && !out.quiet {
@@ -138,13 +123,39 @@ pub fn run(args: MuseArgs) -> Result<()> {
     if out.json {
         print!("{metrics_json}");
     } else {
-        print!("{}", muse::metrics::table(&summary).render());
-        if verdicts.is_some() {
-            println!("O from --output-verdicts");
-        }
+        print!("{}", outputs.table);
         println!("\nwrote {}", dir.path().display());
     }
     Ok(())
+}
+
+/// Metrics from items, the one place `scorekit muse` and `scorekit merge` compute them: puts
+/// the items in the single-run order (by idx), fills `doc.metrics` and `doc.groups` with the
+/// bootstrap and seed of `doc.settings`, and renders the report.
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs> {
+    items.sort_by_key(|i| i.idx);
+    let summary = muse::summarize(
+        items,
+        doc.setting_u64("bootstrap")? as usize,
+        doc.setting_u64("seed")?,
+    );
+    doc.metrics = summary.metrics.clone();
+    doc.groups = summary.groups.clone();
+    let verdicts = doc.settings.get("output_verdicts").and_then(|v| v.as_str());
+    let mut report = muse::metrics::report(&summary, items);
+    let mut table = muse::metrics::table(&summary).render();
+    if let Some(path) = verdicts {
+        report.insert_str(
+            report.find('\n').map_or(0, |i| i + 2),
+            &format!("O comes from the verdicts in {path}, not from scorekit's rule.\n\n"),
+        );
+        table.push_str("O from --output-verdicts\n");
+    }
+    Ok(Outputs {
+        report,
+        table,
+        files: Vec::new(),
+    })
 }
 
 /// Plans keyed by idx; an idx not in the queries, or given twice, is an input error.

@@ -37,7 +37,7 @@ pub struct ModelRef {
 }
 
 /// The whole metrics.json document.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MetricsDoc {
     /// Suite name (`grasp`, `mint`, `muse`, `story`).
     pub suite: String,
@@ -75,6 +75,39 @@ impl MetricsDoc {
             .map_err(|e| anyhow::anyhow!("cannot hash input {}: {e}", path.display()))?;
         self.inputs.push(f);
         Ok(())
+    }
+
+    /// What makes two runs the same run (all but the numbers): suite, version, inputs, models,
+    /// settings. A resumed run must match the unfinished one; shards of one merge must match
+    /// except for the `shard` setting.
+    pub fn identity(&self) -> Value {
+        serde_json::json!({
+            "suite": self.suite,
+            "scorekit_version": self.scorekit_version,
+            "inputs": self.inputs,
+            "models": self.models,
+            "settings": self.settings,
+        })
+    }
+
+    /// Record `--shard I/N` in the settings (nothing for the whole input).
+    pub fn set_shard(&mut self, shard: crate::shard::Shard) {
+        if shard.count > 1 {
+            self.settings
+                .insert("shard".into(), Value::String(shard.to_string()));
+        }
+    }
+
+    /// A numeric setting (bootstrap resamples, seed), as the command recorded it.
+    pub fn setting_u64(&self, key: &str) -> crate::error::Result<u64> {
+        self.settings
+            .get(key)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                crate::error::Error::Internal(anyhow::anyhow!(
+                    "metrics.json settings lack the integer {key:?}"
+                ))
+            })
     }
 
     /// Pretty JSON with a trailing newline.

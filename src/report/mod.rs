@@ -8,4 +8,4 @@ mod output;
 pub use bootstrap::{bootstrap_mean, Estimate};
 pub use markdown::{percent, Table};
 pub use metrics::{sha256_file, InputFile, MetricsDoc, ModelRef};
-pub use output::{atomic_write, ItemsWriter, OutputDir};
+pub use output::{atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, METRICS_FILE, RUN_FILE};
