@@ -632,153 +632,161 @@ def main():
     LOG(f"LaBSE-shaped model: {desc} ({time.perf_counter() - t:.1f} s) -> {labse}")
     shape = labse_shape(small)
 
-    # 3. parity
-    par = sentences[: args.parity_sentences]
-    par_in = work / "parity.jsonl"
-    write_embed_input(par_in, par)
-    from tokenizers import Tokenizer
-    tk = Tokenizer.from_file(str(labse / "tokenizer.json"))
-    tk.no_padding()
-    tk.enable_truncation(256)
-    ids_ref = [e.ids for e in tk.encode_batch(par[:200])]
-    refs = {}
-    for dtype in ("f32", "f16"):
-        ref, _, ids_st = st_encode(labse, par, dev, half=(dtype == "f16"))
-        refs[dtype] = ref
-        if ids_st != ids_ref:
-            bad = sum(a != b for a, b in zip(ids_st, ids_ref))
-            note(f"sentence-transformers' tokenizer differs from tokenizer.json on {bad}/200 sentences")
-        outp = work / f"parity-{dtype}.npy"
-        rc, dt, text = sk.embed(labse, par_in, outp, dtype, args.batch_tokens)
-        why = Scorekit.missing(rc, text)
-        row = {"test": f"parity {dtype}", "engine": "scorekit embed vs sentence-transformers"}
-        if rc == 0 and outp.exists():
-            e = np.load(outp).astype(np.float32)
-            if e.shape != ref.shape:
-                row.update(status="FAIL", detail=f"shape {e.shape} vs {ref.shape}")
+    def steps():
+        # 3. parity
+        par = sentences[: args.parity_sentences]
+        par_in = work / "parity.jsonl"
+        write_embed_input(par_in, par)
+        from tokenizers import Tokenizer
+        tk = Tokenizer.from_file(str(labse / "tokenizer.json"))
+        tk.no_padding()
+        tk.enable_truncation(256)
+        ids_ref = [e.ids for e in tk.encode_batch(par[:200])]
+        refs = {}
+        for dtype in ("f32", "f16"):
+            ref, _, ids_st = st_encode(labse, par, dev, half=(dtype == "f16"))
+            refs[dtype] = ref
+            if ids_st != ids_ref:
+                bad = sum(a != b for a, b in zip(ids_st, ids_ref))
+                note(f"sentence-transformers' tokenizer differs from tokenizer.json on {bad}/200 sentences")
+            outp = work / f"parity-{dtype}.npy"
+            rc, dt, text = sk.embed(labse, par_in, outp, dtype, args.batch_tokens)
+            why = Scorekit.missing(rc, text)
+            row = {"test": f"parity {dtype}", "engine": "scorekit embed vs sentence-transformers"}
+            if rc == 0 and outp.exists():
+                e = np.load(outp).astype(np.float32)
+                if e.shape != ref.shape:
+                    row.update(status="FAIL", detail=f"shape {e.shape} vs {ref.shape}")
+                else:
+                    st = parity_stats(e, ref)
+                    # Measured on CPU with PyTorch, full LaBSE shape, this init: f16 vs f32 min cos 0.999997,
+                    # centred 0.99990; bf16 0.99986 / 0.9945. Different sentences: cos ~0.95.
+                    limit = 0.9999 if dtype == "f32" else 0.999
+                    ok = st["cos_min"] >= limit and st["centred_cos_min"] >= limit
+                    row.update(status="PASS" if ok else "FAIL", limit=limit, **st,
+                               detail=f"min cos {st['cos_min']:.6f} (centred {st['centred_cos_min']:.6f}), "
+                                      f"limit {limit}; different sentences {st['cos_between_different_sentences_mean']:.3f}")
             else:
-                st = parity_stats(e, ref)
-                # Measured on CPU with PyTorch, full LaBSE shape, this init: f16 vs f32 min cos 0.999997,
-                # centred 0.99990; bf16 0.99986 / 0.9945. Different sentences: cos ~0.95.
-                limit = 0.9999 if dtype == "f32" else 0.999
-                ok = st["cos_min"] >= limit and st["centred_cos_min"] >= limit
-                row.update(status="PASS" if ok else "FAIL", limit=limit, **st,
-                           detail=f"min cos {st['cos_min']:.6f} (centred {st['centred_cos_min']:.6f}), "
-                                  f"limit {limit}; different sentences {st['cos_between_different_sentences_mean']:.3f}")
-        else:
-            row.update(status="n/a" if why else "ERROR",
-                       detail=why or f"rc {rc}: {text.strip().splitlines()[-1][:200] if text.strip() else ''}")
-        rows.append(row)
-        LOG(f"{row['test']}: {row['status']}  {row['detail']}")
+                row.update(status="n/a" if why else "ERROR",
+                           detail=why or f"rc {rc}: {text.strip().splitlines()[-1][:200] if text.strip() else ''}")
+            rows.append(row)
+            LOG(f"{row['test']}: {row['status']}  {row['detail']}")
 
-    # The reference itself: PyTorch with scorekit's batching (used for throughput below) vs
-    # sentence-transformers, f32. Shows the check's own pipeline is LaBSE's and how alike random-model
-    # embeddings of different sentences are (the parity limits must be far above that).
-    try:
-        own, _, _, _, _ = torch_embed_budget(labse, par, dev, "f32", args.batch_tokens, 1)
-        st_ = parity_stats(own, refs["f32"])
-        ok = st_["cos_min"] >= 0.9999
-        rows.append({"test": "parity f32", "engine": "PyTorch batching vs sentence-transformers (self-check)",
-                     "status": "PASS" if ok else "FAIL", **st_,
-                     "detail": f"min cos {st_['cos_min']:.6f}; different sentences "
-                               f"{st_['cos_between_different_sentences_mean']:.3f}"})
-        LOG(f"reference self-check: {rows[-1]['status']} {rows[-1]['detail']}")
-    except Exception as e:  # noqa: BLE001
-        LOG(traceback.format_exc(), quiet=True)
-        rows.append({"test": "parity f32", "engine": "self-check", "status": "ERROR", "detail": str(e)[:200]})
-
-    # 4. throughput
-    thr_in = work / "throughput.jsonl"
-    write_embed_input(thr_in, sentences)
-    tiny_in = work / "tiny.jsonl"
-    write_embed_input(tiny_in, sentences[:16])
-    lengths = [len(e.ids) for e in tk.encode_batch(sentences)]
-    n_tok = sum(lengths)
-    flops = encoder_flops(lengths, shape["num_hidden_layers"], shape["hidden_size"], shape["intermediate_size"])
-    LOG(f"throughput corpus: {len(sentences)} sentences, {n_tok} tokens (mean {n_tok / len(sentences):.1f}, "
-        f"max {max(lengths)}), {flops / 1e12:.2f} TFLOP useful; batch budget {args.batch_tokens} tokens")
-    results["corpus"] = {"sentences": len(sentences), "tokens": n_tok, "useful_flop": flops}
-
-    def thr_row(engine, seconds, note_=""):
-        r = {"test": "throughput", "engine": engine, "seconds": seconds,
-             "sent_per_s": len(sentences) / seconds, "tok_per_s": n_tok / seconds,
-             "util": flops / seconds / peak, "detail": note_, "status": "ok"}
-        rows.append(r)
-        LOG(f"throughput {engine}: {r['sent_per_s']:.0f} sent/s, {r['tok_per_s']:.0f} tok/s, "
-            f"{100 * r['util']:.1f} % of peak  {note_}")
-
-    def embed_diff(dtype):
-        """End to end through `scorekit embed`: the corpus run minus a 16-sentence run (load, start-up)."""
-        rc0, t0, text0 = sk.embed(labse, tiny_in, work / "tiny.npy", dtype, args.batch_tokens)
-        why = Scorekit.missing(rc0, text0)
-        if rc0 != 0:
-            rows.append({"test": "throughput", "engine": f"scorekit embed {dtype}", "status": "n/a" if why else "ERROR",
-                         "detail": why or text0.strip()[-200:]})
-            LOG(f"throughput scorekit embed {dtype}: {rows[-1]['status']} {rows[-1]['detail']}")
-            return
-        rc, t1, text = sk.embed(labse, thr_in, work / "thr.npy", dtype, args.batch_tokens)
-        if rc != 0:
-            rows.append({"test": "throughput", "engine": f"scorekit embed {dtype}", "status": "ERROR",
-                         "detail": text.strip()[-200:]})
-            return
-        thr_row(f"scorekit embed {dtype} (end to end)", max(t1 - t0, 1e-6),
-                f"{t1:.2f} s minus a 16-sentence run {t0:.2f} s; tokenisation and .npy writing counted")
-
-    # `scorekit bench --json`: in-process, warmed up, median of --repeats over the whole corpus.
-    for dtype in ("f32", "f16", "bf16"):
-        rc, dt, text = sk.run(f"bench-{dtype}", [
-            "bench", "--model", str(labse), "--input", str(thr_in), "--device", dev, "--dtype", dtype,
-            "--batch-tokens", str(args.batch_tokens), "--repeats", str(args.repeats), "--offline", "--json"])
-        why = Scorekit.missing(rc, text)
-        js = None
-        for line in reversed(text.strip().splitlines()):
-            if line.startswith("{"):
-                try:
-                    js = json.loads(line)
-                except ValueError:
-                    pass
-                break
-        if rc == 0 and js and js.get("median_s"):
-            if js.get("sentences") != len(sentences):
-                note(f"bench read {js.get('sentences')} sentences, the check wrote {len(sentences)}")
-            pad = js.get("padded_tokens", 0) / max(1, js.get("real_tokens", 1))
-            thr_row(f"scorekit bench {dtype}", float(js["median_s"]),
-                    f"median of {args.repeats}; {js.get('batches')} batches, padded/real tokens {pad:.2f}; "
-                    f"encoder {js.get('encoder')}; load {js.get('load_s', 0):.1f} s")
-            results.setdefault("bench", {})[dtype] = js
-        else:
-            if rc == 0:
-                why = "no JSON in the output (see log.txt)"
-            rows.append({"test": "throughput", "engine": f"scorekit bench {dtype}", "status": "n/a" if why else "ERROR",
-                         "detail": why or text.strip()[-200:]})
-            LOG(f"scorekit bench {dtype}: {rows[-1]['status']} {rows[-1]['detail']}")
-            embed_diff(dtype)  # the same measurement the slow way
-    if "bench" in results:
-        embed_diff("f16")  # what a user sees end to end, for comparison
-
-    try:
-        tdt = "f32" if dev == "cpu" else "f16"
-        emb, secs, t_tok, _, nb = torch_embed_budget(labse, sentences, dev, tdt, args.batch_tokens, args.repeats)
-        thr_row(f"PyTorch {tdt} (same batches)", secs,
-                f"{nb} batches, sdpa, pretokenised and padded; tokenisation {t_tok:.2f} s not counted")
-    except Exception as e:  # noqa: BLE001
-        LOG(traceback.format_exc(), quiet=True)
-        rows.append({"test": "throughput", "engine": "PyTorch f16", "status": "ERROR", "detail": str(e)[:200]})
-    try:
-        _, secs, _ = st_encode(labse, sentences, dev, half=(dev != "cpu"), batch_size=128)
-        thr_row(f"sentence-transformers {'f32' if dev == 'cpu' else 'f16'} encode", secs, "batch_size 128, tokenisation counted")
-    except Exception as e:  # noqa: BLE001
-        LOG(traceback.format_exc(), quiet=True)
-    if dev.startswith("cuda"):
-        torch.cuda.empty_cache()
-
-    # 5. judge shape
-    if not args.skip_judge:
+        # The reference itself: PyTorch with scorekit's batching (used for throughput below) vs
+        # sentence-transformers, f32. Shows the check's own pipeline is LaBSE's and how alike random-model
+        # embeddings of different sentences are (the parity limits must be far above that).
         try:
-            judge_step(args, sk, work, small, dev, peak, rows, note)
+            own, _, _, _, _ = torch_embed_budget(labse, par, dev, "f32", args.batch_tokens, 1)
+            st_ = parity_stats(own, refs["f32"])
+            ok = st_["cos_min"] >= 0.9999
+            rows.append({"test": "parity f32", "engine": "PyTorch batching vs sentence-transformers (self-check)",
+                         "status": "PASS" if ok else "FAIL", **st_,
+                         "detail": f"min cos {st_['cos_min']:.6f}; different sentences "
+                                   f"{st_['cos_between_different_sentences_mean']:.3f}"})
+            LOG(f"reference self-check: {rows[-1]['status']} {rows[-1]['detail']}")
         except Exception as e:  # noqa: BLE001
             LOG(traceback.format_exc(), quiet=True)
-            rows.append({"test": "judge", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
+            rows.append({"test": "parity f32", "engine": "self-check", "status": "ERROR", "detail": str(e)[:200]})
+
+        # 4. throughput
+        thr_in = work / "throughput.jsonl"
+        write_embed_input(thr_in, sentences)
+        tiny_in = work / "tiny.jsonl"
+        write_embed_input(tiny_in, sentences[:16])
+        lengths = [len(e.ids) for e in tk.encode_batch(sentences)]
+        n_tok = sum(lengths)
+        flops = encoder_flops(lengths, shape["num_hidden_layers"], shape["hidden_size"], shape["intermediate_size"])
+        LOG(f"throughput corpus: {len(sentences)} sentences, {n_tok} tokens (mean {n_tok / len(sentences):.1f}, "
+            f"max {max(lengths)}), {flops / 1e12:.2f} TFLOP useful; batch budget {args.batch_tokens} tokens")
+        results["corpus"] = {"sentences": len(sentences), "tokens": n_tok, "useful_flop": flops}
+
+        def thr_row(engine, seconds, note_=""):
+            r = {"test": "throughput", "engine": engine, "seconds": seconds,
+                 "sent_per_s": len(sentences) / seconds, "tok_per_s": n_tok / seconds,
+                 "util": flops / seconds / peak, "detail": note_, "status": "ok"}
+            rows.append(r)
+            LOG(f"throughput {engine}: {r['sent_per_s']:.0f} sent/s, {r['tok_per_s']:.0f} tok/s, "
+                f"{100 * r['util']:.1f} % of peak  {note_}")
+
+        def embed_diff(dtype):
+            """End to end through `scorekit embed`: the corpus run minus a 16-sentence run (load, start-up)."""
+            rc0, t0, text0 = sk.embed(labse, tiny_in, work / "tiny.npy", dtype, args.batch_tokens)
+            why = Scorekit.missing(rc0, text0)
+            if rc0 != 0:
+                rows.append({"test": "throughput", "engine": f"scorekit embed {dtype}", "status": "n/a" if why else "ERROR",
+                             "detail": why or text0.strip()[-200:]})
+                LOG(f"throughput scorekit embed {dtype}: {rows[-1]['status']} {rows[-1]['detail']}")
+                return
+            rc, t1, text = sk.embed(labse, thr_in, work / "thr.npy", dtype, args.batch_tokens)
+            if rc != 0:
+                rows.append({"test": "throughput", "engine": f"scorekit embed {dtype}", "status": "ERROR",
+                             "detail": text.strip()[-200:]})
+                return
+            thr_row(f"scorekit embed {dtype} (end to end)", max(t1 - t0, 1e-6),
+                    f"{t1:.2f} s minus a 16-sentence run {t0:.2f} s; tokenisation and .npy writing counted")
+
+        # `scorekit bench --json`: in-process, warmed up, median of --repeats over the whole corpus.
+        for dtype in ("f32", "f16", "bf16"):
+            rc, dt, text = sk.run(f"bench-{dtype}", [
+                "bench", "--model", str(labse), "--input", str(thr_in), "--device", dev, "--dtype", dtype,
+                "--batch-tokens", str(args.batch_tokens), "--repeats", str(args.repeats), "--offline", "--json"])
+            why = Scorekit.missing(rc, text)
+            js = None
+            for line in reversed(text.strip().splitlines()):
+                if line.startswith("{"):
+                    try:
+                        js = json.loads(line)
+                    except ValueError:
+                        pass
+                    break
+            if rc == 0 and js and js.get("median_s"):
+                if js.get("sentences") != len(sentences):
+                    note(f"bench read {js.get('sentences')} sentences, the check wrote {len(sentences)}")
+                pad = js.get("padded_tokens", 0) / max(1, js.get("real_tokens", 1))
+                thr_row(f"scorekit bench {dtype}", float(js["median_s"]),
+                        f"median of {args.repeats}; {js.get('batches')} batches, padded/real tokens {pad:.2f}; "
+                        f"encoder {js.get('encoder')}; load {js.get('load_s', 0):.1f} s")
+                results.setdefault("bench", {})[dtype] = js
+            else:
+                if rc == 0:
+                    why = "no JSON in the output (see log.txt)"
+                rows.append({"test": "throughput", "engine": f"scorekit bench {dtype}", "status": "n/a" if why else "ERROR",
+                             "detail": why or text.strip()[-200:]})
+                LOG(f"scorekit bench {dtype}: {rows[-1]['status']} {rows[-1]['detail']}")
+                embed_diff(dtype)  # the same measurement the slow way
+        if "bench" in results:
+            embed_diff("f16")  # what a user sees end to end, for comparison
+
+        try:
+            tdt = "f32" if dev == "cpu" else "f16"
+            emb, secs, t_tok, _, nb = torch_embed_budget(labse, sentences, dev, tdt, args.batch_tokens, args.repeats)
+            thr_row(f"PyTorch {tdt} (same batches)", secs,
+                    f"{nb} batches, sdpa, pretokenised and padded; tokenisation {t_tok:.2f} s not counted")
+        except Exception as e:  # noqa: BLE001
+            LOG(traceback.format_exc(), quiet=True)
+            rows.append({"test": "throughput", "engine": "PyTorch f16", "status": "ERROR", "detail": str(e)[:200]})
+        try:
+            _, secs, _ = st_encode(labse, sentences, dev, half=(dev != "cpu"), batch_size=128)
+            thr_row(f"sentence-transformers {'f32' if dev == 'cpu' else 'f16'} encode", secs, "batch_size 128, tokenisation counted")
+        except Exception as e:  # noqa: BLE001
+            LOG(traceback.format_exc(), quiet=True)
+        if dev.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+        # 5. judge shape
+        if not args.skip_judge:
+            try:
+                judge_step(args, sk, work, small, dev, peak, rows, note)
+            except Exception as e:  # noqa: BLE001
+                LOG(traceback.format_exc(), quiet=True)
+                rows.append({"test": "judge", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
+
+
+    try:
+        steps()
+    except Exception as e:  # noqa: BLE001
+        LOG(traceback.format_exc())
+        rows.append({"test": "check", "engine": "gpu_check.py", "status": "ERROR", "detail": repr(e)[:200]})
 
     results["seconds"] = time.perf_counter() - t_start
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
@@ -890,7 +898,7 @@ def judge_step(args, sk: Scorekit, work: Path, small: bool, dev: str, peak: floa
 def render_table(results) -> str:
     peak = results.get("peak_flops", float("nan"))
     lines = [
-        f"scorekit GPU check on {results.get('gpu', results['device'])}; matmul peak {peak / 1e12:.0f} TFLOP/s; "
+        f"scorekit GPU check on {results.get('gpu', results['device'])}; matmul peak {peak / 1e12:.3g} TFLOP/s; "
         f"corpus {results.get('corpus', {}).get('sentences', '?')} sentences / "
         f"{results.get('corpus', {}).get('tokens', '?')} tokens",
         "",
