@@ -4,7 +4,7 @@
 use crate::cli::{GraspArgs, GraspTest};
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_csv, read_jsonl, read_text, Record};
-use crate::report::{percent, Estimate, MetricsDoc, OutputDir, Table};
+use crate::report::{jsonl, percent, Estimate, MetricsDoc, OutputDir, Outputs, Table};
 use crate::suites::grasp::{self, Group, Row, RowIssue, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -42,37 +42,31 @@ pub fn run(args: GraspArgs) -> Result<()> {
         seed: out.seed,
         pairwise: args.pairwise,
     };
-    let summary = grasp::summarize(test.kind, &items, &opts).map_err(located)?;
-
-    let dir = OutputDir::prepare(&out.out, out.force)?;
-    let mut writer = dir.items("items.jsonl")?;
-    for it in &items {
-        writer.write(it)?;
-    }
-    writer.finish()?;
     let mut doc = MetricsDoc::new("grasp");
     doc.add_input(file)?;
     if let Some(cfg) = &test.config {
         doc.add_input(cfg)?;
     }
     doc.settings = settings(&test, &opts);
-    doc.metrics = headline(&summary);
-    for (name, g) in &summary.groups {
-        let mut v = serde_json::to_value(g).map_err(anyhow::Error::from)?;
-        if let (Some(p), Some(obj)) = (&summary.pairwise, v.as_object_mut()) {
-            if let Some(e) = p.groups.get(name) {
-                obj.insert("paired_accuracy".into(), json!(e));
-            }
-        }
-        doc.groups.insert(name.clone(), v);
-    }
+    doc.set_shard(out.shard);
+    // Rows are scored whole (pairs need their twins), then the shard keeps its own items.
+    let mut items: Vec<grasp::Item> = items
+        .into_iter()
+        .filter(|i| out.shard.contains(&shard_key(i)))
+        .collect();
+    let outputs = outputs_with(&mut doc, &mut items, &located)?;
+    // Scoring takes well under a second: resuming an unfinished run is a rerun.
+    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
     let metrics_json = doc.to_json();
-    dir.write("metrics.json", metrics_json.as_bytes())?;
-    let report = render_report(&summary, &test, file);
-    dir.write("report.md", report.as_bytes())?;
+    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
 
-    if !summary.gt_mismatch_rows.is_empty() {
-        let rows = &summary.gt_mismatch_rows;
+    let mismatches: Vec<usize> = items
+        .iter()
+        .filter(|i| i.gt_mismatch)
+        .map(|i| i.row)
+        .collect();
+    if !mismatches.is_empty() {
+        let rows = &mismatches;
         let shown: Vec<String> = rows.iter().take(10).map(|r| r.to_string()).collect();
         eprintln!(
             "warning: {} row(s) have a gt that contradicts the P_/IP_ scene prefix (rows {}{}); \
@@ -86,10 +80,97 @@ pub fn run(args: GraspArgs) -> Result<()> {
     if out.json {
         print!("{metrics_json}");
     } else {
-        print!("{}", render_tables(&summary));
+        print!("{}", outputs.table);
         println!("\nwrote {}", dir.path().display());
     }
     Ok(())
+}
+
+/// The key `--shard` splits by: a Level 2 row goes with its P_/IP_ twin (test and video
+/// index), other rows by scene and video (by scene and row where the input has no video).
+pub fn shard_key(i: &grasp::Item) -> String {
+    match (&i.pair_index, &i.video_file) {
+        (Some(p), _) => format!("{}\u{1f}{p}", i.test),
+        (None, Some(v)) => format!("{}\u{1f}{v}", i.scene),
+        (None, None) => format!("{}\u{1f}#{}", i.scene, i.row),
+    }
+}
+
+/// Metrics from items, the one place `scorekit grasp` and `scorekit merge` compute them: puts
+/// the items in the single-run order (by row), fills `doc.metrics` and `doc.groups` from the
+/// test, pairing, bootstrap and seed of `doc.settings`, and renders tables and report.
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Outputs> {
+    let file = doc
+        .inputs
+        .first()
+        .map(|i| i.path.clone())
+        .unwrap_or_default();
+    let located = |issue: RowIssue| -> Error {
+        InputError::field(
+            &file,
+            0,
+            issue.field,
+            format!("row {}: {}", issue.row, issue.message),
+        )
+        .into()
+    };
+    outputs_with(doc, items, &located)
+}
+
+fn outputs_with(
+    doc: &mut MetricsDoc,
+    items: &mut [grasp::Item],
+    located: &dyn Fn(RowIssue) -> Error,
+) -> Result<Outputs> {
+    items.sort_by_key(|i| i.row);
+    let setting = |k: &str| {
+        doc.settings
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let kind = setting("test")
+        .and_then(|t| TestKind::from_name(&t))
+        .ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!("metrics.json settings lack a GRASP test"))
+        })?;
+    let test = ResolvedTest {
+        kind,
+        source: setting("test_source").unwrap_or_default(),
+        config: None,
+        mode: setting("mode"),
+    };
+    let opts = SummaryOptions {
+        bootstrap: doc.setting_u64("bootstrap")? as usize,
+        seed: doc.setting_u64("seed")?,
+        pairwise: doc
+            .settings
+            .get("pairwise")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    };
+    let summary = grasp::summarize(kind, items, &opts).map_err(located)?;
+    doc.metrics = headline(&summary);
+    doc.groups.clear();
+    for (name, g) in &summary.groups {
+        let mut v = serde_json::to_value(g).map_err(anyhow::Error::from)?;
+        if let (Some(p), Some(obj)) = (&summary.pairwise, v.as_object_mut()) {
+            if let Some(e) = p.groups.get(name) {
+                obj.insert("paired_accuracy".into(), json!(e));
+            }
+        }
+        doc.groups.insert(name.clone(), v);
+    }
+    let file = doc
+        .inputs
+        .first()
+        .map(|i| i.path.clone())
+        .unwrap_or_default();
+    Ok(Outputs {
+        report: render_report(&summary, &test, Path::new(&file)),
+        table: render_tables(&summary),
+        files: Vec::new(),
+    })
 }
 
 /// The test type and where it came from.

@@ -50,12 +50,12 @@ pub fn run(args: MergeArgs) -> Result<()> {
             let o = super::muse::outputs(&mut doc, &mut items)?;
             (jsonl(&items)?, o)
         }
-        /*GRASP "grasp" => {
+        "grasp" => {
             let mut items = read_items::<crate::suites::grasp::Item>(&parts)?;
             let o = super::grasp::outputs(&mut doc, &mut items)?;
             (jsonl(&items)?, o)
         }
-        "mint" => {
+        /*MINT "mint" => {
             let mut items = read_items::<crate::suites::mint::Item>(&parts)?;
             let o = super::mint::outputs(&mut doc, &mut items)?;
             (jsonl(&items)?, o)
