@@ -59,16 +59,23 @@ pub struct ResolvedModel {
 /// Weight files in the order they are preferred.
 pub const WEIGHT_FILES: &[&str] = &["model.safetensors", "pytorch_model.bin"];
 
-/// Files a sentence-transformers model may add to a plain encoder; fetched when the repo has them.
-pub const SENTENCE_TRANSFORMERS_FILES: &[&str] = &[
+/// Tokenizer and sentence-transformers files; a download of a Hub id (no manifest) fetches the
+/// ones the repo has, so that a pulled model works offline for the embedder and the judges.
+pub const COMPANION_FILES: &[&str] = &[
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spm.model",
+    "sentencepiece.bpe.model",
     "modules.json",
     "sentence_bert_config.json",
     "config_sentence_transformers.json",
     "1_Pooling/config.json",
     "2_Dense/config.json",
     "2_Dense/model.safetensors|2_Dense/pytorch_model.bin",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
 ];
 
 impl ResolvedModel {
@@ -421,9 +428,11 @@ fn download(
         }
     }
     if manifest.is_none() {
-        for g in SENTENCE_TRANSFORMERS_FILES {
+        for g in COMPANION_FILES {
             if let Some(n) = g.split('|').find(|n| listed.contains(n)) {
-                files.push(n.to_string());
+                if !files.iter().any(|f| f == n) {
+                    files.push(n.to_string());
+                }
             }
         }
     }
