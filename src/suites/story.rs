@@ -280,7 +280,8 @@ pub fn dissimilarity(a: &[f32], b: &[f32]) -> f64 {
     if na == 0.0 || nb == 0.0 {
         return 1.0;
     }
-    1.0 - dot / (na.sqrt() * nb.sqrt())
+    // Rounding can put the cosine of identical vectors a hair above 1; keep the distance in [0, 2].
+    1.0 - (dot / (na.sqrt() * nb.sqrt())).clamp(-1.0, 1.0)
 }
 
 /// For scored items of one group, given as (passage id, question id, embedding): every item's
@@ -549,6 +550,8 @@ mod tests {
         assert_eq!(pairs[5].len(), 0);
         assert!((pairs[0][0].dissimilarity - 1.0).abs() < 1e-12);
         assert!(pairs[2][0].dissimilarity.abs() < 1e-12);
+        let v = [0.1f32, 0.7, -0.3];
+        assert!(dissimilarity(&v, &v) >= 0.0);
         let results: Vec<ItemResult> = items
             .iter()
             .zip(&pairs)
