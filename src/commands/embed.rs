@@ -168,6 +168,22 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         }
     }
     let (ids, texts) = read_sentences(&args.input)?;
+    // `--shard I/N`: this shard's sentences, by their id (ids and order kept in the outputs).
+    let (ids, texts): (Vec<serde_json::Value>, Vec<String>) = ids
+        .into_iter()
+        .zip(texts)
+        .filter(|(id, _)| match id {
+            serde_json::Value::String(s) => args.shard.contains(s),
+            other => args.shard.contains(&other.to_string()),
+        })
+        .unzip();
+    if texts.is_empty() {
+        return Err(Error::usage(format!(
+            "--shard {}: no sentence of {} falls in this shard; use fewer shards",
+            args.shard,
+            args.input.display()
+        )));
+    }
     let device = runtime::select_device(&args.runtime.device)?;
     let dtype = runtime::select_dtype(args.runtime.dtype, &device);
     let opts = ResolveOptions {
@@ -199,6 +215,9 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         embedder.tokenizer().max_length().into(),
     );
     meta.insert("dtype".into(), format!("{dtype:?}").to_lowercase().into());
+    if args.shard.count > 1 {
+        meta.insert("shard".into(), args.shard.to_string().into());
+    }
 
     let body = match format {
         Format::Npy => npy_bytes(&vectors, dim),
