@@ -5,6 +5,7 @@
 //! sharded runs can recompute the same numbers from `items.jsonl`. No CLI, no file I/O here.
 
 pub mod rules;
+pub mod semantic;
 
 use crate::report::{bootstrap_mean, Estimate};
 use rules::{binary_answer, binary_verdict, judge_open, open_labels, Answer, OpenError, Verdict};
@@ -122,6 +123,10 @@ pub struct Item {
     /// 10ac5f2 have `gt=no` everywhere).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gt_mismatch: bool,
+    /// `--semantic`: the embedding reading of a strict-invalid answer that names no label
+    /// (its verdict counts only in the separate semantic accuracy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semantic: Option<semantic::SemanticVerdict>,
 }
 
 /// The group (test) of a scene: the part after its last `_`.
@@ -244,6 +249,7 @@ pub fn score_row(test: TestKind, r: &Row) -> Result<Item, RowIssue> {
         video_file: r.video_file.clone(),
         pair_index: None,
         gt_mismatch,
+        semantic: None,
     })
 }
 

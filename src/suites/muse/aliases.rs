@@ -88,6 +88,12 @@ impl AliasTable {
         Ok(())
     }
 
+    /// Add (or override) one entry; targets must be MuSE names (used for `--embedder` matches).
+    pub fn insert(&mut self, name: &str, targets: Vec<String>) {
+        debug_assert!(targets.iter().all(|t| is_task(t)));
+        self.map.insert(normalize(name), targets);
+    }
+
     /// Candidates for a name: itself when it is a MuSE name, else the table's entry.
     pub fn candidates(&self, raw: &str) -> Option<Vec<String>> {
         let n = normalize(raw);

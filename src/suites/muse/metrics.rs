@@ -247,6 +247,7 @@ mod tests {
             o: Some(o),
             o_rule: o,
             o_source: "rule".into(),
+            name_matches: vec![],
         }
     }
 

@@ -7,6 +7,7 @@ pub mod flow;
 pub mod metrics;
 pub mod plans;
 pub mod score;
+pub mod semantic;
 
 pub use aliases::{AliasTable, Mapped};
 pub use flow::{parse_flow, parse_queries, FlowItem, Query, REVIEWED_FLOW};

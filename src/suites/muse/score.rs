@@ -74,6 +74,10 @@ pub struct Item {
     pub o_rule: bool,
     /// `rule`, `verdict`, or `none` (verdicts given, none for this query).
     pub o_source: String,
+    /// `--embedder`: how the plan's unknown task names were matched by embeddings (accepted
+    /// ones are counted as their MuSE task in `mapped`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub name_matches: Vec<super::semantic::NameMatch>,
 }
 
 fn sorted(set: impl IntoIterator<Item = String>) -> Vec<String> {
@@ -145,6 +149,7 @@ pub fn score_query(
         o: None,
         o_rule: false,
         o_source: String::new(),
+        name_matches: Vec::new(),
     };
     if let Some(plan) = plan {
         judge(&mut item, q, plan, aliases);

@@ -1,0 +1,327 @@
+//! `scorekit muse --embedder`: task names that are neither MuSE names nor in the alias table
+//! (planners invent names: "speech-to-text", "image-generation") are matched to MuSE's 18
+//! tasks by sentence-embedding similarity against task descriptions. A match above the minimum
+//! similarity and the margin over the runner-up task counts as that task; every match is
+//! recorded in the items and listed in the report (and as a ready `--aliases` file) for the
+//! user to confirm.
+//!
+//! Plain functions over plain data: the caller embeds [`description_texts`] and the
+//! [`name_text`] of each unknown name, and passes similarities to [`decide`].
+
+use super::aliases::{normalize, AliasTable};
+use super::plans::Plan;
+use super::score::Item;
+use super::TASKS;
+use crate::report::Table;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Task descriptions shipped in the binary: `{task: [description, ...]}`.
+pub const TASK_DESCRIPTIONS: &str = include_str!("../../../data/muse/task_descriptions.json");
+
+/// Where a match is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Thresholds {
+    /// The best task's similarity must be at least this.
+    pub min_similarity: f64,
+    /// ... and exceed the runner-up task's by at least this.
+    pub margin: f64,
+}
+
+/// Chosen on the hand-written cases of `tests/semantic.rs` with all-MiniLM-L6-v2 (docs/semantic.md).
+pub const DEFAULT_THRESHOLDS: Thresholds = Thresholds {
+    min_similarity: 0.6,
+    margin: 0.05,
+};
+
+/// How one unknown name was matched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NameMatch {
+    /// The name as normalised for the alias table (lower case, `-` for `_` and spaces).
+    pub name: String,
+    /// The text that was embedded.
+    pub text: String,
+    /// The accepted MuSE task; `None` when below the similarity or the margin (stays unknown).
+    pub task: Option<String>,
+    /// The most similar task.
+    pub best: String,
+    /// Its cosine similarity (rounded to 4 decimals; decisions use the rounded values).
+    pub similarity: f64,
+    /// The second most similar task.
+    pub runner_up: String,
+    /// Its similarity.
+    pub runner_up_similarity: f64,
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// `(task, text)` for every description, tasks in MuSE's order. Panics only if the shipped file
+/// is broken (a unit test checks it).
+pub fn description_texts() -> Vec<(String, String)> {
+    let doc: BTreeMap<String, Value> =
+        serde_json::from_str(TASK_DESCRIPTIONS).expect("data/muse/task_descriptions.json");
+    let mut out = Vec::new();
+    for (task, _, _) in TASKS {
+        let texts = doc
+            .get(task)
+            .and_then(Value::as_array)
+            .unwrap_or_else(|| panic!("task_descriptions.json lacks {task}"));
+        for t in texts {
+            out.push((task.to_string(), t.as_str().expect("strings").to_string()));
+        }
+    }
+    out
+}
+
+/// The text embedded for a task name: `-`, `_`, `/`, `.` and camelCase boundaries as spaces,
+/// lower case (`speech-to-text` -> `speech to text`, `ImageGeneration` -> `image generation`).
+pub fn name_text(raw: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in raw.trim().chars() {
+        if matches!(c, '-' | '_' | '/' | '.' | ':') || c.is_whitespace() {
+            out.push(' ');
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower {
+            out.push(' ');
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        out.extend(c.to_lowercase());
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Normalised names of every plan step that the alias table cannot map, sorted.
+pub fn unknown_names<'a>(
+    plans: impl IntoIterator<Item = &'a Plan>,
+    aliases: &AliasTable,
+) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for p in plans {
+        for node in &p.nodes {
+            for n in &node.names {
+                if aliases.candidates(n).is_none() && !n.trim().is_empty() {
+                    out.insert(normalize(n));
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Decide one name from the similarity of each task (each task once).
+pub fn decide(name: &str, text: &str, sims: &[(String, f64)], th: Thresholds) -> NameMatch {
+    let mut ranked: Vec<(String, f64)> =
+        sims.iter().map(|(t, s)| (t.clone(), round4(*s))).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let (best, s1) = ranked.first().cloned().unwrap_or_default();
+    let (second, s2) = ranked.get(1).cloned().unwrap_or_default();
+    let accepted = s1 >= th.min_similarity && round4(s1 - s2) >= th.margin;
+    NameMatch {
+        name: name.to_string(),
+        text: text.to_string(),
+        task: accepted.then(|| best.clone()),
+        best,
+        similarity: s1,
+        runner_up: second,
+        runner_up_similarity: s2,
+    }
+}
+
+/// Per-task similarity, the highest over the task's descriptions.
+pub fn task_similarities(
+    desc: &[(String, String)],
+    desc_vecs: &[Vec<f32>],
+    name_vec: &[f32],
+) -> Vec<(String, f64)> {
+    let mut best: BTreeMap<&str, f64> = BTreeMap::new();
+    for ((task, _), v) in desc.iter().zip(desc_vecs) {
+        let sim = crate::runtime::cosine(name_vec, v) as f64;
+        let e = best.entry(task.as_str()).or_insert(f64::NEG_INFINITY);
+        if sim > *e {
+            *e = sim;
+        }
+    }
+    best.into_iter().map(|(t, s)| (t.to_string(), s)).collect()
+}
+
+/// Add every accepted match to the alias table (as a plain alias: one MuSE task).
+pub fn apply(aliases: &mut AliasTable, matches: &[NameMatch]) {
+    for m in matches {
+        if let Some(t) = &m.task {
+            aliases.insert(&m.name, vec![t.clone()]);
+        }
+    }
+}
+
+/// Record on the item every match (accepted or not) of a name its plan uses.
+pub fn annotate(item: &mut Item, matches: &BTreeMap<String, NameMatch>) {
+    let mut seen = BTreeSet::new();
+    item.name_matches = item
+        .mapped
+        .iter()
+        .filter_map(|m| matches.get(&normalize(&m.raw)))
+        .filter(|m| seen.insert(m.name.clone()))
+        .cloned()
+        .collect();
+}
+
+/// One distinct name over all items, with the queries that use it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NameUse {
+    /// The match.
+    #[serde(flatten)]
+    pub matched: NameMatch,
+    /// Query indices whose plan uses the name.
+    pub queries: Vec<i64>,
+}
+
+/// Distinct matched and unmatched names over the items (name order).
+pub fn name_uses(items: &[Item]) -> (Vec<NameUse>, Vec<NameUse>) {
+    let mut by_name: BTreeMap<&str, NameUse> = BTreeMap::new();
+    for it in items {
+        for m in &it.name_matches {
+            by_name
+                .entry(m.name.as_str())
+                .or_insert_with(|| NameUse {
+                    matched: m.clone(),
+                    queries: Vec::new(),
+                })
+                .queries
+                .push(it.idx);
+        }
+    }
+    by_name
+        .into_values()
+        .partition(|u| u.matched.task.is_some())
+}
+
+/// metrics.json `metrics.embedding_matches`: what the embedder decided, for the user to confirm.
+pub fn metrics_value(items: &[Item], th: Option<Thresholds>) -> Value {
+    let (matched, unmatched) = name_uses(items);
+    json!({
+        "note": "task names matched to MuSE tasks by sentence-embedding similarity (--embedder); \
+                 confirm them, then make them aliases (suggested_aliases.json)",
+        "thresholds": th,
+        "matched": matched,
+        "unmatched": unmatched,
+        "n_queries_with_matches": items.iter().filter(|i| i.name_matches.iter().any(|m| m.task.is_some())).count(),
+    })
+}
+
+/// `suggested_aliases.json`: the accepted matches in the `--aliases` format.
+pub fn suggested_aliases(items: &[Item]) -> String {
+    let (matched, _) = name_uses(items);
+    let mut obj = serde_json::Map::new();
+    obj.insert(
+        "_note".into(),
+        json!("made by scorekit muse --embedder; check every entry, then pass with --aliases"),
+    );
+    for u in matched {
+        obj.insert(u.matched.name.clone(), json!(u.matched.task));
+    }
+    serde_json::to_string_pretty(&Value::Object(obj)).expect("json") + "\n"
+}
+
+/// report.md section listing every match, accepted first.
+pub fn report(items: &[Item], th: Option<Thresholds>) -> String {
+    let (matched, unmatched) = name_uses(items);
+    let mut r = String::from("\n## Task names matched by embeddings (`--embedder`)\n\n");
+    r.push_str(
+        "Names that are neither MuSE names nor aliases were compared with descriptions of the 18 \
+         tasks (`data/muse/task_descriptions.json`). An accepted match counts as that task in TS, \
+         FoT and O. **Check each one**; `suggested_aliases.json` holds the accepted ones in the \
+         `--aliases` format.\n",
+    );
+    if let Some(th) = th {
+        r.push_str(&format!(
+            "\nMinimum similarity {}, margin {}.\n",
+            th.min_similarity, th.margin
+        ));
+    }
+    if matched.is_empty() && unmatched.is_empty() {
+        r.push_str("\nEvery task name was known; the embedder matched nothing.\n");
+        return r;
+    }
+    let mut t = Table::new(&[
+        "Name",
+        "Matched to",
+        "Best (sim)",
+        "Runner-up (sim)",
+        "Queries",
+    ]);
+    for u in matched.iter().chain(&unmatched) {
+        let m = &u.matched;
+        let q: Vec<String> = u.queries.iter().map(|i| i.to_string()).collect();
+        t.row(&[
+            m.name.clone(),
+            m.task
+                .clone()
+                .unwrap_or_else(|| "(unknown: below threshold)".into()),
+            format!("{} ({:.4})", m.best, m.similarity),
+            format!("{} ({:.4})", m.runner_up, m.runner_up_similarity),
+            q.join(", "),
+        ]);
+    }
+    r.push('\n');
+    r.push_str(&t.render());
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_cover_the_18_tasks() {
+        let d = description_texts();
+        for (task, _, _) in TASKS {
+            assert!(d.iter().any(|(t, _)| t == task), "{task}");
+        }
+    }
+
+    #[test]
+    fn name_texts() {
+        assert_eq!(name_text("speech-to-text"), "speech to text");
+        assert_eq!(name_text("ImageGeneration"), "image generation");
+        assert_eq!(name_text(" text_to_SPEECH "), "text to speech");
+        assert_eq!(name_text("ocr/v2"), "ocr v2");
+    }
+
+    #[test]
+    fn decide_needs_similarity_and_margin() {
+        let th = Thresholds {
+            min_similarity: 0.6,
+            margin: 0.05,
+        };
+        let s = |v: &[(&str, f64)]| -> Vec<(String, f64)> {
+            v.iter().map(|(a, b)| (a.to_string(), *b)).collect()
+        };
+        let m = decide(
+            "a",
+            "a",
+            &s(&[("text-to-image", 0.8), ("image-captioning", 0.6)]),
+            th,
+        );
+        assert_eq!(m.task.as_deref(), Some("text-to-image"));
+        let m = decide(
+            "a",
+            "a",
+            &s(&[("text-to-image", 0.8), ("image-captioning", 0.78)]),
+            th,
+        );
+        assert_eq!(m.task, None);
+        let m = decide(
+            "a",
+            "a",
+            &s(&[("text-to-image", 0.5), ("image-captioning", 0.1)]),
+            th,
+        );
+        assert_eq!((m.task, m.best.as_str()), (None, "text-to-image"));
+    }
+}
