@@ -7,6 +7,7 @@ pub mod embedder;
 pub mod fixture;
 pub mod hub;
 pub mod judge;
+pub mod load;
 pub mod manifest;
 pub mod tokenize;
 pub mod weights;

@@ -1,0 +1,86 @@
+//! The one way a scoring command gets its models: device and dtype from `--device`/`--dtype`,
+//! resolution (folder → HF cache → Hub, `--offline`), and a sentence embedder loaded and named
+//! on stderr. `scorekit story`, `scorekit grasp --semantic` and `scorekit muse --embedder` all
+//! go through here, so a model spec means the same thing in every command.
+
+use crate::cli::ModelArgs;
+use crate::commands::embed::EMBEDDER_FILES;
+use crate::error::Result;
+use crate::progress::bar;
+use crate::report::ModelRef;
+use crate::runtime::{self, Embedder, ResolveOptions, ResolvedModel};
+use candle_core::{DType, Device};
+
+/// Device, dtype and resolution options of one command, from its [`ModelArgs`].
+#[derive(Debug, Clone)]
+pub struct ModelRuntime {
+    /// `--device`.
+    pub device: Device,
+    /// `--dtype`, else f32 on the CPU and f16 on a GPU.
+    pub dtype: DType,
+    /// `--offline` and whether downloads show progress.
+    pub opts: ResolveOptions,
+    /// `--batch-tokens`.
+    pub batch_tokens: usize,
+    /// `--max-length`.
+    pub max_length: Option<usize>,
+    /// No progress bars.
+    pub quiet: bool,
+}
+
+impl ModelRuntime {
+    /// Open the device of `args`; a malformed `--device` is a usage error.
+    pub fn new(args: &ModelArgs, quiet: bool) -> Result<Self> {
+        let device = runtime::select_device(&args.device)?;
+        let dtype = runtime::select_dtype(args.dtype, &device);
+        Ok(ModelRuntime {
+            device,
+            dtype,
+            opts: ResolveOptions {
+                offline: args.offline,
+                quiet,
+            },
+            batch_tokens: args.batch_tokens,
+            max_length: args.max_length,
+            quiet,
+        })
+    }
+
+    /// Resolve a model spec needing `files` (entries may be alternatives `"a|b"`).
+    pub fn resolve(&self, spec: &str, files: &[&str]) -> Result<ResolvedModel> {
+        runtime::resolve(spec, files, &self.opts)
+    }
+
+    /// Resolve a sentence embedder (the files `scorekit embed` needs).
+    pub fn resolve_embedder(&self, spec: &str) -> Result<ResolvedModel> {
+        self.resolve(spec, EMBEDDER_FILES)
+    }
+
+    /// Load a resolved embedder on this device and dtype, print `embedder: id @ revision` on
+    /// stderr, and return it with its reference for metrics.json.
+    pub fn load_embedder(&self, model: &ResolvedModel) -> Result<(Embedder, ModelRef)> {
+        let embedder = Embedder::load(model, &self.device, self.dtype, self.max_length)?;
+        let model_ref = model.model_ref()?;
+        eprintln!("embedder: {} @ {}", model_ref.id, model_ref.revision);
+        Ok((embedder, model_ref))
+    }
+
+    /// Resolve and load in one step.
+    pub fn embedder(&self, spec: &str) -> Result<(Embedder, ModelRef)> {
+        let model = self.resolve_embedder(spec)?;
+        self.load_embedder(&model)
+    }
+
+    /// Embed texts in input order under `--batch-tokens`, with a progress bar labelled `label`.
+    pub fn embed(
+        &self,
+        embedder: &Embedder,
+        texts: &[String],
+        label: &str,
+    ) -> Result<Vec<Vec<f32>>> {
+        let progress = bar(texts.len() as u64, label, self.quiet);
+        let vecs = embedder.embed(texts, self.batch_tokens, &progress)?;
+        progress.finish_and_clear();
+        Ok(vecs)
+    }
+}
