@@ -2,13 +2,13 @@
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
 use crate::cli::StoryArgs;
-use crate::commands::embed::EMBEDDER_FILES;
 use crate::error::{Error, Result};
 use crate::input::read_jsonl;
 use crate::progress::bar;
 use crate::report::{percent, Estimate, MetricsDoc, OutputDir, Table};
 use crate::runtime::judge::{Head, Judge};
-use crate::runtime::{self, Embedder, ResolveOptions};
+use crate::runtime::load::ModelRuntime;
+use crate::runtime::Embedder;
 use crate::suites::story::{
     self, Checked, Generation, GroupMetrics, ItemResult, JudgeVerdict, PairValue, Question, Status,
 };
@@ -89,12 +89,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
         &checked,
     );
 
-    let device = runtime::select_device(&args.model.device)?;
-    let dtype = runtime::select_dtype(args.model.dtype, &device);
-    let opts = ResolveOptions {
-        offline: args.model.offline,
-        quiet: out.quiet,
-    };
+    let rt = ModelRuntime::new(&args.model, out.quiet)?;
     let mut doc = MetricsDoc::new("story");
     doc.add_input(&args.dataset)?;
     doc.add_input(&args.generations)?;
@@ -107,12 +102,12 @@ pub fn run(args: StoryArgs) -> Result<()> {
     let judge_model = if args.skip_judge {
         None
     } else {
-        Some(runtime::resolve(&args.judge, JUDGE_FILES, &opts)?)
+        Some(rt.resolve(&args.judge, JUDGE_FILES)?)
     };
     let embedder_model = if args.skip_embedder {
         None
     } else {
-        Some(runtime::resolve(&args.embedder, EMBEDDER_FILES, &opts)?)
+        Some(rt.resolve_embedder(&args.embedder)?)
     };
 
     let mut settings = Map::new();
@@ -120,8 +115,8 @@ pub fn run(args: StoryArgs) -> Result<()> {
     if let Some(model) = &judge_model {
         let judge = Judge::load(
             &model.dir,
-            &device,
-            dtype,
+            &rt.device,
+            rt.dtype,
             args.model.max_length,
             args.follow_label.as_deref(),
         )?;
@@ -157,9 +152,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
 
     let mut pairs: HashMap<usize, Vec<PairValue>> = HashMap::new();
     if let Some(model) = &embedder_model {
-        let embedder = Embedder::load(model, &device, dtype, args.model.max_length)?;
-        let model_ref = model.model_ref()?;
-        eprintln!("embedder: {} @ {}", model_ref.id, model_ref.revision);
+        let (embedder, model_ref) = rt.load_embedder(model)?;
         doc.models.push(model_ref);
         settings.insert("embedder".into(), json!(args.embedder));
         settings.insert(
