@@ -55,12 +55,11 @@ pub fn run(args: MergeArgs) -> Result<()> {
             let o = super::grasp::outputs(&mut doc, &mut items)?;
             (jsonl(&items)?, o)
         }
-        /*MINT "mint" => {
+        "mint" => {
             let mut items = read_items::<crate::suites::mint::Item>(&parts)?;
             let o = super::mint::outputs(&mut doc, &mut items)?;
             (jsonl(&items)?, o)
         }
-        */
         other => {
             return Err(Error::usage(format!(
                 "{}: suite {other:?} cannot be merged by this version of scorekit",

@@ -3,21 +3,19 @@
 
 use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
-use crate::report::{bootstrap_mean, InputFile, MetricsDoc, OutputDir};
+use crate::report::{bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
 use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
 use crate::suites::mint::layout::{parse_path, FileKey};
 use crate::suites::mint::tables::{self, ConfigStats, TYPES};
-use crate::suites::mint::{mark_duplicates, parse_file, svg, Item, Recheck};
+use crate::suites::mint::{mark_duplicates, parse_file_with, svg, Item, Recheck};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// One parsed file: its hash entry, its size in bytes, its items.
-type Parsed = (InputFile, u64, Vec<Item>);
 
 /// Run `scorekit mint`.
 pub fn run(args: MintArgs) -> Result<()> {
@@ -31,7 +29,6 @@ pub fn run(args: MintArgs) -> Result<()> {
     if args.exec_timeout == 0 {
         return Err(Error::usage("--exec-timeout must be at least 1 second"));
     }
-    let out = OutputDir::prepare(&args.output.out, args.output.force)?;
     let started = Instant::now();
 
     let (files, misfits, stray) = discover(root)?;
@@ -79,50 +76,41 @@ pub fn run(args: MintArgs) -> Result<()> {
         exec,
     };
 
-    let bar = crate::progress::bar(files.len() as u64, "mint", args.output.quiet);
-    let parsed: Vec<std::result::Result<Parsed, InputError>> = files
+    // Read and hash every file first: the run's identity (inputs, settings, shard) decides
+    // whether an unfinished run in --out is resumed.
+    let read: Vec<std::result::Result<(Vec<u8>, InputFile), InputError>> = files
         .par_iter()
-        .map(|(path, key)| {
-            let name = path.display().to_string();
+        .map(|(path, _)| {
             let bytes = std::fs::read(path)
                 .map_err(|e| InputError::file(path, format!("cannot read file: {e}")))?;
-            let size = bytes.len() as u64;
             let sha = hex(&Sha256::digest(&bytes));
-            let items = parse_file(&name, key, bytes, &recheck)?;
-            bar.inc(1);
             Ok((
+                bytes,
                 InputFile {
-                    path: name,
+                    path: path.display().to_string(),
                     sha256: sha,
                 },
-                size,
-                items,
             ))
         })
         .collect();
-    bar.finish_and_clear();
     let mut doc = MetricsDoc::new("mint");
-    let mut items: Vec<Item> = Vec::new();
+    let mut contents = Vec::with_capacity(read.len());
     let mut bytes = 0u64;
-    for r in parsed {
-        let (input, size, mut its) = r?;
+    for r in read {
+        let (b, input) = r?;
+        bytes += b.len() as u64;
         doc.inputs.push(input);
-        bytes += size;
-        items.append(&mut its);
+        contents.push(b);
     }
-    mark_duplicates(&mut items);
-    let elapsed = started.elapsed().as_secs_f64();
-
-    let use_recheck = recheck_on;
-    let stats = tables::config_stats(&items, use_recheck);
-    for c in stats.iter().filter(|c| !c.complete()) {
-        eprintln!(
-            "warning: {} is incomplete and left out of the tables: {}",
-            c.key.label(),
-            c.missing.join("; ")
-        );
-    }
-
+    // Bad input stops the run before --out is touched: a parse-only pass (no re-check).
+    files
+        .par_iter()
+        .zip(&contents)
+        .try_for_each(|((path, key), b)| {
+            let name = path.display().to_string();
+            parse_file_with(&name, key, b.clone(), &recheck, &|_| false, &|_| {}).map(|_| ())
+        })?;
+    let shard = args.output.shard;
     let settings = &mut doc.settings;
     settings.insert("recheck".into(), json!(recheck_on));
     settings.insert("tolerance".into(), json!(tolerance.name()));
@@ -131,7 +119,7 @@ pub fn run(args: MintArgs) -> Result<()> {
     settings.insert("python".into(), json!(python));
     settings.insert(
         "verdict".into(),
-        json!(if use_recheck {
+        json!(if recheck_on {
             "rechecked where computed, else stored"
         } else {
             "stored"
@@ -139,62 +127,208 @@ pub fn run(args: MintArgs) -> Result<()> {
     );
     settings.insert("bootstrap".into(), json!(args.output.bootstrap));
     settings.insert("seed".into(), json!(args.output.seed));
-
-    let recheck_summary = recheck_report(&items);
-    fill_metrics(&mut doc, &items, &stats, &args, &misfits, &stray);
-    if recheck_on {
-        doc.metrics
-            .insert("recheck".into(), recheck_summary.0.clone());
-    }
-
-    let tables_md = tables::render_markdown(&stats);
-    out.write("sr.csv", tables::sr_csv(&stats).as_bytes())?;
-    out.write("tables.md", tables_md.as_bytes())?;
-    out.write("tables.tex", tables::render_latex(&stats).as_bytes())?;
-    out.write(
-        "sr_curves.svg",
-        svg::sr_curves(&tables::table2(&stats)).as_bytes(),
-    )?;
-    let mut w = out.items("items.jsonl")?;
-    for it in &items {
-        w.write(it)?;
-    }
-    w.finish()?;
-    if recheck_on {
-        out.write("recheck.csv", recheck_summary.2.as_bytes())?;
-    }
-    let mut report = tables_md.clone();
-    if recheck_on {
-        report.push('\n');
-        report.push_str(&recheck_summary.1);
-    }
-    if !misfits.is_empty() || !stray.is_empty() {
-        report.push_str("\n## Files not used\n\n");
-        for (p, why) in &misfits {
-            report.push_str(&format!(
-                "- {} (does not fit the layout: {why})\n",
-                p.display()
-            ));
+    doc.set_shard(shard);
+    let (out, done) = OutputDir::resume(&args.output.out, args.output.force, &doc.identity())?;
+    let mut items: Vec<Item> = done
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| {
+            Error::usage(format!(
+                "--out {}: items.jsonl of the unfinished run is not MINT items ({e}); pass --force to start over",
+                args.output.out.display()
+            ))
+        })?;
+    let resumed = items.len();
+    let done_keys: HashSet<(String, usize)> =
+        items.iter().map(|i| (i.file.clone(), i.line)).collect();
+    let keep = |it: &Item| -> bool {
+        shard.contains(&shard_key(it)) && !done_keys.contains(&(it.file.clone(), it.line))
+    };
+    // Finished items are appended (one flushed line each) as they come, so a killed run
+    // resumes without redoing them.
+    let writer = Mutex::new(out.items_append("items.jsonl")?);
+    let write_error: Mutex<Option<Error>> = Mutex::new(None);
+    let finished = |it: &Item| {
+        if let Err(e) = writer.lock().expect("writer").write(it) {
+            write_error.lock().expect("error slot").get_or_insert(e);
         }
-        for p in &stray {
-            report.push_str(&format!("- {} (not a results.jsonl)\n", p.display()));
+    };
+
+    let bar = crate::progress::bar(files.len() as u64, "mint", args.output.quiet);
+    let parsed: Vec<std::result::Result<Vec<Item>, InputError>> = files
+        .par_iter()
+        .zip(contents)
+        .map(|((path, key), b)| {
+            let name = path.display().to_string();
+            let items = parse_file_with(&name, key, b, &recheck, &keep, &finished)?;
+            bar.inc(1);
+            Ok(items)
+        })
+        .collect();
+    bar.finish_and_clear();
+    if let Some(e) = write_error.into_inner().expect("error slot") {
+        return Err(e);
+    }
+    drop(writer);
+    for r in parsed {
+        items.append(&mut r?);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+
+    doc.metrics.insert(
+        "skipped_files".into(),
+        Value::Array(
+            misfits
+                .iter()
+                .map(|(p, why)| json!({"path": p.display().to_string(), "reason": why}))
+                .collect(),
+        ),
+    );
+    doc.metrics.insert("other_files".into(), json!(stray.len()));
+    doc.metrics.insert(
+        "other_file_paths".into(),
+        json!(stray
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()),
+    );
+    let mut outputs = outputs(&mut doc, &mut items)?;
+    if shard.count == 1 {
+        let stats = tables::config_stats(&items, recheck_on);
+        for c in stats.iter().filter(|c| !c.complete()) {
+            eprintln!(
+                "warning: {} is incomplete and left out of the tables: {}",
+                c.key.label(),
+                c.missing.join("; ")
+            );
         }
     }
-    report.push_str(&format!(
-        "\n{} trajectories from {} files ({:.1} MB) read and tabulated in {:.2} s.\n",
+    outputs.report.push_str(&format!(
+        "\n{} trajectories from {} files ({:.1} MB) read and tabulated in {:.2} s{}.\n",
         items.len(),
         doc.inputs.len(),
         bytes as f64 / 1e6,
-        elapsed
+        elapsed,
+        if resumed > 0 {
+            format!(" ({resumed} taken over from the unfinished run)")
+        } else {
+            String::new()
+        }
     ));
-    out.write("report.md", report.as_bytes())?;
-    out.write("metrics.json", doc.to_json().as_bytes())?;
+    let metrics_json = doc.to_json();
+    out.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
     if args.output.json {
-        print!("{}", doc.to_json());
+        print!("{metrics_json}");
     } else {
-        print!("{report}");
+        print!("{}", outputs.report);
     }
     Ok(())
+}
+
+/// The key `--shard` splits by: configuration, task and task id, so that repeats of one
+/// instance (marked duplicate, first kept) stay in one shard.
+pub fn shard_key(i: &Item) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        i.config.label(),
+        i.task_type,
+        i.task,
+        i.task_id
+    )
+}
+
+/// Metrics from items, the one place `scorekit mint` and `scorekit merge` compute them: puts
+/// the items in the single-run order (files by path, then lines), marks duplicates, fills
+/// `doc.metrics` (keeping the folder facts `skipped_files`, `other_files`, `other_file_paths`
+/// already there) and `doc.groups` with the settings of `doc.settings`, and renders tables,
+/// sr.csv, tables.tex, sr_curves.svg, recheck.csv and the report.
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
+    items.sort_by(|a, b| {
+        Path::new(&a.file)
+            .cmp(Path::new(&b.file))
+            .then(a.line.cmp(&b.line))
+    });
+    mark_duplicates(items);
+    let flag = |k: &str| {
+        doc.settings
+            .get(k)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    let use_recheck = flag("recheck") || flag("exec_code");
+    let bootstrap = doc.setting_u64("bootstrap")? as usize;
+    let seed = doc.setting_u64("seed")?;
+    let kept: Vec<(String, Value)> = ["skipped_files", "other_files", "other_file_paths"]
+        .iter()
+        .filter_map(|k| doc.metrics.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    doc.metrics.clear();
+    doc.groups.clear();
+    let stats = tables::config_stats(items, use_recheck);
+    let recheck_summary = recheck_report(items);
+    fill_metrics(doc, items, &stats, use_recheck, bootstrap, seed);
+    for (k, v) in kept {
+        doc.metrics.insert(k, v);
+    }
+    if use_recheck {
+        doc.metrics
+            .insert("recheck".into(), recheck_summary.0.clone());
+    }
+    let tables_md = tables::render_markdown(&stats);
+    let mut files = vec![
+        ("sr.csv".to_string(), tables::sr_csv(&stats).into_bytes()),
+        ("tables.md".to_string(), tables_md.clone().into_bytes()),
+        (
+            "tables.tex".to_string(),
+            tables::render_latex(&stats).into_bytes(),
+        ),
+        (
+            "sr_curves.svg".to_string(),
+            svg::sr_curves(&tables::table2(&stats)).into_bytes(),
+        ),
+    ];
+    if use_recheck {
+        files.push(("recheck.csv".to_string(), recheck_summary.2.into_bytes()));
+    }
+    let mut report = tables_md;
+    if use_recheck {
+        report.push('\n');
+        report.push_str(&recheck_summary.1);
+    }
+    let skipped = doc
+        .metrics
+        .get("skipped_files")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let stray = doc
+        .metrics
+        .get("other_file_paths")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !skipped.is_empty() || !stray.is_empty() {
+        report.push_str("\n## Files not used\n\n");
+        for s in &skipped {
+            report.push_str(&format!(
+                "- {} (does not fit the layout: {})\n",
+                s["path"].as_str().unwrap_or(""),
+                s["reason"].as_str().unwrap_or("")
+            ));
+        }
+        for p in &stray {
+            report.push_str(&format!(
+                "- {} (not a results.jsonl)\n",
+                p.as_str().unwrap_or("")
+            ));
+        }
+    }
+    Ok(Outputs {
+        table: report.clone(),
+        report,
+        files,
+    })
 }
 
 /// Walk `root` in name order: results.jsonl files that fit the layout, those that do not (with
@@ -239,11 +373,10 @@ fn fill_metrics(
     doc: &mut MetricsDoc,
     items: &[Item],
     stats: &[ConfigStats],
-    args: &MintArgs,
-    misfits: &[(PathBuf, String)],
-    stray: &[PathBuf],
+    use_recheck: bool,
+    bootstrap: usize,
+    seed: u64,
 ) {
-    let use_recheck = args.recheck || args.exec_code;
     let m = &mut doc.metrics;
     m.insert("trajectories".into(), json!(items.len()));
     m.insert(
@@ -289,16 +422,6 @@ fn fill_metrics(
         })
         .collect();
     m.insert("table3".into(), Value::Array(t3));
-    m.insert(
-        "skipped_files".into(),
-        Value::Array(
-            misfits
-                .iter()
-                .map(|(p, why)| json!({"path": p.display().to_string(), "reason": why}))
-                .collect(),
-        ),
-    );
-    m.insert("other_files".into(), json!(stray.len()));
 
     // Groups: one per configuration, each type's SR with its bootstrap interval.
     let mut per_config: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
@@ -317,7 +440,7 @@ fn fill_metrics(
         if let Some(vals) = per_config.get(&label) {
             let mut sr = Map::new();
             for (k, v) in vals {
-                if let Some(e) = bootstrap_mean(v, args.output.bootstrap, args.output.seed) {
+                if let Some(e) = bootstrap_mean(v, bootstrap, seed) {
                     sr.insert(k.clone(), json!(e));
                 }
             }

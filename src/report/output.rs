@@ -81,6 +81,16 @@ impl OutputDir {
             let text = fs::read_to_string(&run_file)
                 .with_context(|| format!("cannot read {}", run_file.display()))?;
             let previous: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let dir = OutputDir {
+                path: path.to_path_buf(),
+            };
+            if &previous != identity && dir.complete_lines("items.jsonl")?.is_empty() {
+                // Stopped before its first item (bad input, say): nothing to keep, start over.
+                fs::remove_file(&run_file)
+                    .with_context(|| format!("cannot remove {}", run_file.display()))?;
+                let _ = fs::remove_file(dir.join("items.jsonl"));
+                return OutputDir::resume(path, false, identity);
+            }
             if &previous != identity {
                 return Err(Error::usage(format!(
                     "--out {}: holds an unfinished run with different {}; pass --force to start over, or choose another folder",
@@ -88,9 +98,6 @@ impl OutputDir {
                     differences(&previous, identity)
                 )));
             }
-            let dir = OutputDir {
-                path: path.to_path_buf(),
-            };
             let done = dir.complete_lines("items.jsonl")?;
             return Ok((dir, done));
         }
@@ -339,6 +346,11 @@ mod tests {
         f.write_all(b"{\"row\": 2, \"verd").unwrap();
         drop(f);
         let other = serde_json::json!({"suite": "x", "settings": {"seed": 1}});
+        // An unfinished run without items (stopped on bad input) is simply started over.
+        let empty = dir.path().join("empty");
+        OutputDir::resume(&empty, false, &id).unwrap();
+        let (_, done) = OutputDir::resume(&empty, false, &other).unwrap();
+        assert!(done.is_empty());
         let e = OutputDir::resume(&out, false, &other).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("settings"), "{e}");

@@ -123,17 +123,38 @@ pub fn parse_file(
     bytes: Vec<u8>,
     recheck: &Recheck,
 ) -> Result<Vec<Item>, InputError> {
+    parse_file_with(name, key, bytes, recheck, &|_| true, &|_| {})
+}
+
+/// [`parse_file`] for sharded and resumed runs: only items `keep` accepts (before their
+/// re-check, which is the slow part) are re-checked and returned, and each is handed to
+/// `finished` as soon as it is complete (to be appended to items.jsonl).
+pub fn parse_file_with(
+    name: &str,
+    key: &FileKey,
+    bytes: Vec<u8>,
+    recheck: &Recheck,
+    keep: &(dyn Fn(&Item) -> bool + Sync),
+    finished: &(dyn Fn(&Item) + Sync),
+) -> Result<Vec<Item>, InputError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         // An empty file is a run that wrote nothing yet: zero instances, seen as incomplete.
         return Ok(Vec::new());
     }
     let text = utf8(name, bytes)?;
     let lines: Vec<(usize, &str)> = text.lines().collect();
-    lines
+    let items: Vec<Option<Item>> = lines
         .par_iter()
         .enumerate()
-        .map(|(i, (line, src))| parse_line(name, key, *line, i + 1, src, recheck))
-        .collect()
+        .map(|(i, (line, src))| {
+            let item = parse_line(name, key, *line, i + 1, src, recheck, keep)?;
+            if let Some(it) = &item {
+                finished(it);
+            }
+            Ok(item)
+        })
+        .collect::<Result<_, InputError>>()?;
+    Ok(items.into_iter().flatten().collect())
 }
 
 /// Validate UTF-8 (naming the line of the first bad byte) and drop a byte-order mark.
@@ -163,7 +184,8 @@ fn parse_line(
     row: usize,
     src: &str,
     recheck: &Recheck,
-) -> Result<Item, InputError> {
+    keep: &(dyn Fn(&Item) -> bool + Sync),
+) -> Result<Option<Item>, InputError> {
     let rec: Line = serde_json::from_str(src).map_err(|e| diagnose(name, line, src, &e))?;
     let task_id = match &rec.task.task_id {
         Value::String(s) => s.clone(),
@@ -204,6 +226,9 @@ fn parse_line(
         terminate_reason: rec.state.terminate_reason.clone(),
         duplicate: false,
     };
+    if !keep(&item) {
+        return Ok(None);
+    }
     let answers: Vec<Option<String>> = rec
         .state
         .history
@@ -215,7 +240,7 @@ fn parse_line(
         .map_err(|msg| InputError::field(name, line, "task.reference", msg))?;
     item.rechecked = verdict;
     item.recheck_note = note;
-    Ok(item)
+    Ok(Some(item))
 }
 
 /// The re-check verdict of one trajectory: true when any well-formed proposal passes the
