@@ -5,8 +5,11 @@ use crate::cli::{GraspArgs, GraspTest};
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_csv, read_jsonl, read_text, Record};
 use crate::report::{jsonl, percent, Estimate, MetricsDoc, OutputDir, Outputs, Table};
+use crate::runtime::load::ModelRuntime;
+use crate::suites::grasp::semantic::{self, Thresholds};
 use crate::suites::grasp::{self, Group, Row, RowIssue, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// The file upstream writes beside `results.csv`; its `test_name` selects the scorer.
@@ -17,11 +20,13 @@ const REQUIRED: [&str; 3] = ["scene", "gt", "response"];
 
 /// Run `scorekit grasp`.
 pub fn run(args: GraspArgs) -> Result<()> {
-    if args.semantic {
-        // Issue of its own; never fall back to a strict score under a --semantic label.
-        return Err(Error::NotAvailable("grasp --semantic"));
-    }
     let test = resolve_test(&args)?;
+    if args.semantic && !test.kind.is_open() {
+        return Err(Error::usage(format!(
+            "--semantic re-reads open-ended answers (level1-open); the test here is {}",
+            test.kind.name()
+        )));
+    }
     if args.pairwise && !test.kind.is_level2() {
         return Err(Error::usage(format!(
             "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
@@ -35,7 +40,6 @@ pub fn run(args: GraspArgs) -> Result<()> {
         InputError::field(file, line, issue.field, issue.message).into()
     };
     let items = grasp::score(test.kind, &rows).map_err(located)?;
-    drop(rows);
     let out = &args.output;
     let opts = SummaryOptions {
         bootstrap: out.bootstrap,
@@ -54,7 +58,13 @@ pub fn run(args: GraspArgs) -> Result<()> {
         .into_iter()
         .filter(|i| out.shard.contains(&shard_key(i)))
         .collect();
-    let outputs = outputs_with(&mut doc, &mut items, &located)?;
+    let mut extra_files = Vec::new();
+    if args.semantic {
+        extra_files.push(read_semantic(&args, &rows, &mut items, &mut doc)?);
+    }
+    drop(rows);
+    let mut outputs = outputs_with(&mut doc, &mut items, &located)?;
+    outputs.files.extend(extra_files);
     // Scoring takes well under a second: resuming an unfinished run is a rerun.
     let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
     let metrics_json = doc.to_json();
@@ -151,12 +161,20 @@ fn outputs_with(
     };
     let summary = grasp::summarize(kind, items, &opts).map_err(located)?;
     doc.metrics = headline(&summary);
+    let semantic = (doc.settings.get("semantic") == Some(&Value::Bool(true)))
+        .then(|| semantic::summarize(items, opts.bootstrap, opts.seed));
     doc.groups.clear();
     for (name, g) in &summary.groups {
         let mut v = serde_json::to_value(g).map_err(anyhow::Error::from)?;
         if let (Some(p), Some(obj)) = (&summary.pairwise, v.as_object_mut()) {
             if let Some(e) = p.groups.get(name) {
                 obj.insert("paired_accuracy".into(), json!(e));
+            }
+        }
+        if let (Some(s), Some(obj)) = (&semantic, v.as_object_mut()) {
+            if let Some(g) = s.groups.get(name) {
+                obj.insert("semantic_accuracy".into(), json!(g.semantic_accuracy));
+                obj.insert("semantic".into(), json!(g));
             }
         }
         doc.groups.insert(name.clone(), v);
@@ -166,11 +184,79 @@ fn outputs_with(
         .first()
         .map(|i| i.path.clone())
         .unwrap_or_default();
+    let mut report = render_report(&summary, &test, Path::new(&file));
+    let mut table = render_tables(&summary);
+    if let Some(s) = &semantic {
+        let th: Option<Thresholds> = doc
+            .settings
+            .get("semantic_thresholds")
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let strict: BTreeMap<String, f64> = summary
+            .groups
+            .iter()
+            .map(|(k, g)| (k.clone(), g.accuracy().value))
+            .collect();
+        doc.metrics
+            .insert("semantic_accuracy".into(), json!(s.all.semantic_accuracy));
+        doc.metrics
+            .insert("semantic".into(), semantic::metrics_value(s, th));
+        report.push_str(&semantic::report(
+            s,
+            items,
+            &strict,
+            summary.accuracy.value,
+            th,
+        ));
+        table.push_str(&semantic::table(s, &strict, summary.accuracy.value));
+    }
     Ok(Outputs {
-        report: render_report(&summary, &test, Path::new(&file)),
-        table: render_tables(&summary),
+        report,
+        table,
         files: Vec::new(),
     })
+}
+
+/// `--semantic`: load the embedder, embed the label descriptions once and every answer that
+/// names no label, and record the reading on each such item. Records the model and the
+/// thresholds in `doc`; returns `semantic_descriptions.json` (the description embeddings).
+fn read_semantic(
+    args: &GraspArgs,
+    rows: &[Row],
+    items: &mut [grasp::Item],
+    doc: &mut MetricsDoc,
+) -> Result<(String, Vec<u8>)> {
+    let rt = ModelRuntime::new(&args.model, args.output.quiet)?;
+    let (embedder, model_ref) = rt.embedder(&args.embedder)?;
+    let responses: HashMap<usize, &str> =
+        rows.iter().map(|r| (r.row, r.response.as_str())).collect();
+    let answer_of = |row: usize| responses.get(&row).copied().unwrap_or("").to_string();
+    let th = semantic::DEFAULT_THRESHOLDS;
+    let desc_vecs = semantic::read_answers(items, &answer_of, th, &mut |t: &[String]| {
+        rt.embed(&embedder, t, "semantic")
+    })?;
+    let dtype = format!("{:?}", rt.dtype).to_lowercase();
+    let file = semantic::descriptions_file(&json!(model_ref), &dtype, &desc_vecs);
+    doc.models.push(model_ref);
+    let s = &mut doc.settings;
+    s.insert("semantic".into(), json!(true));
+    s.insert("semantic_embedder".into(), json!(args.embedder));
+    s.insert("semantic_thresholds".into(), json!(th));
+    s.insert(
+        "semantic_descriptions".into(),
+        json!(format!(
+            "data/grasp/label_descriptions.json (built in), sha256 {}",
+            semantic::descriptions_sha256()
+        )),
+    );
+    s.insert(
+        "semantic_rule".into(),
+        json!(
+            "strict-invalid answers naming no label: best label by cosine similarity of the \
+               last turn to the label descriptions (max over a label's descriptions), taken when \
+               similarity >= min_similarity and best - runner-up >= margin"
+        ),
+    );
+    Ok(("semantic_descriptions.json".into(), file))
 }
 
 /// The test type and where it came from.

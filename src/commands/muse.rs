@@ -5,9 +5,10 @@ use crate::cli::{MuseArgs, PlanFormat as CliFormat};
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_jsonl, read_text};
 use crate::report::{jsonl, MetricsDoc, OutputDir, Outputs};
+use crate::runtime::load::ModelRuntime;
 use crate::suites::muse::{
-    self, parse_flow, parse_plan, parse_queries, score_query, AliasTable, Plan, PlanFormat,
-    REVIEWED_FLOW,
+    self, parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, Plan,
+    PlanFormat, REVIEWED_FLOW,
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -16,10 +17,6 @@ use std::path::Path;
 
 /// Run `scorekit muse`.
 pub fn run(args: MuseArgs) -> Result<()> {
-    if args.embedder.is_some() {
-        // Name matching by embeddings is an issue of its own; never score by names under its label.
-        return Err(Error::NotAvailable("muse --embedder"));
-    }
     let qfile = read_text(&args.queries)?;
     let queries = parse_queries(&qfile.name(), &qfile.text)?;
     let (flow, flow_source) = match &args.flow {
@@ -55,6 +52,24 @@ pub fn run(args: MuseArgs) -> Result<()> {
     };
     let known: BTreeMap<i64, ()> = queries.iter().map(|q| (q.idx, ())).collect();
     let plans = read_plans(&args.plans, format, &known)?;
+    // --embedder: names the alias table cannot map are matched to MuSE tasks by embeddings;
+    // accepted matches join the alias table before scoring.
+    let mut matched = None;
+    if let Some(spec) = &args.embedder {
+        let rt = ModelRuntime::new(&args.model, args.output.quiet)?;
+        let (embedder, model_ref) = rt.embedder(spec)?;
+        let names = semantic::unknown_names(plans.values(), &aliases);
+        let th = semantic::DEFAULT_THRESHOLDS;
+        let (matches, desc_vecs) = semantic::match_names(&names, th, &mut |t: &[String]| {
+            rt.embed(&embedder, t, "names")
+        })?;
+        semantic::apply(&mut aliases, &matches);
+        let dtype = format!("{:?}", rt.dtype).to_lowercase();
+        let file = semantic::descriptions_file(&json!(model_ref), &dtype, &desc_vecs);
+        let by_name: BTreeMap<String, semantic::NameMatch> =
+            matches.into_iter().map(|m| (m.name.clone(), m)).collect();
+        matched = Some((model_ref, by_name, file, th));
+    }
     let verdicts = match &args.output_verdicts {
         Some(p) => Some(read_verdicts(p, &known)?),
         None => None,
@@ -98,6 +113,28 @@ pub fn run(args: MuseArgs) -> Result<()> {
         "name_mapping".into(),
         json!("lenient: a coarse name counts as the gold task it can stand for"),
     );
+    if let (Some(spec), Some((model_ref, _, _, th))) = (&args.embedder, &matched) {
+        s.insert("embedder".into(), json!(spec));
+        s.insert("embedder_thresholds".into(), json!(th));
+        s.insert(
+            "embedder_descriptions".into(),
+            json!(format!(
+                "data/muse/task_descriptions.json (built in), sha256 {}",
+                semantic::descriptions_sha256()
+            )),
+        );
+        s.insert(
+            "embedder_rule".into(),
+            json!(
+                "a name neither MuSE's nor in the alias table is matched to the task whose \
+                   description is most similar (cosine, max over its descriptions), when \
+                   similarity >= min_similarity and best - runner-up >= margin; listed in the \
+                   report for confirmation"
+            ),
+        );
+        doc.models.push(model_ref.clone());
+    }
+    let s = &mut doc.settings;
     s.insert("bootstrap".into(), json!(out.bootstrap));
     s.insert("seed".into(), json!(out.seed));
     doc.set_shard(out.shard);
@@ -109,10 +146,19 @@ pub fn run(args: MuseArgs) -> Result<()> {
         .filter(|q| out.shard.contains(&q.idx.to_string()))
         .map(|q| {
             let verdict = verdicts.as_ref().map(|v| v.get(&q.idx).copied());
-            score_query(q, flow.get(&q.idx), plans.get(&q.idx), &aliases, verdict)
+            let mut item = score_query(q, flow.get(&q.idx), plans.get(&q.idx), &aliases, verdict);
+            if let Some((_, by_name, _, _)) = &matched {
+                semantic::annotate(&mut item, by_name);
+            }
+            item
         })
         .collect();
-    let outputs = outputs(&mut doc, &mut items)?;
+    let mut outputs = outputs(&mut doc, &mut items)?;
+    if let Some((_, _, file, _)) = matched {
+        outputs
+            .files
+            .push(("semantic_descriptions.json".into(), file));
+    }
     let metrics_json = doc.to_json();
     dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
 
@@ -151,10 +197,32 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs
         );
         table.push_str("O from --output-verdicts\n");
     }
+    let mut files = Vec::new();
+    if doc.settings.contains_key("embedder") {
+        let th: Option<semantic::Thresholds> = doc
+            .settings
+            .get("embedder_thresholds")
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        doc.metrics.insert(
+            "embedding_matches".into(),
+            semantic::metrics_value(items, th),
+        );
+        report.push_str(&semantic::report(items, th));
+        let (accepted, rejected) = semantic::name_uses(items);
+        table.push_str(&format!(
+            "task names matched by embeddings: {} (check them in report.md), left unknown: {}\n",
+            accepted.len(),
+            rejected.len()
+        ));
+        files.push((
+            "suggested_aliases.json".to_string(),
+            semantic::suggested_aliases(items).into_bytes(),
+        ));
+    }
     Ok(Outputs {
         report,
         table,
-        files: Vec::new(),
+        files,
     })
 }
 

@@ -9,7 +9,7 @@
 //! item, and [`summarize`] computes every semantic number from items alone (so `scorekit merge`
 //! recomputes them exactly).
 
-use super::rules::{open_labels, Verdict, OPEN_CHOICES};
+use super::rules::{last_turn, open_labels, Verdict, OPEN_CHOICES};
 use super::Item;
 use crate::report::{bootstrap_mean, percent, Estimate, Table};
 use serde::{Deserialize, Serialize};
@@ -30,8 +30,8 @@ pub struct Thresholds {
 
 /// Chosen on the hand-written cases of `tests/semantic.rs` with all-MiniLM-L6-v2 (docs/semantic.md).
 pub const DEFAULT_THRESHOLDS: Thresholds = Thresholds {
-    min_similarity: 0.35,
-    margin: 0.05,
+    min_similarity: 0.5,
+    margin: 0.08,
 };
 
 /// The semantic reading of one item the strict rule left invalid with no label named.
@@ -139,6 +139,79 @@ pub fn label_similarities(
         }
     }
     best.into_iter().map(|(l, s)| (l.to_string(), s)).collect()
+}
+
+/// Give every [`eligible`] item its semantic reading. `answer_of(row)` is the raw response of
+/// the item's row; `embed` embeds texts in order (the caller's model). The descriptions are
+/// embedded once, in one call, before the answers (each distinct answer once); their vectors are
+/// returned so the caller can store them beside the results.
+pub fn read_answers<E>(
+    items: &mut [Item],
+    answer_of: &dyn Fn(usize) -> String,
+    th: Thresholds,
+    embed: &mut dyn FnMut(&[String]) -> Result<Vec<Vec<f32>>, E>,
+) -> Result<Vec<Vec<f32>>, E> {
+    let desc = description_texts();
+    let texts: Vec<String> = desc.iter().map(|(_, _, t)| t.clone()).collect();
+    let desc_vecs = embed(&texts)?;
+    let mut answers: Vec<String> = Vec::new();
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut which: Vec<(usize, usize)> = Vec::new();
+    for (k, item) in items.iter().enumerate() {
+        if !eligible(item) {
+            continue;
+        }
+        let answer = last_turn(&answer_of(item.row)).trim().to_string();
+        if answer.is_empty() {
+            continue; // nothing to read: stays invalid
+        }
+        let next = answers.len();
+        let a = *index.entry(answer.clone()).or_insert(next);
+        if a == next {
+            answers.push(answer);
+        }
+        which.push((k, a));
+    }
+    if !answers.is_empty() {
+        let vecs = embed(&answers)?;
+        for (k, a) in which {
+            let item = &mut items[k];
+            let sims = label_similarities(&item.scene, &desc, &desc_vecs, &vecs[a]);
+            item.semantic = Some(decide(&answers[a], &item.gt, &sims, th));
+        }
+    }
+    Ok(desc_vecs)
+}
+
+/// `semantic_descriptions.json` beside the results: the model, the sha256 of the shipped
+/// descriptions, and every description with its embedding (what the answers were compared with).
+pub fn descriptions_file(model: &Value, dtype: &str, desc_vecs: &[Vec<f32>]) -> Vec<u8> {
+    let sha = descriptions_sha256();
+    let rows: Vec<Value> = description_texts()
+        .into_iter()
+        .zip(desc_vecs)
+        .map(|((scene, label, text), v)| {
+            serde_json::json!({"scene": scene, "label": label, "text": text, "embedding": v})
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "model": model,
+        "dtype": dtype,
+        "descriptions_sha256": sha,
+        "descriptions": rows,
+    });
+    let mut out = serde_json::to_vec(&doc).expect("json");
+    out.push(b'\n');
+    out
+}
+
+/// sha256 of the shipped label descriptions (recorded in settings).
+pub fn descriptions_sha256() -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(LABEL_DESCRIPTIONS.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The verdict of an item under semantic matching (its strict verdict when it has no reading).

@@ -31,7 +31,7 @@ pub struct Thresholds {
 
 /// Chosen on the hand-written cases of `tests/semantic.rs` with all-MiniLM-L6-v2 (docs/semantic.md).
 pub const DEFAULT_THRESHOLDS: Thresholds = Thresholds {
-    min_similarity: 0.6,
+    min_similarity: 0.72,
     margin: 0.05,
 };
 
@@ -96,22 +96,23 @@ pub fn name_text(raw: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Normalised names of every plan step that the alias table cannot map, sorted.
+/// Every plan step name that the alias table cannot map, once per normalised form (the first
+/// spelling seen, so that camelCase survives for [`name_text`]), sorted by normalised form.
 pub fn unknown_names<'a>(
     plans: impl IntoIterator<Item = &'a Plan>,
     aliases: &AliasTable,
 ) -> Vec<String> {
-    let mut out = BTreeSet::new();
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
     for p in plans {
         for node in &p.nodes {
             for n in &node.names {
                 if aliases.candidates(n).is_none() && !n.trim().is_empty() {
-                    out.insert(normalize(n));
+                    out.entry(normalize(n)).or_insert_with(|| n.clone());
                 }
             }
         }
     }
-    out.into_iter().collect()
+    out.into_values().collect()
 }
 
 /// Decide one name from the similarity of each task (each task once).
@@ -148,6 +149,66 @@ pub fn task_similarities(
         }
     }
     best.into_iter().map(|(t, s)| (t.to_string(), s)).collect()
+}
+
+/// Match every name (as the plan spells it): embed the task descriptions once (one call), then the names (one call),
+/// and decide each. `embed` is the caller's model. Returns the matches and the description
+/// vectors (for the caller to store beside the results).
+pub fn match_names<E>(
+    names: &[String],
+    th: Thresholds,
+    embed: &mut dyn FnMut(&[String]) -> Result<Vec<Vec<f32>>, E>,
+) -> Result<(Vec<NameMatch>, Vec<Vec<f32>>), E> {
+    let desc = description_texts();
+    let texts: Vec<String> = desc.iter().map(|(_, t)| t.clone()).collect();
+    let desc_vecs = embed(&texts)?;
+    if names.is_empty() {
+        return Ok((Vec::new(), desc_vecs));
+    }
+    let name_texts: Vec<String> = names.iter().map(|n| name_text(n)).collect();
+    let vecs = embed(&name_texts)?;
+    let matches = names
+        .iter()
+        .zip(&name_texts)
+        .zip(&vecs)
+        .map(|((n, t), v)| {
+            decide(
+                &normalize(n),
+                t,
+                &task_similarities(&desc, &desc_vecs, v),
+                th,
+            )
+        })
+        .collect();
+    Ok((matches, desc_vecs))
+}
+
+/// sha256 of the shipped task descriptions (recorded in settings).
+pub fn descriptions_sha256() -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(TASK_DESCRIPTIONS.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `semantic_descriptions.json` beside the results: the model, the sha256 of the shipped
+/// descriptions, and every description with its embedding.
+pub fn descriptions_file(model: &Value, dtype: &str, desc_vecs: &[Vec<f32>]) -> Vec<u8> {
+    let rows: Vec<Value> = description_texts()
+        .into_iter()
+        .zip(desc_vecs)
+        .map(|((task, text), v)| json!({"task": task, "text": text, "embedding": v}))
+        .collect();
+    let doc = json!({
+        "model": model,
+        "dtype": dtype,
+        "descriptions_sha256": descriptions_sha256(),
+        "descriptions": rows,
+    });
+    let mut out = serde_json::to_vec(&doc).expect("json");
+    out.push(b'\n');
+    out
 }
 
 /// Add every accepted match to the alias table (as a plain alias: one MuSE task).
