@@ -697,7 +697,7 @@ fn bad_input_names_file_line_and_field() {
     ]);
     assert!(stdout(&o).contains("| Color"));
 
-    // Usage: --pairwise needs Level 2; --semantic is not available (exit 1, no fake result).
+    // Usage: --pairwise needs Level 2. (--semantic is tested by its own issue's tests.)
     fails(
         &[
             "grasp",
@@ -712,20 +712,5 @@ fn bad_input_names_file_line_and_field() {
         ],
         2,
         "--pairwise",
-    );
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &csv,
-            "--test",
-            "level1-open",
-            "--semantic",
-            "--out",
-            out,
-            "--force",
-        ],
-        1,
-        "not available yet",
     );
 }
