@@ -429,15 +429,16 @@ fn malformed_plans_exit_two_with_file_line_and_field() {
 }
 
 #[test]
-fn embedder_is_refused_with_exit_one() {
+fn embedder_that_is_not_there_fails_before_scoring() {
+    // Name matching by embeddings itself is tested in tests/semantic.rs (real MiniLM weights).
     let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-model");
     let (code, _, _, err) = muse(
         dir.path(),
         &fixture("scorekit.jsonl"),
-        &["--embedder", "labse"],
+        &["--embedder", missing.to_str().unwrap(), "--offline"],
     );
-    assert_eq!(code, 1);
-    assert!(err.contains("muse --embedder"), "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(!dir.path().join("out/metrics.json").exists());
 }
 
