@@ -314,6 +314,18 @@ pub struct BenchArgs {
     /// Timed repeats.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
+    /// Use only the first N sentences of the corpus.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Int8 weights and activations for the encoder's matrix products (the fast CPU f32 path only).
+    #[arg(long)]
+    pub quantize: bool,
+    /// Write the embeddings of the last repeat to this .npy file (for accuracy checks).
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Print the results as one JSON object.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub runtime: ModelArgs,
 }

@@ -1,9 +1,261 @@
-//! `scorekit bench`.
+//! `scorekit bench`: embed a real corpus with a sentence embedder and report sentences/s,
+//! tokens/s (real and padded), GFLOP/s against the machine's measured f32 peak, peak RSS and
+//! load time. The method is in BENCHMARKS.md; `scripts/bench/compare.sh` runs the same corpus
+//! through sentence-transformers and ONNX Runtime for ratios.
 
 use crate::cli::BenchArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, InputError, Result};
+use crate::runtime::embedder::bert_config;
+use crate::runtime::{self, plan_batches, Embedder, ResolveOptions};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The corpus used when `--input` is not given: the real Possible Stories endings and passages.
+pub const DEFAULT_CORPUS: &str = "../shared/data/possible-stories/endings.jsonl";
+
+/// Read a corpus: Possible Stories endings records (`story` + `endings[].ending`: every ending,
+/// then every passage), JSONL with `text`, or plain text (one sentence a line).
+pub fn read_corpus(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+    let is_jsonl = matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("jsonl") | Some("ndjson")
+    );
+    let mut out = Vec::new();
+    if !is_jsonl {
+        out.extend(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from),
+        );
+    } else {
+        let mut passages = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+                InputError::file(path, format!("line {}: not valid JSON: {e}", i + 1))
+            })?;
+            if let Some(t) = v["text"].as_str() {
+                out.push(t.to_string());
+            } else if let Some(endings) = v["endings"].as_array() {
+                for e in endings {
+                    if let Some(t) = e["ending"].as_str() {
+                        out.push(t.to_string());
+                    }
+                }
+                if let Some(s) = v["story"].as_str() {
+                    passages.push(s.to_string());
+                }
+            } else {
+                return Err(InputError::file(
+                    path,
+                    format!(
+                        "line {}: expected \"text\" or Possible Stories \"endings\"",
+                        i + 1
+                    ),
+                )
+                .into());
+            }
+        }
+        out.extend(passages);
+    }
+    if out.is_empty() {
+        return Err(InputError::file(path, "no sentences").into());
+    }
+    Ok(out)
+}
+
+/// Peak resident memory of this process (VmHWM), in bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// FLOPs of one BERT forward over `b` rows of padded length `s` (the work PyTorch does):
+/// per layer and token 2·(4h² + 2h·i) for the products with weights, 4·s·h for attention.
+pub fn bert_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> f64 {
+    let t = (b * s) as f64;
+    let (h, i, s) = (h as f64, inter as f64, s as f64);
+    layers as f64 * t * (2.0 * (4.0 * h * h + 2.0 * h * i) + 4.0 * s * h)
+}
 
 /// Run `scorekit bench`.
-pub fn run(_args: BenchArgs) -> Result<()> {
-    Err(Error::NotAvailable("bench"))
+pub fn run(args: BenchArgs) -> Result<()> {
+    let input = args
+        .input
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CORPUS));
+    let mut texts = read_corpus(&input)?;
+    if let Some(n) = args.limit {
+        texts.truncate(n.max(1));
+    }
+    if args.repeats == 0 {
+        return Err(Error::usage("--repeats must be at least 1"));
+    }
+    runtime::ops::set_int8(args.quantize);
+    let device = runtime::select_device(&args.runtime.device)?;
+    let dtype = runtime::select_dtype(args.runtime.dtype, &device);
+    let opts = ResolveOptions {
+        offline: args.runtime.offline,
+        quiet: true,
+    };
+    let rss_before = peak_rss_bytes().unwrap_or(0);
+    let t_load = Instant::now();
+    let model = runtime::resolve(&args.model, super::embed::EMBEDDER_FILES, &opts)?;
+    let embedder = Embedder::load(&model, &device, dtype, args.runtime.max_length)?;
+    let load_s = t_load.elapsed().as_secs_f64();
+    let hidden = crate::progress::bar(0, "bench", true);
+    // Time to the first batch: the shortest 32 sentences, as a first request would be.
+    let first: Vec<String> = texts.iter().take(32).cloned().collect();
+    let t_first = Instant::now();
+    embedder.embed(&first, args.runtime.batch_tokens, &hidden)?;
+    let first_batch_s = load_s + t_first.elapsed().as_secs_f64();
+
+    let cfg = bert_config(&model.file("config.json"))?;
+    let tokens = embedder.tokenize(&texts)?;
+    let lengths: Vec<usize> = tokens.iter().map(|t| t.len()).collect();
+    let plan = plan_batches(&lengths, args.runtime.batch_tokens);
+    let real_tokens: usize = lengths.iter().sum();
+    let padded_tokens: usize = plan.iter().map(|b| b.indices.len() * b.padded_len).sum();
+    let flops: f64 = plan
+        .iter()
+        .map(|b| {
+            bert_flops(
+                cfg.num_hidden_layers,
+                cfg.hidden_size,
+                cfg.intermediate_size,
+                b.indices.len(),
+                b.padded_len,
+            )
+        })
+        .sum();
+
+    // Warm-up on a slice, then the timed repeats over the whole corpus.
+    let warm: Vec<String> = texts.iter().take(256).cloned().collect();
+    embedder.embed(&warm, args.runtime.batch_tokens, &hidden)?;
+    let mut times = Vec::new();
+    let mut last = Vec::new();
+    for _ in 0..args.repeats {
+        let t = Instant::now();
+        last = embedder.embed(&texts, args.runtime.batch_tokens, &hidden)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let best = times.iter().cloned().fold(f64::INFINITY, f64::min);
+    let med = median(&mut times.clone());
+    let peak_rss = peak_rss_bytes().unwrap_or(0);
+    let weights_bytes = model
+        .weights_file()
+        .ok()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let threads = rayon::current_num_threads();
+    let peak = runtime::ops::peak::measure(threads, 0.6);
+    if let Some(path) = &args.save {
+        let body = super::embed::npy_bytes(&last, embedder.dim());
+        crate::report::atomic_write(path, &body)?;
+    }
+
+    let n = texts.len() as f64;
+    let gflops = flops / med / 1e9;
+    let out = serde_json::json!({
+        "model": args.model,
+        "corpus": input.display().to_string(),
+        "sentences": texts.len(),
+        "real_tokens": real_tokens,
+        "padded_tokens": padded_tokens,
+        "batches": plan.len(),
+        "batch_tokens": args.runtime.batch_tokens,
+        "dtype": format!("{dtype:?}").to_lowercase(),
+        "int8": args.quantize,
+        "encoder": runtime::ops::encoder_kind(&device, dtype),
+        "threads": threads,
+        "repeats_s": times,
+        "median_s": med,
+        "best_s": best,
+        "sentences_per_s": n / med,
+        "real_tokens_per_s": real_tokens as f64 / med,
+        "padded_tokens_per_s": padded_tokens as f64 / med,
+        "gflop_padded": flops / 1e9,
+        "gflops": gflops,
+        "peak_gflops": peak.gflops,
+        "peak_isa": peak.isa,
+        "peak_fraction": gflops / peak.gflops,
+        "load_s": load_s,
+        "first_batch_s": first_batch_s,
+        "peak_rss_bytes": peak_rss,
+        "rss_before_load_bytes": rss_before,
+        "weights_bytes": weights_bytes,
+        "peak_rss_over_weights": if weights_bytes > 0 { peak_rss as f64 / weights_bytes as f64 } else { f64::NAN },
+    });
+    if args.json {
+        println!("{out}");
+        return Ok(());
+    }
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "scorekit bench: {} ({})",
+        args.model,
+        out["encoder"].as_str().unwrap_or("")
+    );
+    println!(
+        "corpus          {} sentences from {}; {} batches under {} tokens",
+        texts.len(),
+        input.display(),
+        plan.len(),
+        args.runtime.batch_tokens
+    );
+    println!(
+        "tokens          {} real, {} padded ({:.1}% padding)",
+        real_tokens,
+        padded_tokens,
+        100.0 * (padded_tokens - real_tokens) as f64 / padded_tokens.max(1) as f64
+    );
+    println!(
+        "time            median {:.3} s, best {:.3} s over {} repeats ({} threads)",
+        med, best, args.repeats, threads
+    );
+    println!("sentences/s     {:.1}", n / med);
+    println!(
+        "tokens/s        {:.0} real, {:.0} padded",
+        real_tokens as f64 / med,
+        padded_tokens as f64 / med
+    );
+    println!(
+        "GFLOP/s         {:.1} ({:.1} GFLOP of padded BERT work per pass) = {:.0}% of the measured peak {:.1} GFLOP/s ({} FMA loop, {} threads)",
+        gflops,
+        flops / 1e9,
+        100.0 * gflops / peak.gflops,
+        peak.gflops,
+        peak.isa,
+        peak.threads
+    );
+    println!(
+        "peak RSS        {:.0} MiB (VmHWM; weight file {:.0} MiB, ratio {:.2})",
+        mb(peak_rss),
+        mb(weights_bytes),
+        peak_rss as f64 / weights_bytes.max(1) as f64
+    );
+    println!(
+        "load            {:.3} s; load to first batch {:.3} s",
+        load_s, first_batch_s
+    );
+    Ok(())
 }

@@ -11,7 +11,8 @@ use crate::runtime::weights;
 use anyhow::Context;
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use crate::runtime::ops::BertEncoder;
+use candle_transformers::models::bert::Config as BertConfig;
 use serde_json::Value;
 use std::path::Path;
 
@@ -37,7 +38,7 @@ struct Dense {
 
 /// A loaded sentence embedder.
 pub struct Embedder {
-    model: BertModel,
+    model: BertEncoder,
     tokenizer: TextTokenizer,
     pooling: Pooling,
     dense: Vec<Dense>,
@@ -166,7 +167,7 @@ fn load_bert(
     cfg: &BertConfig,
     device: &Device,
     dtype: DType,
-) -> Result<BertModel> {
+) -> Result<BertEncoder> {
     let w = model.weights_file()?;
     let vb = if w.extension().is_some_and(|e| e == "safetensors") {
         let tensors = weights::check_safetensors(&w)?;
@@ -190,7 +191,8 @@ fn load_bert(
     } else {
         VarBuilder::from_pth(&w, dtype, device).map_err(|e| bad(&w, format!("cannot load: {e}")))?
     };
-    BertModel::load(vb, cfg).map_err(|e| bad(&w, format!("does not fit config.json: {e}")))
+    BertEncoder::load(&w, vb, cfg, device, dtype)
+        .map_err(|e| bad(&w, format!("does not fit config.json: {e}")))
 }
 
 fn parse_pooling(path: &Path, v: &Value) -> Result<Pooling> {
@@ -368,7 +370,8 @@ impl Embedder {
                 ),
             ));
         }
-        let bert = load_bert(model, &cfg, device, dtype)?;
+        let mut bert = load_bert(model, &cfg, device, dtype)?;
+        bert.set_cls_only(pooling == Pooling::Cls);
         let mut dim = cfg.hidden_size;
         let mut dense = Vec::new();
         for d in dense_dirs {

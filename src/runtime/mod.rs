@@ -9,6 +9,7 @@ pub mod hub;
 pub mod judge;
 pub mod load;
 pub mod manifest;
+pub mod ops;
 pub mod tokenize;
 pub mod weights;
 

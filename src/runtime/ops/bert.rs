@@ -1,0 +1,501 @@
+//! A BERT encoder on the kernels of this module, for CPU f32 (optionally int8 matrix products):
+//!
+//! - variable length: the batch's padding is dropped before the encoder; every product runs on
+//!   the real tokens only, and attention runs per sequence and head on its own keys (what the
+//!   additive mask does in PyTorch, without the masked work);
+//! - weights packed once at load (fused Q|K|V, 32-column panels), read from the safetensors file
+//!   with `pread`; the word-embedding table stays memory-mapped (only used rows become
+//!   resident), so peak memory is the encoder's weights plus activations;
+//! - fused epilogues: bias, residual and erf-GELU inside the matrix product;
+//! - with CLS pooling the last layer computes keys and values for every token but the rest
+//!   (query, attention, output, feed-forward) for `[CLS]` only: the other rows are never read.
+//!
+//! Outputs match PyTorch within float rounding (parity tests in tests/runtime.rs).
+
+use super::act;
+use super::gemm::{self, Epilogue, PackedB, SendPtr};
+use super::int8::PackedI8;
+use candle_core::{Device, Tensor};
+use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
+use memmap2::Mmap;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// A weight matrix for y = x·Wᵀ + b.
+enum Weight {
+    F32(PackedB),
+    I8(PackedI8),
+}
+
+struct Linear {
+    w: Weight,
+    b: Vec<f32>,
+}
+
+impl Linear {
+    /// out (m×n, row stride n) = x (m×k, stride k)·Wᵀ + b, with the epilogue flags.
+    fn run(&self, m: usize, x: &[f32], out: &mut [f32], accumulate: bool, gelu: bool) {
+        match &self.w {
+            Weight::F32(p) => gemm::gemm(
+                m,
+                x,
+                p.k,
+                p,
+                out,
+                p.n,
+                Epilogue {
+                    bias: Some(&self.b),
+                    accumulate,
+                    gelu,
+                },
+                true,
+            ),
+            Weight::I8(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
+        }
+    }
+}
+
+struct Layer {
+    qkv: Linear,
+    out: Linear,
+    ln1: (Vec<f32>, Vec<f32>),
+    ffn1: Linear,
+    ffn2: Linear,
+    ln2: (Vec<f32>, Vec<f32>),
+}
+
+#[derive(Clone, Copy)]
+enum Dt {
+    F32,
+    F16,
+    Bf16,
+}
+
+struct TensorRef {
+    dt: Dt,
+    shape: Vec<usize>,
+    offset: u64,
+}
+
+/// The safetensors file: header, an open handle for `pread`, and a read-only map.
+struct StFile {
+    file: std::fs::File,
+    map: Mmap,
+    tensors: BTreeMap<String, TensorRef>,
+    prefix: String,
+}
+
+fn err(msg: impl Into<String>) -> candle_core::Error {
+    candle_core::Error::Msg(msg.into())
+}
+
+impl StFile {
+    fn open(path: &Path) -> candle_core::Result<Self> {
+        let file = std::fs::File::open(path)?;
+        let mut len8 = [0u8; 8];
+        file.read_exact_at(&mut len8, 0)?;
+        let n = u64::from_le_bytes(len8);
+        let mut header = vec![0u8; n as usize];
+        file.read_exact_at(&mut header, 8)?;
+        let json: serde_json::Value =
+            serde_json::from_slice(&header).map_err(|e| err(format!("header: {e}")))?;
+        let mut tensors = BTreeMap::new();
+        for (name, v) in json.as_object().into_iter().flatten() {
+            if name == "__metadata__" {
+                continue;
+            }
+            let dt = match v["dtype"].as_str() {
+                Some("F32") => Dt::F32,
+                Some("F16") => Dt::F16,
+                Some("BF16") => Dt::Bf16,
+                _ => continue,
+            };
+            let shape = v["shape"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|d| d.as_u64().map(|d| d as usize))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let offset = v["data_offsets"][0].as_u64().unwrap_or(0) + 8 + n;
+            tensors.insert(name.clone(), TensorRef { dt, shape, offset });
+        }
+        // Safety: read-only map of a file checked by the caller; concurrent writers are not ours.
+        let map = unsafe { Mmap::map(&file)? };
+        let prefix = ["", "bert.", "roberta."]
+            .iter()
+            .find(|p| tensors.contains_key(&format!("{p}embeddings.word_embeddings.weight")))
+            .ok_or_else(|| err("no embeddings.word_embeddings.weight"))?
+            .to_string();
+        Ok(StFile {
+            file,
+            map,
+            tensors,
+            prefix,
+        })
+    }
+
+    fn get(&self, name: &str) -> candle_core::Result<&TensorRef> {
+        let full = format!("{}{name}", self.prefix);
+        self.tensors
+            .get(&full)
+            .ok_or_else(|| err(format!("missing tensor {full}")))
+    }
+
+    /// Read a tensor as f32 with `pread` (no page of the map is touched).
+    fn read(&self, name: &str, shape: &[usize]) -> candle_core::Result<Vec<f32>> {
+        let t = self.get(name)?;
+        if t.shape != shape {
+            return Err(err(format!(
+                "{name}: shape {:?}, expected {shape:?}",
+                t.shape
+            )));
+        }
+        let n: usize = shape.iter().product();
+        let width = match t.dt {
+            Dt::F32 => 4,
+            _ => 2,
+        };
+        let mut bytes = vec![0u8; n * width];
+        self.file.read_exact_at(&mut bytes, t.offset)?;
+        Ok(convert(t.dt, &bytes))
+    }
+
+    fn layer_norm(&self, p: &str) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
+        let h = self
+            .get(&format!("{p}.weight"))
+            .or_else(|_| self.get(&format!("{p}.gamma")))?;
+        let h = h.shape.clone();
+        let w = self
+            .read(&format!("{p}.weight"), &h)
+            .or_else(|_| self.read(&format!("{p}.gamma"), &h))?;
+        let b = self
+            .read(&format!("{p}.bias"), &h)
+            .or_else(|_| self.read(&format!("{p}.beta"), &h))?;
+        Ok((w, b))
+    }
+}
+
+fn convert(dt: Dt, bytes: &[u8]) -> Vec<f32> {
+    match dt {
+        Dt::F32 => bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        Dt::F16 => bytes
+            .chunks_exact(2)
+            .map(|c| f16_to_f32(u16::from_le_bytes([c[0], c[1]])))
+            .collect(),
+        Dt::Bf16 => bytes
+            .chunks_exact(2)
+            .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
+            .collect(),
+    }
+}
+
+/// IEEE half to single precision (exact).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = ((h >> 15) as u32) << 31;
+    let exp = ((h >> 10) & 0x1f) as u32;
+    let man = (h & 0x3ff) as u32;
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, m) => {
+            // Subnormal: normalise.
+            let shift = m.leading_zeros() - 21;
+            let m = (m << shift) & 0x3ff;
+            sign | ((127 - 15 + 1 - shift) << 23) | (m << 13)
+        }
+        (0x1f, m) => sign | 0x7f80_0000 | (m << 13),
+        (e, m) => sign | ((e + 127 - 15) << 23) | (m << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// The encoder.
+pub struct FastBert {
+    st: StFile,
+    word_offset: u64,
+    word_dt: Dt,
+    vocab: usize,
+    pos: Vec<f32>,
+    types: Vec<f32>,
+    type_vocab: usize,
+    emb_ln: (Vec<f32>, Vec<f32>),
+    layers: Vec<Layer>,
+    h: usize,
+    heads: usize,
+    inter: usize,
+    eps: f32,
+    /// Only `[CLS]` rows of the output are needed (CLS pooling).
+    pub cls_only: bool,
+    int8: bool,
+    device: Device,
+}
+
+impl FastBert {
+    /// Whether this encoder can run `cfg` on this machine (CPU, AVX-512F, erf-GELU).
+    pub fn supports(cfg: &BertConfig) -> bool {
+        gemm::available() && matches!(cfg.hidden_act, HiddenAct::Gelu)
+    }
+
+    /// Load from a safetensors file. `int8`: quantise the products' weights (per output channel).
+    pub fn load(path: &Path, cfg: &BertConfig, int8: bool) -> candle_core::Result<Self> {
+        if int8 && !super::int8::available() {
+            return Err(err("--quantize needs AVX-512 VNNI"));
+        }
+        let st = StFile::open(path)?;
+        let (h, inter) = (cfg.hidden_size, cfg.intermediate_size);
+        let word = st.get("embeddings.word_embeddings.weight")?;
+        if word.shape != [cfg.vocab_size, h] {
+            return Err(err("embeddings.word_embeddings.weight: shape"));
+        }
+        let (word_offset, word_dt) = (word.offset, word.dt);
+        let pos = st.read(
+            "embeddings.position_embeddings.weight",
+            &[cfg.max_position_embeddings, h],
+        )?;
+        let types = st.read(
+            "embeddings.token_type_embeddings.weight",
+            &[cfg.type_vocab_size, h],
+        )?;
+        let emb_ln = st.layer_norm("embeddings.LayerNorm")?;
+        let lin = |w: Vec<f32>, b: Vec<f32>, n: usize, k: usize| -> Linear {
+            let w = if int8 {
+                Weight::I8(PackedI8::from_nk(&w, n, k))
+            } else {
+                Weight::F32(PackedB::from_nk(&w, n, k, k))
+            };
+            Linear { w, b }
+        };
+        // Layers are packed in parallel (each packs its own matrices).
+        let layers: candle_core::Result<Vec<Layer>> = (0..cfg.num_hidden_layers)
+            .into_par_iter()
+            .map(|l| {
+                let p = format!("encoder.layer.{l}.");
+                let mut wqkv = Vec::with_capacity(3 * h * h);
+                let mut bqkv = Vec::with_capacity(3 * h);
+                for m in ["query", "key", "value"] {
+                    wqkv.extend(st.read(&format!("{p}attention.self.{m}.weight"), &[h, h])?);
+                    bqkv.extend(st.read(&format!("{p}attention.self.{m}.bias"), &[h])?);
+                }
+                let o = st.read(&format!("{p}attention.output.dense.weight"), &[h, h])?;
+                let ob = st.read(&format!("{p}attention.output.dense.bias"), &[h])?;
+                let f1 = st.read(&format!("{p}intermediate.dense.weight"), &[inter, h])?;
+                let f1b = st.read(&format!("{p}intermediate.dense.bias"), &[inter])?;
+                let f2 = st.read(&format!("{p}output.dense.weight"), &[h, inter])?;
+                let f2b = st.read(&format!("{p}output.dense.bias"), &[h])?;
+                Ok(Layer {
+                    qkv: lin(wqkv, bqkv, 3 * h, h),
+                    out: lin(o, ob, h, h),
+                    ln1: st.layer_norm(&format!("{p}attention.output.LayerNorm"))?,
+                    ffn1: lin(f1, f1b, inter, h),
+                    ffn2: lin(f2, f2b, h, inter),
+                    ln2: st.layer_norm(&format!("{p}output.LayerNorm"))?,
+                })
+            })
+            .collect();
+        Ok(FastBert {
+            word_offset,
+            word_dt,
+            vocab: cfg.vocab_size,
+            pos,
+            types,
+            type_vocab: cfg.type_vocab_size,
+            emb_ln,
+            layers: layers?,
+            h,
+            heads: cfg.num_attention_heads,
+            inter,
+            eps: cfg.layer_norm_eps as f32,
+            cls_only: false,
+            int8,
+            st,
+            device: Device::Cpu,
+        })
+    }
+
+    /// Whether the products use int8.
+    pub fn is_int8(&self) -> bool {
+        self.int8
+    }
+
+    fn word_row(&self, id: usize, out: &mut [f32]) {
+        let h = self.h;
+        let width = if matches!(self.word_dt, Dt::F32) {
+            4
+        } else {
+            2
+        };
+        let start = self.word_offset as usize + id * h * width;
+        let bytes = &self.st.map[start..start + h * width];
+        match self.word_dt {
+            Dt::F32 => {
+                for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                    *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
+            }
+            dt => out.copy_from_slice(&convert(dt, bytes)),
+        }
+    }
+
+    fn layer_norm_rows(&self, x: &mut [f32], ln: &(Vec<f32>, Vec<f32>)) {
+        let eps = self.eps;
+        x.par_chunks_mut(self.h * 16).for_each(|rows| {
+            for r in rows.chunks_mut(self.h) {
+                // Safety: `supports()` checked AVX-512F.
+                unsafe { act::layer_norm_row(r, &ln.0, &ln.1, eps) };
+            }
+        });
+    }
+
+    /// Run the encoder on sequences given as (ids, type ids); returns the hidden states of all
+    /// tokens (concatenated, T×h), or with `cls_only` one row per sequence.
+    pub fn forward_seqs(&self, seqs: &[(&[u32], &[u32])]) -> candle_core::Result<Vec<f32>> {
+        let h = self.h;
+        let mut starts = Vec::with_capacity(seqs.len() + 1);
+        let mut t = 0;
+        for (ids, _) in seqs {
+            starts.push(t);
+            t += ids.len();
+        }
+        starts.push(t);
+        let mut x = vec![0f32; t * h];
+        for (si, (ids, tys)) in seqs.iter().enumerate() {
+            if ids.len() * h > self.pos.len() {
+                return Err(err("sequence longer than the position embeddings"));
+            }
+            for (p, (&id, &ty)) in ids.iter().zip(tys.iter()).enumerate() {
+                let (id, ty) = (id as usize, ty as usize);
+                if id >= self.vocab || ty >= self.type_vocab {
+                    return Err(err(format!("token id {id} or type {ty} out of range")));
+                }
+                let row = &mut x[(starts[si] + p) * h..][..h];
+                self.word_row(id, row);
+                for ((r, a), b) in row
+                    .iter_mut()
+                    .zip(&self.pos[p * h..(p + 1) * h])
+                    .zip(&self.types[ty * h..(ty + 1) * h])
+                {
+                    *r += a + b;
+                }
+            }
+        }
+        self.layer_norm_rows(&mut x, &self.emb_ln);
+        let nl = self.layers.len();
+        let mut qkv = vec![0f32; t * 3 * h];
+        let mut ctx = vec![0f32; t * h];
+        let mut mid = vec![0f32; t * self.inter];
+        for (li, layer) in self.layers.iter().enumerate() {
+            layer.qkv.run(t, &x, &mut qkv, false, false);
+            let cls = self.cls_only && li + 1 == nl;
+            let m = if cls {
+                // From here on only the [CLS] rows: gather them as the residual stream.
+                let mut xc = vec![0f32; seqs.len() * h];
+                for (si, &s0) in starts[..seqs.len()].iter().enumerate() {
+                    xc[si * h..(si + 1) * h].copy_from_slice(&x[s0 * h..(s0 + 1) * h]);
+                }
+                x = xc;
+                seqs.len()
+            } else {
+                t
+            };
+            self.attention(&qkv, &starts, cls, &mut ctx);
+            layer.out.run(m, &ctx, &mut x, true, false);
+            self.layer_norm_rows(&mut x[..m * h], &layer.ln1);
+            layer.ffn1.run(m, &x, &mut mid, false, true);
+            layer.ffn2.run(m, &mid, &mut x, true, false);
+            self.layer_norm_rows(&mut x[..m * h], &layer.ln2);
+        }
+        Ok(x)
+    }
+
+    /// Scaled dot-product attention per sequence and head on the fused Q|K|V rows. With `cls`
+    /// only the first query of each sequence, written to row `seq` of `ctx`.
+    fn attention(&self, qkv: &[f32], starts: &[usize], cls: bool, ctx: &mut [f32]) {
+        let (h, heads) = (self.h, self.heads);
+        let d = h / heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        let nseq = starts.len() - 1;
+        let out = SendPtr(ctx.as_mut_ptr());
+        let ctx_len = ctx.len();
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<(Vec<f32>, PackedB, PackedB)> =
+                std::cell::RefCell::new((Vec::new(), PackedB::default(), PackedB::default()));
+        }
+        (0..nseq * heads).into_par_iter().for_each(|job| {
+            let (si, hd) = (job / heads, job % heads);
+            let (s0, len) = (starts[si], starts[si + 1] - starts[si]);
+            let mq = if cls { 1 } else { len };
+            SCRATCH.with(|s| {
+                let (sbuf, kp, vp) = &mut *s.borrow_mut();
+                let base = s0 * 3 * h + hd * d;
+                kp.repack_nk(&qkv[base + h..], len, d, 3 * h);
+                vp.repack_kn(&qkv[base + 2 * h..], len, d, 3 * h);
+                sbuf.clear();
+                sbuf.resize(mq * len, 0.0);
+                gemm::gemm(
+                    mq,
+                    &qkv[base..],
+                    3 * h,
+                    kp,
+                    sbuf,
+                    len,
+                    Epilogue::default(),
+                    false,
+                );
+                for r in sbuf.chunks_mut(len) {
+                    // Safety: `supports()` checked AVX-512F.
+                    unsafe { act::softmax_row(r, scale) };
+                }
+                let row0 = if cls { si } else { s0 };
+                let off = row0 * h + hd * d;
+                // Safety: each (sequence, head) writes its own rows × its own d columns.
+                let c =
+                    unsafe { std::slice::from_raw_parts_mut(out.get().add(off), ctx_len - off) };
+                gemm::gemm(mq, sbuf, len, vp, c, h, Epilogue::default(), false);
+            });
+        });
+    }
+
+    /// The same contract as candle's `BertModel::forward`: padded `[b, s]` inputs and mask,
+    /// `[b, s, h]` output. Padded positions (and, with `cls_only`, all but `[CLS]`) are zero.
+    pub fn forward(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: Option<&Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        let ids = input_ids.to_vec2::<u32>()?;
+        let tys = token_type_ids.to_vec2::<u32>()?;
+        let s = ids.first().map(|r| r.len()).unwrap_or(0);
+        let lens: Vec<usize> = match attention_mask {
+            Some(m) => m
+                .to_vec2::<u32>()?
+                .iter()
+                .map(|r| r.iter().filter(|&&v| v != 0).count())
+                .collect(),
+            None => vec![s; ids.len()],
+        };
+        let seqs: Vec<(&[u32], &[u32])> = ids
+            .iter()
+            .zip(&tys)
+            .zip(&lens)
+            .map(|((i, t), &l)| (&i[..l], &t[..l]))
+            .collect();
+        let x = self.forward_seqs(&seqs)?;
+        let (b, h) = (ids.len(), self.h);
+        let mut out = vec![0f32; b * s * h];
+        let mut t = 0;
+        for (si, &l) in lens.iter().enumerate() {
+            let rows = if self.cls_only { 1.min(l) } else { l };
+            let src = if self.cls_only { si * h } else { t * h };
+            out[si * s * h..][..rows * h].copy_from_slice(&x[src..src + rows * h]);
+            t += l;
+        }
+        Tensor::from_vec(out, (b, s, h), &self.device)
+    }
+}

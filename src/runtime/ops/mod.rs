@@ -1,0 +1,93 @@
+//! Custom CPU kernels for the encoder, and the BERT encoder built on them: packed f32 and int8
+//! (VNNI) matrix products with fused epilogues, vectorised erf-GELU, LayerNorm and softmax,
+//! variable-length attention, and a peak-FLOP probe. See docs/performance.md.
+//!
+//! The embedder uses [`BertEncoder`]: this fast encoder on x86-64 CPUs with AVX-512F for f32
+//! weights in a safetensors file, candle's `BertModel` everywhere else (GPU, f16/bf16, `.bin`
+//! weights, activations other than erf-GELU). `SCOREKIT_ENCODER=candle` forces candle's.
+//!
+//! The AVX-512 intrinsics are stable since Rust 1.89; the crate's declared MSRV is older.
+#![allow(clippy::incompatible_msrv)]
+
+pub mod act;
+pub mod bert;
+pub mod gemm;
+pub mod int8;
+pub mod peak;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static INT8: AtomicBool = AtomicBool::new(false);
+
+/// Ask encoders loaded from now on for int8 matrix products (`scorekit bench --quantize`).
+pub fn set_int8(on: bool) {
+    INT8.store(on, Ordering::Relaxed);
+}
+
+fn fast_allowed(device: &Device, dtype: DType) -> bool {
+    device.is_cpu()
+        && dtype == DType::F32
+        && gemm::available()
+        && std::env::var("SCOREKIT_ENCODER").map_or(true, |v| v != "candle")
+}
+
+/// Which encoder a model on `device`/`dtype` gets (for reports).
+pub fn encoder_kind(device: &Device, dtype: DType) -> &'static str {
+    if !fast_allowed(device, dtype) {
+        "candle BertModel"
+    } else if INT8.load(Ordering::Relaxed) {
+        "scorekit encoder, int8 VNNI products"
+    } else {
+        "scorekit encoder, f32 AVX-512"
+    }
+}
+
+/// A BERT encoder: the fast CPU one where it applies, else candle's.
+pub enum BertEncoder {
+    Fast(Box<bert::FastBert>),
+    Candle(Box<BertModel>),
+}
+
+impl BertEncoder {
+    /// Load from `weights` (checked by the caller); `vb` is used for candle's encoder.
+    pub fn load(
+        weights: &Path,
+        vb: VarBuilder,
+        cfg: &BertConfig,
+        device: &Device,
+        dtype: DType,
+    ) -> candle_core::Result<Self> {
+        let st = weights.extension().is_some_and(|e| e == "safetensors");
+        if st && fast_allowed(device, dtype) && bert::FastBert::supports(cfg) {
+            let int8 = INT8.load(Ordering::Relaxed);
+            return Ok(BertEncoder::Fast(Box::new(bert::FastBert::load(
+                weights, cfg, int8,
+            )?)));
+        }
+        Ok(BertEncoder::Candle(Box::new(BertModel::load(vb, cfg)?)))
+    }
+
+    /// Only `[CLS]` rows of the output will be read (lets the fast encoder skip work).
+    pub fn set_cls_only(&mut self, on: bool) {
+        if let BertEncoder::Fast(f) = self {
+            f.cls_only = on;
+        }
+    }
+
+    /// `[b, s]` ids, types and mask in, `[b, s, h]` hidden states out.
+    pub fn forward(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: Option<&Tensor>,
+    ) -> candle_core::Result<Tensor> {
+        match self {
+            BertEncoder::Fast(f) => f.forward(input_ids, token_type_ids, attention_mask),
+            BertEncoder::Candle(m) => m.forward(input_ids, token_type_ids, attention_mask),
+        }
+    }
+}
