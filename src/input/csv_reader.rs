@@ -80,10 +80,11 @@ pub fn read_csv(path: &Path, required: &[&str]) -> Result<CsvTable, InputError> 
             ),
         ));
     }
+    let mut lines = LineCursor::new(bytes);
     let mut records = Vec::new();
     for result in reader.records() {
         let rec = result.map_err(|e| {
-            let line = e.position().map(|p| line_of(bytes, p.byte())).unwrap_or(0);
+            let line = e.position().map(|p| lines.line_at(p.byte())).unwrap_or(0);
             let msg = match e.kind() {
                 csv::ErrorKind::UnequalLengths {
                     expected_len, len, ..
@@ -94,7 +95,7 @@ pub fn read_csv(path: &Path, required: &[&str]) -> Result<CsvTable, InputError> 
             };
             InputError::line(path, line, msg)
         })?;
-        let line = rec.position().map(|p| line_of(bytes, p.byte())).unwrap_or(0);
+        let line = rec.position().map(|p| lines.line_at(p.byte())).unwrap_or(0);
         records.push(CsvRecord {
             row: records.len() + 1,
             line,
@@ -109,14 +110,43 @@ pub fn read_csv(path: &Path, required: &[&str]) -> Result<CsvTable, InputError> 
     })
 }
 
-/// 1-based line where a record starts. csv's positions point at the previous terminator and its
-/// line counter miscounts CRLF inside quoted fields, so count from the bytes instead.
-fn line_of(bytes: &[u8], offset: u64) -> usize {
-    let mut end = (offset as usize).min(bytes.len());
-    while end < bytes.len() && matches!(bytes[end], b'\r' | b'\n') {
-        end += 1;
+/// Maps byte offsets of records to 1-based lines. csv's positions point at the previous terminator
+/// and its line counter miscounts CRLF inside quoted fields, so count from the bytes instead.
+/// Offsets only grow, so each byte is counted once: linear in the file, not quadratic.
+struct LineCursor<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+    line: usize,
+}
+
+impl<'a> LineCursor<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        LineCursor {
+            bytes,
+            offset: 0,
+            line: 1,
+        }
     }
-    bytes[..end].iter().filter(|&&b| b == b'\n').count() + 1
+
+    /// The line on which the record at (or just after the terminator at) `offset` starts.
+    fn line_at(&mut self, offset: u64) -> usize {
+        let bytes = self.bytes;
+        let mut end = (offset as usize).min(bytes.len());
+        while end < bytes.len() && matches!(bytes[end], b'\r' | b'\n') {
+            end += 1;
+        }
+        if end >= self.offset {
+            self.line += bytes[self.offset..end]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            self.offset = end;
+        } else {
+            // Not expected (positions only grow); stay correct anyway.
+            return bytes[..end].iter().filter(|&&b| b == b'\n').count() + 1;
+        }
+        self.line
+    }
 }
 
 #[cfg(test)]
