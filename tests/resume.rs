@@ -1,0 +1,240 @@
+//! Resume and no data loss: a run killed with SIGKILL at random points and rerun with the same
+//! --out ends with exactly the results of an uninterrupted run; a killed run never leaves a
+//! metrics.json that is not complete.
+
+mod common;
+
+use common::{read_json, repo, scorekit, shared_data, stderr};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// A small, deterministic generator (the seed is printed so a failure can be replayed).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+fn seed() -> u64 {
+    let s = std::env::var("RESUME_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("RESUME_SEED={s}");
+    s
+}
+
+/// Copy the first `n` lines of a real MINT file into `root` under the same relative path.
+fn copy_head(root: &Path, rel: &str, n: usize) {
+    let text = std::fs::read_to_string(shared_data("mint/results/data/outputs").join(rel)).unwrap();
+    let head: Vec<&str> = text.lines().take(n).collect();
+    let dst = root.join(rel);
+    std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+    std::fs::write(dst, head.join("\n") + "\n").unwrap();
+}
+
+/// Every complete line of items.jsonl is a JSON object; only the last may be cut.
+fn check_items(out: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(out.join("items.jsonl")) else {
+        return 0;
+    };
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    if lines.last().is_some_and(|l| !l.ends_with('\n')) {
+        lines.pop();
+    }
+    for l in &lines {
+        serde_json::from_str::<serde_json::Value>(l).expect("a complete items.jsonl line parses");
+    }
+    lines.len()
+}
+
+/// metrics.json is absent or complete (equal to the reference).
+fn check_metrics(out: &Path, reference: &serde_json::Value) -> bool {
+    match std::fs::read_to_string(out.join("metrics.json")) {
+        Err(_) => false,
+        Ok(t) => {
+            let v: serde_json::Value =
+                serde_json::from_str(&t).expect("metrics.json is never half written");
+            assert_eq!(&v, reference, "a finished run has the reference metrics");
+            true
+        }
+    }
+}
+
+/// Run `args --out out` once to the end; panics on failure.
+fn run_to_end(args: &[String], out: &Path) {
+    let o = scorekit()
+        .args(args)
+        .args(["--out", out.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// Kill a run of `args` at `kills` random points (within `span`), then finish it; returns how
+/// many items each kill had left behind.
+fn kill_and_resume(
+    args: &[String],
+    out: &Path,
+    reference: &serde_json::Value,
+    kills: usize,
+    span: Duration,
+    rng: &mut Lcg,
+) -> Vec<usize> {
+    let mut left = Vec::new();
+    for _ in 0..kills {
+        let mut child = scorekit()
+            .args(args)
+            .args(["--out", out.to_str().unwrap(), "--quiet"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let wait = Duration::from_millis(rng.below(span.as_millis() as u64));
+        let t = Instant::now();
+        while t.elapsed() < wait {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        left.push(check_items(out));
+        if check_metrics(out, reference) {
+            // The run finished before the kill: nothing to resume.
+            return left;
+        }
+    }
+    run_to_end(args, out);
+    left
+}
+
+#[test]
+fn mint_exec_code_killed_at_random_points_resumes_to_the_uninterrupted_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    for task in ["humaneval", "mbpp"] {
+        copy_head(
+            &root,
+            &format!(
+                "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/code_generation/{task}/results.jsonl"
+            ),
+            25,
+        );
+    }
+    copy_head(
+        &root,
+        "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl",
+        40,
+    );
+    let args: Vec<String> = [
+        "mint",
+        "--outputs",
+        root.to_str().unwrap(),
+        "--exec-code",
+        "--bootstrap",
+        "200",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let reference_dir = dir.path().join("reference");
+    let t = Instant::now();
+    run_to_end(&args, &reference_dir);
+    let span = t.elapsed();
+    let reference = read_json(&reference_dir.join("metrics.json"));
+
+    let mut rng = Lcg(seed());
+    for attempt in 0..2 {
+        let out = dir.path().join(format!("killed-{attempt}"));
+        let left = kill_and_resume(&args, &out, &reference, 4, span, &mut rng);
+        eprintln!("attempt {attempt}: items left by each kill: {left:?}");
+        assert_eq!(read_json(&out.join("metrics.json")), reference);
+        for f in ["items.jsonl", "recheck.csv", "sr.csv", "tables.md"] {
+            assert_eq!(
+                std::fs::read_to_string(out.join(f)).unwrap(),
+                std::fs::read_to_string(reference_dir.join(f)).unwrap(),
+                "{f}"
+            );
+        }
+        assert!(!out.join("run.json").exists());
+    }
+}
+
+fn muse_args() -> Vec<String> {
+    let q: PathBuf = shared_data("muse/MuSE_Benchmark/queries.json");
+    let plans = repo().join("tests/data/muse/hugginggpt.jsonl");
+    [
+        "muse",
+        "--queries",
+        q.to_str().unwrap(),
+        "--plans",
+        plans.to_str().unwrap(),
+        "--bootstrap",
+        "2000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn muse_killed_and_rerun_gives_the_same_result_and_never_a_half_metrics_json() {
+    // MuSE scores everything in memory in well under a second: resuming is a rerun.
+    let dir = tempfile::tempdir().unwrap();
+    let args = muse_args();
+    let reference_dir = dir.path().join("reference");
+    let t = Instant::now();
+    run_to_end(&args, &reference_dir);
+    let span = t.elapsed();
+    let reference = read_json(&reference_dir.join("metrics.json"));
+    let mut rng = Lcg(seed());
+    for attempt in 0..3 {
+        let out = dir.path().join(format!("killed-{attempt}"));
+        kill_and_resume(&args, &out, &reference, 3, span, &mut rng);
+        assert_eq!(read_json(&out.join("metrics.json")), reference);
+        assert_eq!(
+            std::fs::read_to_string(out.join("items.jsonl")).unwrap(),
+            std::fs::read_to_string(reference_dir.join("items.jsonl")).unwrap()
+        );
+    }
+}
+
+#[test]
+fn an_unfinished_run_with_other_settings_is_refused_not_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("run.json"), "{\"suite\": \"muse\"}\n").unwrap();
+    std::fs::write(out.join("items.jsonl"), "{\"idx\": 0}\n").unwrap();
+    let o = scorekit()
+        .args(muse_args())
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unfinished run with different"),
+        "{}",
+        stderr(&o)
+    );
+    let o = scorekit()
+        .args(muse_args())
+        .args(["--out", out.to_str().unwrap(), "--force", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
