@@ -141,6 +141,9 @@ pub fn label_similarities(
     best.into_iter().map(|(l, s)| (l.to_string(), s)).collect()
 }
 
+/// The caller's model: embeds texts, one vector per text, in input order.
+pub type EmbedFn<'a, E> = dyn FnMut(&[String]) -> Result<Vec<Vec<f32>>, E> + 'a;
+
 /// Give every [`eligible`] item its semantic reading. `answer_of(row)` is the raw response of
 /// the item's row; `embed` embeds texts in order (the caller's model). The descriptions are
 /// embedded once, in one call, before the answers (each distinct answer once); their vectors are
@@ -149,7 +152,7 @@ pub fn read_answers<E>(
     items: &mut [Item],
     answer_of: &dyn Fn(usize) -> String,
     th: Thresholds,
-    embed: &mut dyn FnMut(&[String]) -> Result<Vec<Vec<f32>>, E>,
+    embed: &mut EmbedFn<'_, E>,
 ) -> Result<Vec<Vec<f32>>, E> {
     let desc = description_texts();
     let texts: Vec<String> = desc.iter().map(|(_, _, t)| t.clone()).collect();

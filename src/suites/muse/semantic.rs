@@ -151,13 +151,16 @@ pub fn task_similarities(
     best.into_iter().map(|(t, s)| (t.to_string(), s)).collect()
 }
 
+/// The caller's model: embeds texts, one vector per text, in input order.
+pub type EmbedFn<'a, E> = dyn FnMut(&[String]) -> Result<Vec<Vec<f32>>, E> + 'a;
+
 /// Match every name (as the plan spells it): embed the task descriptions once (one call), then the names (one call),
 /// and decide each. `embed` is the caller's model. Returns the matches and the description
 /// vectors (for the caller to store beside the results).
 pub fn match_names<E>(
     names: &[String],
     th: Thresholds,
-    embed: &mut dyn FnMut(&[String]) -> Result<Vec<Vec<f32>>, E>,
+    embed: &mut EmbedFn<'_, E>,
 ) -> Result<(Vec<NameMatch>, Vec<Vec<f32>>), E> {
     let desc = description_texts();
     let texts: Vec<String> = desc.iter().map(|(_, t)| t.clone()).collect();
