@@ -60,6 +60,11 @@ pub fn run(args: MergeArgs) -> Result<()> {
             let o = super::mint::outputs(&mut doc, &mut items)?;
             (jsonl(&items)?, o)
         }
+        "story" => {
+            let mut items = read_items::<super::story::StoryItem>(&parts)?;
+            let o = super::story::outputs(&mut doc, &mut items)?;
+            (jsonl(&items)?, o)
+        }
         other => {
             return Err(Error::usage(format!(
                 "{}: suite {other:?} cannot be merged by this version of scorekit",

@@ -5,14 +5,14 @@ use crate::cli::StoryArgs;
 use crate::error::{Error, Result};
 use crate::input::read_jsonl;
 use crate::progress::bar;
-use crate::report::{percent, Estimate, MetricsDoc, OutputDir, Table};
+use crate::report::{jsonl, percent, Estimate, MetricsDoc, OutputDir, Outputs, Table};
 use crate::runtime::judge::{Head, Judge};
 use crate::runtime::load::ModelRuntime;
 use crate::runtime::Embedder;
 use crate::suites::story::{
     self, Checked, Generation, GroupMetrics, ItemResult, JudgeVerdict, PairValue, Question, Status,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,27 +25,27 @@ pub const JUDGE_FILES: &[&str] = &[
     "model.safetensors|pytorch_model.bin",
 ];
 
-/// One line of items.jsonl.
-#[derive(Serialize)]
-struct ItemOut<'a> {
+/// One line of items.jsonl (read back by `scorekit merge`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoryItem {
     row: usize,
     line: usize,
-    question_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    passage_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    model: Option<&'a str>,
-    group: &'a str,
+    question_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    passage_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    group: String,
     status: Status,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     duplicate_of_row: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     gold_label: Option<usize>,
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    judge: Option<&'a JudgeVerdict>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dissimilarity_pairs: Option<&'a [PairValue]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    judge: Option<JudgeVerdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dissimilarity_pairs: Option<Vec<PairValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     dissimilarity_mean: Option<f64>,
 }
 
@@ -79,7 +79,6 @@ pub fn run(args: StoryArgs) -> Result<()> {
         ));
     }
     let out = &args.output;
-    let dir = OutputDir::prepare(&out.out, out.force)?;
     let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
     let checked = story::check(&questions, &generations);
@@ -93,6 +92,19 @@ pub fn run(args: StoryArgs) -> Result<()> {
     let mut doc = MetricsDoc::new("story");
     doc.add_input(&args.dataset)?;
     doc.add_input(&args.generations)?;
+    // `--shard I/N` by story: Dissimilarity pairs endings of one story, so a story's
+    // generations stay in one shard (a generation of an unknown question goes by its id).
+    let shard = out.shard;
+    let checked: Vec<Checked> = checked
+        .into_iter()
+        .filter(|c| {
+            let g = &generations[c.generation];
+            match c.question {
+                Some(qi) => shard.contains(&questions[qi].passage_id),
+                None => shard.contains(&g.question_id),
+            }
+        })
+        .collect();
     let scored: Vec<&Checked> = checked
         .iter()
         .filter(|c| c.status == Status::Scored)
@@ -171,67 +183,94 @@ pub fn run(args: StoryArgs) -> Result<()> {
     settings.insert("bootstrap".into(), json!(out.bootstrap));
     settings.insert("seed".into(), json!(out.seed));
     doc.settings = settings;
+    doc.set_shard(shard);
 
-    // Items in input order; metrics per group.
-    let mut writer = dir.items("items.jsonl")?;
-    let mut group_items: BTreeMap<&str, Vec<ItemResult>> = BTreeMap::new();
-    let mut counts: BTreeMap<&str, Counts> = BTreeMap::new();
-    for c in &checked {
-        let g = &generations[c.generation];
-        let q = c.question.map(|i| &questions[i]);
-        counts.entry(g.group()).or_default().add(c.status);
-        let judge = verdicts.get(&c.generation);
-        let item_pairs = pairs.get(&c.generation).map(Vec::as_slice);
-        let mean = item_pairs
-            .filter(|p| !p.is_empty())
-            .map(|p| p.iter().map(|v| v.dissimilarity).sum::<f64>() / p.len() as f64);
-        writer.write(&ItemOut {
-            row: g.row,
-            line: g.line,
-            question_id: &g.question_id,
-            passage_id: q.map(|q| q.passage_id.as_str()),
-            model: g.model.as_deref(),
-            group: g.group(),
-            status: c.status,
-            duplicate_of_row: c.duplicate_of_row,
-            gold_label: q.map(|q| q.gold),
-            judge,
-            dissimilarity_pairs: item_pairs,
-            dissimilarity_mean: mean,
-        })?;
-        if let (Status::Scored, Some(q)) = (c.status, q) {
-            group_items.entry(g.group()).or_default().push(ItemResult {
-                passage_id: &q.passage_id,
-                question_id: &q.id,
-                judge,
-                pairs: item_pairs,
-            });
-        }
-    }
-    writer.finish()?;
-
-    let mut results: BTreeMap<&str, (GroupMetrics, Counts)> = BTreeMap::new();
-    for (name, c) in &counts {
-        let items = group_items.get(name).map(Vec::as_slice).unwrap_or(&[]);
-        let m = story::group_metrics(items, out.bootstrap, out.seed);
-        results.insert(name, (m, c.clone()));
-    }
-    for (name, (m, c)) in &results {
-        doc.groups.insert(name.to_string(), group_json(m, c));
-    }
-    doc.metrics = headline(&results, questions.len());
+    let mut items: Vec<StoryItem> = checked
+        .iter()
+        .map(|c| {
+            let g = &generations[c.generation];
+            let q = c.question.map(|i| &questions[i]);
+            let item_pairs = pairs.get(&c.generation).cloned();
+            let mean = item_pairs
+                .as_ref()
+                .filter(|p| !p.is_empty())
+                .map(|p| p.iter().map(|v| v.dissimilarity).sum::<f64>() / p.len() as f64);
+            StoryItem {
+                row: g.row,
+                line: g.line,
+                question_id: g.question_id.clone(),
+                passage_id: q.map(|q| q.passage_id.clone()),
+                model: g.model.clone(),
+                group: g.group().to_string(),
+                status: c.status,
+                duplicate_of_row: c.duplicate_of_row,
+                gold_label: q.map(|q| q.gold),
+                judge: verdicts.get(&c.generation).cloned(),
+                dissimilarity_pairs: item_pairs,
+                dissimilarity_mean: mean,
+            }
+        })
+        .collect();
+    doc.metrics
+        .insert("dataset_questions".into(), json!(questions.len()));
+    let outputs = outputs(&mut doc, &mut items)?;
+    // The models' work is redone by a rerun: resuming an unfinished run is a rerun.
+    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
     let metrics_json = doc.to_json();
-    dir.write("metrics.json", metrics_json.as_bytes())?;
-    let table = render_table(&results);
-    let report = render_report(&doc, &results, &table);
-    dir.write("report.md", report.as_bytes())?;
+    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
     if out.json {
         print!("{metrics_json}");
     } else {
-        print!("{table}");
+        print!("{}", outputs.table);
         println!("\nwrote {}", dir.path().display());
     }
     Ok(())
+}
+
+/// Metrics from items, the one place `scorekit story` and `scorekit merge` compute them: puts
+/// the items in the single-run order (by row), counts statuses and computes IFSM, the ceiling and
+/// Dissimilarity per group with the bootstrap and seed of `doc.settings` (keeping
+/// `dataset_questions` from `doc.metrics`), and renders the table and report.
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [StoryItem]) -> Result<Outputs> {
+    items.sort_by_key(|i| i.row);
+    let bootstrap = doc.setting_u64("bootstrap")? as usize;
+    let seed = doc.setting_u64("seed")?;
+    let dataset_questions = doc
+        .metrics
+        .get("dataset_questions")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
+    let mut group_items: BTreeMap<&str, Vec<ItemResult>> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, Counts> = BTreeMap::new();
+    for it in items.iter() {
+        counts.entry(&it.group).or_default().add(it.status);
+        if let (Status::Scored, Some(p)) = (it.status, &it.passage_id) {
+            group_items.entry(&it.group).or_default().push(ItemResult {
+                passage_id: p,
+                question_id: &it.question_id,
+                judge: it.judge.as_ref(),
+                pairs: it.dissimilarity_pairs.as_deref(),
+            });
+        }
+    }
+    let mut results: BTreeMap<&str, (GroupMetrics, Counts)> = BTreeMap::new();
+    for (name, c) in &counts {
+        let items = group_items.get(name).map(Vec::as_slice).unwrap_or(&[]);
+        let m = story::group_metrics(items, bootstrap, seed);
+        results.insert(name, (m, c.clone()));
+    }
+    doc.groups.clear();
+    for (name, (m, c)) in &results {
+        doc.groups.insert(name.to_string(), group_json(m, c));
+    }
+    doc.metrics = headline(&results, dataset_questions);
+    let table = render_table(&results);
+    let report = render_report(doc, &results, &table);
+    Ok(Outputs {
+        report,
+        table,
+        files: Vec::new(),
+    })
 }
 
 /// Score the human options of every question with a scored generation and every scored ending,

@@ -151,7 +151,7 @@ pub fn parse_generations(records: &[Record]) -> Result<Vec<Generation>, InputErr
 }
 
 /// Whether a generation can be scored, and why not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Scored.
@@ -224,7 +224,7 @@ pub fn argmax(scores: &[f32]) -> usize {
 }
 
 /// The judge's verdict on one generation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct JudgeVerdict {
     /// Scores of the four options with the generated ending in the gold slot.
     pub judge_scores: Vec<f32>,
@@ -260,7 +260,7 @@ pub fn judge_verdict(gold_scores: &[f32], gold: usize, ending_score: f32) -> Jud
 }
 
 /// One pair of endings of the same story and their dissimilarity.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct PairValue {
     /// The other question of the pair.
     pub question_id: String,
