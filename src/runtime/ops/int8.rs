@@ -1,7 +1,8 @@
 //! int8 matrix products with AVX-512 VNNI (`vpdpbusd`): weights quantised once per output
-//! channel (symmetric, scale = max|w|/127), activations per row at run time (symmetric, stored
-//! as u8 = q + 128; the offset is removed with the weights' column sums). i32 accumulation over
-//! the full depth, then one f32 rescale with the fused bias / residual / GELU epilogue.
+//! channel (symmetric, scale = max|w|/127), activations per row at run time (asymmetric u8 with
+//! a zero point, so the skewed GELU outputs keep all 256 levels; the zero point is removed with
+//! the weights' column sums). i32 accumulation over the full depth, then one f32 rescale with the
+//! fused bias / residual / GELU epilogue.
 
 use super::act;
 use super::gemm::SendPtr;
@@ -26,8 +27,8 @@ pub struct PackedI8 {
     k4: usize,
     data: Vec<i8>,
     scale: Vec<f32>,
-    /// 128·Σ_k q[j][k], subtracted from the u8-offset accumulators.
-    offset: Vec<i32>,
+    /// Σ_k q[j][k]; zero point × this is subtracted from the accumulators.
+    colsum: Vec<i32>,
 }
 
 impl PackedI8 {
@@ -37,7 +38,7 @@ impl PackedI8 {
         let np = n.div_ceil(NR);
         let mut data = vec![0i8; np * k4 * NR * 4];
         let mut scale = vec![0f32; np * NR];
-        let mut offset = vec![0i32; np * NR];
+        let mut colsum = vec![0i32; np * NR];
         for j in 0..n {
             let row = &w[j * k..(j + 1) * k];
             let amax = row.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -50,7 +51,7 @@ impl PackedI8 {
                 sum += q as i32;
                 data[p * k4 * NR * 4 + (kk / 4) * NR * 4 + jj * 4 + kk % 4] = q;
             }
-            offset[j] = 128 * sum;
+            colsum[j] = sum;
         }
         PackedI8 {
             k,
@@ -58,7 +59,7 @@ impl PackedI8 {
             k4,
             data,
             scale,
-            offset,
+            colsum,
         }
     }
 
@@ -102,10 +103,11 @@ impl PackedI8 {
         // Quantise rows, then interleave them in MR-row panels of 4-byte groups.
         let mut qa = vec![0u32; panels * k4 * MR];
         let mut sa = vec![0f32; panels * MR];
+        let mut za = vec![0i32; panels * MR];
         let mut row8 = vec![128u8; k4 * 4];
         for r in 0..rows {
             let src = &x[(i0 + r) * k..(i0 + r + 1) * k];
-            sa[r] = quantize_row(src, &mut row8[..k]);
+            (sa[r], za[r]) = quantize_row(src, &mut row8[..k]);
             let (pi, i) = (r / MR, r % MR);
             for g in 0..k4 {
                 let v = u32::from_le_bytes([
@@ -149,14 +151,17 @@ impl PackedI8 {
                 } else {
                     0
                 };
-                let off0 = _mm512_loadu_si512(self.offset.as_ptr().add(j0) as *const _);
-                let off1 = _mm512_loadu_si512(self.offset.as_ptr().add(j0 + 16) as *const _);
+                let cs0 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0) as *const _);
+                let cs1 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0 + 16) as *const _);
                 let sw0 = _mm512_loadu_ps(self.scale.as_ptr().add(j0));
                 let sw1 = _mm512_loadu_ps(self.scale.as_ptr().add(j0 + 16));
                 let bi0 = _mm512_maskz_loadu_ps(m0, bias.as_ptr().add(j0));
                 let bi1 = _mm512_maskz_loadu_ps(m1, bias.as_ptr().add(j0 + 16));
                 for (i, row) in acc.iter().enumerate().take(mr) {
                     let s = _mm512_set1_ps(sa[pi * MR + i]);
+                    let z = _mm512_set1_epi32(za[pi * MR + i]);
+                    let off0 = _mm512_mullo_epi32(z, cs0);
+                    let off1 = _mm512_mullo_epi32(z, cs1);
                     let p = out.add((i0 + pi * MR + i) * n + j0);
                     let f0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(row[0], off0));
                     let f1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(row[1], off1));
@@ -178,20 +183,23 @@ impl PackedI8 {
     }
 }
 
-/// Quantise one row to u8 = round(x/s) + 128 with s = max|x|/127; returns s.
+/// Quantise one row to u8 = round(x/s) + z over [min(x, 0), max(x, 0)]; returns (s, z).
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn quantize_row(x: &[f32], out: &mut [u8]) -> f32 {
-    let amax = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let s = if amax > 0.0 { amax / 127.0 } else { 1.0 };
+unsafe fn quantize_row(x: &[f32], out: &mut [u8]) -> (f32, i32) {
+    let (lo, hi) = x
+        .iter()
+        .fold((0f32, 0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let s = if hi > lo { (hi - lo) / 255.0 } else { 1.0 };
+    let z = (-lo / s).round().clamp(0.0, 255.0) as i32;
     let inv = _mm512_set1_ps(1.0 / s);
-    let off = _mm512_set1_epi32(128);
+    let vz = _mm512_set1_epi32(z);
     let mut i = 0;
     while i + 16 <= x.len() {
         let v = _mm512_mul_ps(_mm512_loadu_ps(x.as_ptr().add(i)), inv);
-        let q = _mm512_add_epi32(_mm512_cvtps_epi32(v), off);
+        let q = _mm512_add_epi32(_mm512_cvtps_epi32(v), vz);
         let q = _mm512_max_epi32(
             _mm512_min_epi32(q, _mm512_set1_epi32(255)),
-            _mm512_set1_epi32(1),
+            _mm512_setzero_si512(),
         );
         _mm_storeu_si128(
             out.as_mut_ptr().add(i) as *mut __m128i,
@@ -200,10 +208,10 @@ unsafe fn quantize_row(x: &[f32], out: &mut [u8]) -> f32 {
         i += 16;
     }
     while i < x.len() {
-        out[i] = ((x[i] / s).round().clamp(-127.0, 127.0) as i32 + 128) as u8;
+        out[i] = ((x[i] / s).round() as i32 + z).clamp(0, 255) as u8;
         i += 1;
     }
-    s
+    (s, z)
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! Custom CPU kernels for the encoder, and the BERT encoder built on them: packed f32 and int8
 //! (VNNI) matrix products with fused epilogues, vectorised erf-GELU, LayerNorm and softmax,
-//! variable-length attention, and a peak-FLOP probe. See docs/performance.md.
+//! variable-length attention, and a peak-FLOP probe. Measurements: BENCHMARKS.md.
 //!
 //! The embedder uses [`BertEncoder`]: this fast encoder on x86-64 CPUs with AVX-512F for f32
-//! weights in a safetensors file, candle's `BertModel` everywhere else (GPU, f16/bf16, `.bin`
+//! weights in a safetensors file, candle's BERT layers (`MaskedBert`, f16-safe mask) everywhere else (GPU, f16/bf16, `.bin`
 //! weights, activations other than erf-GELU). `SCOREKIT_ENCODER=candle` forces candle's.
 //!
 //! The AVX-512 intrinsics are stable since Rust 1.89; the crate's declared MSRV is older.
@@ -15,9 +15,10 @@ pub mod gemm;
 pub mod int8;
 pub mod peak;
 
+use super::masked_bert::MaskedBert;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use candle_transformers::models::bert::Config as BertConfig;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -38,7 +39,7 @@ fn fast_allowed(device: &Device, dtype: DType) -> bool {
 /// Which encoder a model on `device`/`dtype` gets (for reports).
 pub fn encoder_kind(device: &Device, dtype: DType) -> &'static str {
     if !fast_allowed(device, dtype) {
-        "candle BertModel"
+        "candle BERT layers"
     } else if INT8.load(Ordering::Relaxed) {
         "scorekit encoder, int8 VNNI products"
     } else {
@@ -49,7 +50,7 @@ pub fn encoder_kind(device: &Device, dtype: DType) -> &'static str {
 /// A BERT encoder: the fast CPU one where it applies, else candle's.
 pub enum BertEncoder {
     Fast(Box<bert::FastBert>),
-    Candle(Box<BertModel>),
+    Candle(Box<MaskedBert>),
 }
 
 impl BertEncoder {
@@ -68,7 +69,7 @@ impl BertEncoder {
                 weights, cfg, int8,
             )?)));
         }
-        Ok(BertEncoder::Candle(Box::new(BertModel::load(vb, cfg)?)))
+        Ok(BertEncoder::Candle(Box::new(MaskedBert::load(vb, cfg)?)))
     }
 
     /// Only `[CLS]` rows of the output will be read (lets the fast encoder skip work).
