@@ -693,3 +693,60 @@ fn write_reference_fixtures() {
     tiny_cls(&repo().join("fixtures-cache/tiny-cls"));
     tiny_mean(&repo().join("fixtures-cache/tiny-mean"));
 }
+
+/// Half precision must give real numbers: candle's own BERT mask turns into NaN in f16/bf16
+/// (`0 * -inf`); scorekit builds the mask itself. Real MiniLM weights, a padded batch.
+#[test]
+fn half_precision_embeddings_are_finite_and_close_to_f32() {
+    let model = fixture_dir("all-MiniLM-L6-v2");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("s.txt");
+    std::fs::write(
+        &input,
+        "The cat sits on the mat.\nA cat is sitting on a rug, its long tail curled around its paws.\nShort.\n",
+    )
+    .unwrap();
+    let embed = |dtype: &str| -> Vec<Vec<f64>> {
+        let out = dir.path().join(format!("{dtype}.jsonl"));
+        let o = run(&[
+            "embed",
+            "--input",
+            input.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--model",
+            model.to_str().unwrap(),
+            "--dtype",
+            dtype,
+            "--quiet",
+            "--offline",
+        ]);
+        assert!(o.status.success(), "{dtype}: {}", stderr(&o));
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["embedding"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().expect("finite number, not null"))
+                    .collect()
+            })
+            .collect()
+    };
+    let f32s = embed("f32");
+    for (dtype, min_cos) in [("f16", 0.9999), ("bf16", 0.999)] {
+        for (a, b) in f32s.iter().zip(embed(dtype)) {
+            let dot: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            let na: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
+            let nb: f64 = b.iter().map(|x| x * x).sum::<f64>().sqrt();
+            assert!(
+                dot / (na * nb) >= min_cos,
+                "{dtype}: cosine {}",
+                dot / (na * nb)
+            );
+        }
+    }
+}

@@ -6,12 +6,12 @@
 use crate::error::{Error, InputError, Result};
 use crate::runtime::batching::plan_batches;
 use crate::runtime::hub::ResolvedModel;
+use crate::runtime::ops::BertEncoder;
 use crate::runtime::tokenize::{pad_batch, TextTokenizer, Tokens};
 use crate::runtime::weights;
 use anyhow::Context;
 use candle_core::{DType, Device, Tensor, D};
 use candle_nn::VarBuilder;
-use crate::runtime::ops::BertEncoder;
 use candle_transformers::models::bert::Config as BertConfig;
 use serde_json::Value;
 use std::path::Path;
@@ -501,7 +501,17 @@ impl Embedder {
             }
             x.to_vec2::<f32>()
         };
-        Ok(run().map_err(|e| anyhow::anyhow!(e))?)
+        let rows = run().map_err(|e| anyhow::anyhow!(e))?;
+        // Never hand NaN/inf embeddings to a scorer (they would serialise as null and poison
+        // every cosine): a model that overflows in this dtype is a failure, said loudly.
+        if rows.iter().flatten().any(|v| !v.is_finite()) {
+            return Err(anyhow::anyhow!(
+                "the model produced non-finite embeddings in {:?}; rerun with --dtype f32",
+                self.dtype
+            )
+            .into());
+        }
+        Ok(rows)
     }
 }
 

@@ -13,6 +13,7 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::batching::plan_batches;
+use crate::runtime::masked_bert::MaskedBert;
 use crate::runtime::tokenize::{pad_batch, PaddedBatch, Tokens};
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Device, IndexOp};
@@ -65,7 +66,7 @@ pub struct Judge {
 enum Net {
     /// BERT: `bert.pooler.dense` + tanh on token 0, then `classifier`.
     Bert {
-        encoder: bert::BertModel,
+        encoder: MaskedBert,
         pooler: Linear,
         classifier: Linear,
     },
@@ -117,8 +118,10 @@ impl Judge {
             }
         };
         let head = head_of(dir, &config, follow_label)?;
-        // DeBERTa's XSoftmax in candle builds its mask constants in F32; half precision fails there.
-        let dtype = if arch == Arch::DebertaV2 {
+        // DeBERTa's XSoftmax in candle builds its mask constants in F32, and candle's XLM-RoBERTa
+        // mask panics ("Unsupported data type") for anything but F32/F64: both run in F32.
+        // BERT runs in any dtype through `MaskedBert`.
+        let dtype = if matches!(arch, Arch::DebertaV2 | Arch::Roberta) {
             DType::F32
         } else {
             dtype
@@ -146,7 +149,7 @@ impl Judge {
                 // The head names the prefix; candle's own fallback to `model_type` is not needed.
                 config.insert("model_type".into(), Value::Null);
                 let cfg: bert::Config = parse_config(&config, dir)?;
-                let encoder = bert::BertModel::load(vb.pp("bert"), &cfg).map_err(model_err)?;
+                let encoder = MaskedBert::load(vb.pp("bert"), &cfg).map_err(model_err)?;
                 let pooler = candle_nn::linear(hidden, hidden, vb.pp("bert.pooler.dense"))
                     .map_err(model_err)?;
                 let classifier =

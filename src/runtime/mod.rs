@@ -9,6 +9,7 @@ pub mod hub;
 pub mod judge;
 pub mod load;
 pub mod manifest;
+pub mod masked_bert;
 pub mod ops;
 pub mod tokenize;
 pub mod weights;

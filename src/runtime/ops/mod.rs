@@ -3,8 +3,8 @@
 //! variable-length attention, and a peak-FLOP probe. Measurements: BENCHMARKS.md.
 //!
 //! The embedder uses [`BertEncoder`]: this fast encoder on x86-64 CPUs with AVX-512F for f32
-//! weights in a safetensors file, candle's BERT layers (`MaskedBert`, f16-safe mask) everywhere else (GPU, f16/bf16, `.bin`
-//! weights, activations other than erf-GELU). `SCOREKIT_ENCODER=candle` forces candle's.
+//! weights in a safetensors file, candle's BERT layers behind our f16-safe mask (`MaskedBert`)
+//! everywhere else (GPU, f16/bf16, `.bin` weights, activations other than erf-GELU). `SCOREKIT_ENCODER=candle` forces candle's.
 //!
 //! The AVX-512 intrinsics are stable since Rust 1.89; the crate's declared MSRV is older.
 #![allow(clippy::incompatible_msrv)]
