@@ -9,8 +9,8 @@ pub mod error;
 pub mod input;
 pub mod progress;
 pub mod report;
-pub mod shard;
 pub mod runtime;
+pub mod shard;
 pub mod suites;
 
 pub use error::{Error, InputError, Result};

@@ -8,11 +8,19 @@ fn help_lists_every_command_of_the_contract() {
     let o = run(&["--help"]);
     assert!(o.status.success());
     let help = stdout(&o);
-    for cmd in ["story", "grasp", "muse", "mint", "embed", "models", "bench", "merge"] {
-        assert!(help.contains(&format!("  {cmd} ")), "{cmd} missing from --help:\n{help}");
+    for cmd in [
+        "story", "grasp", "muse", "mint", "embed", "models", "bench", "merge",
+    ] {
+        assert!(
+            help.contains(&format!("  {cmd} ")),
+            "{cmd} missing from --help:\n{help}"
+        );
         let sub = run(&[cmd, "--help"]);
         assert!(sub.status.success(), "{cmd} --help");
-        assert!(stdout(&sub).contains("Example:"), "{cmd} --help has no example");
+        assert!(
+            stdout(&sub).contains("Example:"),
+            "{cmd} --help has no example"
+        );
     }
 }
 

@@ -8,69 +8,12 @@
 mod common;
 
 use candle_core::{DType, Device};
+use common::tiny_judge::{build_judge, data};
 use common::*;
 use scorekit::runtime::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
 use scorekit::runtime::judge::{Head, Judge};
-use scorekit::runtime::weights::write_safetensors;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-
-/// The generator of `judge_reference.py`: splitmix64 over fnv1a64(name) + j·golden, 24-bit uniforms.
-fn tiny_weight(name: &str, n: usize) -> Vec<f32> {
-    let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    let norm = name.to_ascii_lowercase().ends_with("norm.weight");
-    (1..=n as u64)
-        .map(|j| {
-            let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(j));
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            let v = 2.0 * ((z >> 40) as f64 / f64::from(1u32 << 24)) - 1.0;
-            (if norm { 1.0 + 0.1 * v } else { 0.1 * v }) as f32
-        })
-        .collect()
-}
-
-fn data(name: &str) -> PathBuf {
-    repo().join("tests/data/story").join(name)
-}
-
-/// Build tiny judge `name` into `dir`: committed config and tokenizer, generated weights.
-fn build_judge(name: &str, dir: &Path, with_tokenizer_json: bool) {
-    std::fs::create_dir_all(dir).unwrap();
-    let src = data(name);
-    std::fs::copy(src.join("config.json"), dir.join("config.json")).unwrap();
-    // Binary judges share the tokenizer of the multiple-choice judge of their architecture.
-    let tok = data(&format!("{}_mc", name.split('_').next().unwrap()));
-    let mut files = vec!["tokenizer_config.json", "vocab.json", "merges.txt"];
-    if with_tokenizer_json {
-        files.push("tokenizer.json");
-    }
-    for f in files {
-        if tok.join(f).exists() {
-            std::fs::copy(tok.join(f), dir.join(f)).unwrap();
-        }
-    }
-    let list: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(src.join("tensors.json")).unwrap()).unwrap();
-    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = list
-        .iter()
-        .map(|t| {
-            let name = t["name"].as_str().unwrap().to_string();
-            let shape: Vec<usize> = t["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap() as usize)
-                .collect();
-            let data = tiny_weight(&name, shape.iter().product());
-            (name, shape, data)
-        })
-        .collect();
-    write_safetensors(&dir.join("model.safetensors"), &tensors).unwrap();
-}
 
 fn reference(name: &str) -> Value {
     read_json(&data(name).join("reference.json"))

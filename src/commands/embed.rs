@@ -132,7 +132,7 @@ fn safetensors_bytes(
         "embeddings": {"dtype": "F32", "shape": [rows.len(), dim], "data_offsets": [0, bytes]}
     });
     let mut h = serde_json::to_vec(&header).expect("header serialises");
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let mut out = Vec::with_capacity(8 + h.len() + bytes);

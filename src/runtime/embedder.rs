@@ -113,7 +113,7 @@ pub fn bert_config(path: &Path) -> Result<BertConfig> {
     }
     let cfg: BertConfig =
         serde_json::from_value(v).map_err(|e| bad(path, format!("not a BERT config: {e}")))?;
-    if cfg.num_attention_heads == 0 || cfg.hidden_size % cfg.num_attention_heads != 0 {
+    if cfg.num_attention_heads == 0 || !cfg.hidden_size.is_multiple_of(cfg.num_attention_heads) {
         return Err(bad(
             path,
             "hidden_size must be a multiple of num_attention_heads",

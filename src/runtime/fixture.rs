@@ -133,7 +133,7 @@ fn write_random_safetensors(path: &Path, fills: &[Fill], seed: u64) -> std::io::
     }
     header.insert("__metadata__".into(), serde_json::json!({"format": "pt"}));
     let mut h = serde_json::to_vec(&header).expect("header serialises");
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let mut w = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(path)?);

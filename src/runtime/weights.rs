@@ -167,7 +167,7 @@ pub fn write_safetensors(
     }
     header.insert("__metadata__".into(), serde_json::json!({"format": "pt"}));
     let mut h = serde_json::to_vec(&header).expect("header serialises");
-    while h.len() % 8 != 0 {
+    while !h.len().is_multiple_of(8) {
         h.push(b' ');
     }
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
