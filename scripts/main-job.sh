@@ -15,7 +15,7 @@ cargo build --release --quiet
 sk=target/release/scorekit
 
 echo "== MINT: the paper's tables from the real gpt-3.5-turbo-0613 and Llama-3 trajectories"
-$sk mint --outputs "$SHARED/mint/results/data/outputs" --recheck --out "$OUT/mint" --force
+$sk mint --outputs "$SHARED/mint/results/data/outputs" --out "$OUT/mint" --force
 
 echo "== MuSE: plan matching on example HuggingGPT plans for real MuSE queries"
 $sk muse --queries "$SHARED/muse/MuSE_Benchmark/queries.json" --plans tests/data/muse/hugginggpt.jsonl \
