@@ -5,6 +5,7 @@
 use crate::cli::EmbedArgs;
 use crate::error::{Error, InputError, Result};
 use crate::report::{atomic_write, InputFile};
+use crate::runtime::weights::f32_safetensors_header;
 use crate::runtime::{self, Embedder, ResolveOptions};
 use std::path::Path;
 
@@ -127,17 +128,10 @@ fn safetensors_bytes(
             (k.clone(), serde_json::Value::String(s))
         })
         .collect();
-    let header = serde_json::json!({
-        "__metadata__": meta,
-        "embeddings": {"dtype": "F32", "shape": [rows.len(), dim], "data_offsets": [0, bytes]}
-    });
-    let mut h = serde_json::to_vec(&header).expect("header serialises");
-    while !h.len().is_multiple_of(8) {
-        h.push(b' ');
-    }
-    let mut out = Vec::with_capacity(8 + h.len() + bytes);
-    out.extend_from_slice(&(h.len() as u64).to_le_bytes());
-    out.extend_from_slice(&h);
+    let shape = [rows.len(), dim];
+    let mut out =
+        f32_safetensors_header(&[("embeddings", &shape)], serde_json::Value::Object(meta));
+    out.reserve(bytes);
     for r in rows {
         for x in r {
             out.extend_from_slice(&x.to_le_bytes());

@@ -121,24 +121,15 @@ struct Fill {
 }
 
 fn write_random_safetensors(path: &Path, fills: &[Fill], seed: u64) -> std::io::Result<()> {
-    let mut header = serde_json::Map::new();
-    let mut offset = 0u64;
-    for f in fills {
-        let bytes = f.shape.iter().product::<usize>() as u64 * 4;
-        header.insert(
-            f.name.clone(),
-            serde_json::json!({"dtype": "F32", "shape": f.shape, "data_offsets": [offset, offset + bytes]}),
-        );
-        offset += bytes;
-    }
-    header.insert("__metadata__".into(), serde_json::json!({"format": "pt"}));
-    let mut h = serde_json::to_vec(&header).expect("header serialises");
-    while !h.len().is_multiple_of(8) {
-        h.push(b' ');
-    }
+    let shapes: Vec<(&str, &[usize])> = fills
+        .iter()
+        .map(|f| (f.name.as_str(), f.shape.as_slice()))
+        .collect();
     let mut w = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(path)?);
-    w.write_all(&(h.len() as u64).to_le_bytes())?;
-    w.write_all(&h)?;
+    w.write_all(&crate::runtime::weights::f32_safetensors_header(
+        &shapes,
+        serde_json::json!({"format": "pt"}),
+    ))?;
     let mut rng = Rng(seed.wrapping_mul(0x9E3779B97F4A7C15) | 1);
     let mut buf = Vec::with_capacity(1 << 22);
     for f in fills {

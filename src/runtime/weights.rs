@@ -155,30 +155,47 @@ pub fn write_safetensors(
     tensors: &[(String, Vec<usize>, Vec<f32>)],
 ) -> std::io::Result<()> {
     use std::io::Write;
-    let mut header = serde_json::Map::new();
-    let mut offset = 0u64;
-    for (name, shape, data) in tensors {
-        let bytes = data.len() as u64 * 4;
-        header.insert(
-            name.clone(),
-            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + bytes]}),
-        );
-        offset += bytes;
-    }
-    header.insert("__metadata__".into(), serde_json::json!({"format": "pt"}));
-    let mut h = serde_json::to_vec(&header).expect("header serialises");
-    while !h.len().is_multiple_of(8) {
-        h.push(b' ');
-    }
+    let shapes: Vec<(&str, &[usize])> = tensors
+        .iter()
+        .map(|(n, s, _)| (n.as_str(), s.as_slice()))
+        .collect();
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
-    w.write_all(&(h.len() as u64).to_le_bytes())?;
-    w.write_all(&h)?;
+    w.write_all(&f32_safetensors_header(
+        &shapes,
+        serde_json::json!({"format": "pt"}),
+    ))?;
     for (_, _, data) in tensors {
         for x in data {
             w.write_all(&x.to_le_bytes())?;
         }
     }
     w.flush()
+}
+
+/// The first bytes of an F32 safetensors file: the u64 header length, then the JSON header
+/// (tensors laid out back to back in the given order, `__metadata__`), space-padded to 8 bytes.
+pub fn f32_safetensors_header(
+    tensors: &[(&str, &[usize])],
+    metadata: serde_json::Value,
+) -> Vec<u8> {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0u64;
+    for (name, shape) in tensors {
+        let bytes = shape.iter().product::<usize>() as u64 * 4;
+        header.insert(
+            name.to_string(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + bytes]}),
+        );
+        offset += bytes;
+    }
+    header.insert("__metadata__".into(), metadata);
+    let mut h = serde_json::to_vec(&header).expect("a JSON map serialises");
+    while !h.len().is_multiple_of(8) {
+        h.push(b' ');
+    }
+    let mut out = (h.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&h);
+    out
 }
 
 #[cfg(test)]
