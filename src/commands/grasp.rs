@@ -87,12 +87,7 @@ pub fn run(args: GraspArgs) -> Result<()> {
             if rows.len() > 10 { ", ..." } else { "" }
         );
     }
-    if out.json {
-        print!("{metrics_json}");
-    } else {
-        print!("{}", outputs.table);
-        println!("\nwrote {}", dir.path().display());
-    }
+    dir.print_summary(out.json, &metrics_json, &outputs.table);
     Ok(())
 }
 

@@ -166,12 +166,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
     if missing > 0 && !out.quiet {
         eprintln!("warning: {missing} quer(ies) have no plan in {} and score 0 (missing_plan in items.jsonl)", args.plans.display());
     }
-    if out.json {
-        print!("{metrics_json}");
-    } else {
-        print!("{}", outputs.table);
-        println!("\nwrote {}", dir.path().display());
-    }
+    dir.print_summary(out.json, &metrics_json, &outputs.table);
     Ok(())
 }
 

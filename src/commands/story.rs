@@ -218,12 +218,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
     let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
     let metrics_json = doc.to_json();
     dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
-    if out.json {
-        print!("{metrics_json}");
-    } else {
-        print!("{}", outputs.table);
-        println!("\nwrote {}", dir.path().display());
-    }
+    dir.print_summary(out.json, &metrics_json, &outputs.table);
     Ok(())
 }
 

@@ -146,6 +146,17 @@ impl OutputDir {
         ItemsWriter::append(&self.join(name))
     }
 
+    /// What a scoring command prints when done: metrics.json with `--json`, else the human
+    /// table and where the results went.
+    pub fn print_summary(&self, json: bool, metrics_json: &str, table: &str) {
+        if json {
+            print!("{metrics_json}");
+        } else {
+            print!("{table}");
+            println!("\nwrote {}", self.path.display());
+        }
+    }
+
     /// Write the final files of a run: items.jsonl (whole, in the single-run order), the
     /// suite's other files, report.md, then metrics.json last, each atomically; then remove the
     /// run marker. A crash at any point leaves no metrics.json, or a complete one beside
