@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{read_json, repo, scorekit, shared_data, stderr};
+use common::tiny_judge::build_judge;
+use common::{read_json, repo, scorekit, shared_data, stderr, write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -237,4 +238,136 @@ fn an_unfinished_run_with_other_settings_is_refused_not_mixed() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// Story arguments on the real dev set: three models' endings (human options, rotated) for
+/// every dev question, so the run has several chunks of whole stories, plus unscored lines.
+fn story_args(d: &Path) -> Vec<String> {
+    use scorekit::runtime::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
+    let judge = d.join("judge");
+    build_judge("bert_mc", &judge, true);
+    let embedder = d.join("embedder");
+    write_bert_fixture(&embedder, &BertFixture::tiny(tiny_vocab(), 7)).unwrap();
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let dev = std::fs::read_to_string(&dataset).unwrap();
+    let mut gens = String::new();
+    for (k, l) in dev.lines().enumerate() {
+        let q: serde_json::Value = serde_json::from_str(l).unwrap();
+        for (m, model) in ["a", "b", "c"].iter().enumerate() {
+            let ending = q["options"][(k + m) % 4].as_str().unwrap_or("The end.");
+            let row = serde_json::json!({
+                "question_id": q["question_id"], "ending": ending, "model": model
+            });
+            gens.push_str(&format!("{row}\n"));
+        }
+    }
+    gens.push_str("{\"question_id\": \"no-such-question\", \"ending\": \"x\", \"model\": \"a\"}\n");
+    let gens = write(d, "gen.jsonl", gens);
+    [
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        gens.to_str().unwrap(),
+        "--judge",
+        judge.to_str().unwrap(),
+        "--embedder",
+        embedder.to_str().unwrap(),
+        "--bootstrap",
+        "200",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn story_killed_at_random_points_resumes_to_the_uninterrupted_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = story_args(dir.path());
+    let reference_dir = dir.path().join("reference");
+    let t = Instant::now();
+    run_to_end(&args, &reference_dir);
+    let span = t.elapsed();
+    let reference = read_json(&reference_dir.join("metrics.json"));
+    let total = check_items(&reference_dir);
+    assert_eq!(total, 458 * 3 + 1);
+    let mut rng = Lcg(seed());
+    let mut partial = 0;
+    for attempt in 0..2 {
+        let out = dir.path().join(format!("killed-{attempt}"));
+        let left = kill_and_resume(&args, &out, &reference, 4, span, &mut rng);
+        eprintln!("attempt {attempt}: items left by each kill: {left:?} of {total}");
+        partial += left.iter().filter(|&&n| n > 0 && n < total).count();
+        assert_eq!(read_json(&out.join("metrics.json")), reference);
+        for f in ["items.jsonl", "report.md"] {
+            assert_eq!(
+                std::fs::read_to_string(out.join(f)).unwrap(),
+                std::fs::read_to_string(reference_dir.join(f)).unwrap(),
+                "{f}"
+            );
+        }
+        assert!(!out.join("run.json").exists());
+    }
+    eprintln!("{partial} kill(s) left a partial items.jsonl that was resumed");
+}
+
+#[test]
+fn a_resumed_story_run_keeps_finished_items_instead_of_recomputing_them() {
+    // Kill a run once it has written scored items, mark one of them, resume: the marked line
+    // survives (it was taken over, not recomputed) and the rest matches the uninterrupted run.
+    let dir = tempfile::tempdir().unwrap();
+    let args = story_args(dir.path());
+    let out = dir.path().join("o");
+    let mut child = scorekit()
+        .args(&args)
+        .args(["--out", out.to_str().unwrap(), "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let scored_lines = |out: &Path| {
+        std::fs::read_to_string(out.join("items.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"scored\""))
+            .count()
+    };
+    while scored_lines(&out) == 0 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    if out.join("metrics.json").exists() {
+        eprintln!("the run finished before the kill; nothing to check");
+        return;
+    }
+    let text = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
+    let complete: Vec<&str> = text.lines().filter(|l| l.ends_with('}')).collect();
+    let mut lines: Vec<serde_json::Value> = complete
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let k = lines.iter().position(|v| v["status"] == "scored").unwrap();
+    let marked = lines[k]["dissimilarity_mean"].as_f64().unwrap() + 1000.0;
+    lines[k]["dissimilarity_mean"] = serde_json::json!(marked);
+    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(out.join("items.jsonl"), text).unwrap();
+    let o = scorekit()
+        .args(&args)
+        .args(["--out", out.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{} item(s) taken over", lines.len())),
+        "{}",
+        stderr(&o)
+    );
+    let after = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
+    assert!(
+        after.contains(&format!("{marked}")),
+        "a finished item was recomputed"
+    );
+    assert_eq!(check_items(&out), 458 * 3 + 1);
 }

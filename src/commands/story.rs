@@ -12,9 +12,10 @@ use crate::runtime::Embedder;
 use crate::suites::story::{
     self, Checked, Generation, GroupMetrics, ItemResult, JudgeVerdict, PairValue, Question, Status,
 };
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Files a judge needs. Older RoBERTa checkpoints (the default judge among them) have no
 /// tokenizer.json, only vocab.json + merges.txt.
@@ -123,103 +124,319 @@ pub fn run(args: StoryArgs) -> Result<()> {
     };
 
     let mut settings = Map::new();
-    let mut verdicts: HashMap<usize, JudgeVerdict> = HashMap::new();
-    if let Some(model) = &judge_model {
-        let judge = Judge::load(
-            &model.dir,
-            &rt.device,
-            rt.dtype,
-            args.model.max_length,
-            args.follow_label.as_deref(),
-        )?;
-        let model_ref = model.model_ref()?;
-        eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
-        doc.models.push(model_ref);
-        settings.insert("judge".into(), json!(args.judge));
-        settings.insert("judge_arch".into(), json!(format!("{:?}", judge.arch())));
-        settings.insert(
-            "judge_head".into(),
-            match judge.head() {
-                Head::MultipleChoice => json!("multiple_choice"),
-                Head::Binary { labels, follow } => {
-                    json!(format!("binary, follow label {:?}", labels[*follow]))
-                }
-            },
-        );
-        settings.insert("judge_max_length".into(), json!(judge.max_length()));
-        settings.insert(
-            "judge_input".into(),
-            json!("(document, question + \" \" + option), longest-first truncation"),
-        );
-        settings.insert("judge_ties".into(), json!("lowest option index"));
-        verdicts = judge_all(
-            &judge,
-            &questions,
-            &generations,
-            &scored,
-            args.model.batch_tokens,
-            out.quiet,
-        )?;
-    }
-
-    let mut pairs: HashMap<usize, Vec<PairValue>> = HashMap::new();
-    if let Some(model) = &embedder_model {
-        let (embedder, model_ref) = rt.load_embedder(model)?;
-        doc.models.push(model_ref);
-        settings.insert("embedder".into(), json!(args.embedder));
-        settings.insert(
-            "dissimilarity".into(),
-            json!("1 - cos(e_i, e_j) over pairs of endings of the same story, per group"),
-        );
-        pairs = pairs_all(
-            &embedder,
-            &questions,
-            &generations,
-            &scored,
-            args.model.batch_tokens,
-            out.quiet,
-        )?;
-    }
+    let judge = match &judge_model {
+        None => None,
+        Some(model) => {
+            let judge = Judge::load(
+                &model.dir,
+                &rt.device,
+                rt.dtype,
+                args.model.max_length,
+                args.follow_label.as_deref(),
+            )?;
+            let model_ref = model.model_ref()?;
+            eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
+            doc.models.push(model_ref);
+            settings.insert("judge".into(), json!(args.judge));
+            settings.insert("judge_arch".into(), json!(format!("{:?}", judge.arch())));
+            settings.insert(
+                "judge_head".into(),
+                match judge.head() {
+                    Head::MultipleChoice => json!("multiple_choice"),
+                    Head::Binary { labels, follow } => {
+                        json!(format!("binary, follow label {:?}", labels[*follow]))
+                    }
+                },
+            );
+            settings.insert("judge_max_length".into(), json!(judge.max_length()));
+            settings.insert(
+                "judge_input".into(),
+                json!("(document, question + \" \" + option), longest-first truncation"),
+            );
+            settings.insert("judge_ties".into(), json!("lowest option index"));
+            Some(judge)
+        }
+    };
+    let embedder = match &embedder_model {
+        None => None,
+        Some(model) => {
+            let (embedder, model_ref) = rt.load_embedder(model)?;
+            doc.models.push(model_ref);
+            settings.insert("embedder".into(), json!(args.embedder));
+            settings.insert(
+                "dissimilarity".into(),
+                json!("1 - cos(e_i, e_j) over pairs of endings of the same story, per group"),
+            );
+            Some(embedder)
+        }
+    };
     settings.insert("bootstrap".into(), json!(out.bootstrap));
     settings.insert("seed".into(), json!(out.seed));
     doc.settings = settings;
     doc.set_shard(shard);
-
-    let mut items: Vec<StoryItem> = checked
-        .iter()
-        .map(|c| {
-            let g = &generations[c.generation];
-            let q = c.question.map(|i| &questions[i]);
-            let item_pairs = pairs.get(&c.generation).cloned();
-            let mean = item_pairs
-                .as_ref()
-                .filter(|p| !p.is_empty())
-                .map(|p| p.iter().map(|v| v.dissimilarity).sum::<f64>() / p.len() as f64);
-            StoryItem {
-                row: g.row,
-                line: g.line,
-                question_id: g.question_id.clone(),
-                passage_id: q.map(|q| q.passage_id.clone()),
-                model: g.model.clone(),
-                group: g.group().to_string(),
-                status: c.status,
-                duplicate_of_row: c.duplicate_of_row,
-                gold_label: q.map(|q| q.gold),
-                judge: verdicts.get(&c.generation).cloned(),
-                dissimilarity_pairs: item_pairs,
-                dissimilarity_mean: mean,
-            }
-        })
-        .collect();
     doc.metrics
         .insert("dataset_questions".into(), json!(questions.len()));
+
+    // Everything that decides the results is known now: an unfinished run of the same
+    // identity in --out is continued, its finished items kept as they are.
+    let (dir, done) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
+    let mut items: Vec<StoryItem> = done
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| {
+            Error::usage(format!(
+                "--out {}: items.jsonl of the unfinished run is not story items ({e}); pass --force to start over",
+                out.out.display()
+            ))
+        })?;
+    let resumed = items.len();
+    let done_rows: HashSet<usize> = items.iter().map(|i| i.row).collect();
+    let is_done = |c: &Checked| done_rows.contains(&generations[c.generation].row);
+    let mut writer = dir.items_append("items.jsonl")?;
+    let item = |c: &Checked, verdict: Option<&JudgeVerdict>, pairs: Option<&Vec<PairValue>>| {
+        story_item(c, &questions, &generations, verdict, pairs)
+    };
+
+    // Unscored generations need no model.
+    for c in checked
+        .iter()
+        .filter(|c| c.status != Status::Scored && !is_done(c))
+    {
+        let it = item(c, None, None);
+        writer.write(&it)?;
+        items.push(it);
+    }
+
+    // Scored ones go through the models chunk by chunk (whole stories, fixed by the input
+    // alone), each chunk's items appended as soon as it is done: a killed run loses at most the
+    // chunk in flight, and a resumed run computes every chunk exactly as an uninterrupted one.
+    let plans: Vec<ChunkPlan> = story_chunks(&questions, &scored)
+        .into_iter()
+        .filter(|chunk| chunk.iter().any(|c| !is_done(c)))
+        .map(|chunk| ChunkPlan::new(chunk, &questions, &generations, judge.is_some()))
+        .collect();
+    let work: usize = plans
+        .iter()
+        .map(|p| {
+            judge.as_ref().map_or(0, |_| p.judge_pairs.len())
+                + embedder.as_ref().map_or(0, |_| p.texts.len())
+        })
+        .sum();
+    let progress = bar(work as u64, "score", out.quiet);
+    for plan in &plans {
+        let verdicts = match &judge {
+            Some(j) => plan.judge(j, &questions, args.model.batch_tokens, &progress)?,
+            None => HashMap::new(),
+        };
+        let pairs = match &embedder {
+            Some(e) => plan.pairs(
+                e,
+                &questions,
+                &generations,
+                args.model.batch_tokens,
+                &progress,
+            )?,
+            None => HashMap::new(),
+        };
+        for c in plan.members.iter().filter(|c| !is_done(c)) {
+            let it = item(c, verdicts.get(&c.generation), pairs.get(&c.generation));
+            writer.write(&it)?;
+            items.push(it);
+        }
+    }
+    progress.finish_and_clear();
+    drop(writer);
+    if resumed > 0 {
+        eprintln!("story: {resumed} item(s) taken over from the unfinished run");
+    }
+
     let outputs = outputs(&mut doc, &mut items)?;
-    // The models' work is redone by a rerun: resuming an unfinished run is a rerun.
-    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
     let metrics_json = doc.to_json();
     dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
     dir.print_summary(out.json, &metrics_json, &outputs.table);
     Ok(())
+}
+
+/// One line of items.jsonl for a checked generation and what the models said about it.
+fn story_item(
+    c: &Checked,
+    questions: &[Question],
+    generations: &[Generation],
+    verdict: Option<&JudgeVerdict>,
+    pairs: Option<&Vec<PairValue>>,
+) -> StoryItem {
+    let g = &generations[c.generation];
+    let q = c.question.map(|i| &questions[i]);
+    let mean = pairs
+        .filter(|p| !p.is_empty())
+        .map(|p| p.iter().map(|v| v.dissimilarity).sum::<f64>() / p.len() as f64);
+    StoryItem {
+        row: g.row,
+        line: g.line,
+        question_id: g.question_id.clone(),
+        passage_id: q.map(|q| q.passage_id.clone()),
+        model: g.model.clone(),
+        group: g.group().to_string(),
+        status: c.status,
+        duplicate_of_row: c.duplicate_of_row,
+        gold_label: q.map(|q| q.gold),
+        judge: verdict.cloned(),
+        dissimilarity_pairs: pairs.cloned(),
+        dissimilarity_mean: mean,
+    }
+}
+
+/// Scored generations per chunk: whole stories (all groups' endings of a story together, as
+/// Dissimilarity's pairs need), in order of first appearance, closed once a chunk holds this
+/// many generations. Small enough that a kill loses little, large enough to batch well.
+const CHUNK_GENERATIONS: usize = 128;
+
+/// Split scored generations into chunks of whole stories (see [`CHUNK_GENERATIONS`]).
+fn story_chunks<'a>(questions: &[Question], scored: &[&'a Checked]) -> Vec<Vec<&'a Checked>> {
+    let mut stories: Vec<&str> = Vec::new();
+    let mut members: HashMap<&str, Vec<&'a Checked>> = HashMap::new();
+    for &c in scored {
+        let p = questions[c.question.expect("scored items have a question")]
+            .passage_id
+            .as_str();
+        members
+            .entry(p)
+            .or_insert_with(|| {
+                stories.push(p);
+                Vec::new()
+            })
+            .push(c);
+    }
+    let mut chunks: Vec<Vec<&'a Checked>> = Vec::new();
+    let mut current: Vec<&'a Checked> = Vec::new();
+    for p in stories {
+        current.append(members.get_mut(p).expect("listed story"));
+        if current.len() >= CHUNK_GENERATIONS {
+            chunks.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        chunks.push(current);
+    }
+    chunks
+}
+
+/// The model inputs of one chunk, deduplicated: the judge's (passage, question + option)
+/// pairs and the distinct endings to embed.
+struct ChunkPlan<'a> {
+    members: Vec<&'a Checked>,
+    /// Distinct (document, question + option) pairs to score.
+    judge_pairs: Vec<(String, String)>,
+    /// Per member: indices into `judge_pairs` of the human options and of the ending.
+    judge_slots: Vec<(Vec<usize>, usize)>,
+    /// Distinct endings to embed.
+    texts: Vec<String>,
+    /// Per member: index into `texts`.
+    text_of: Vec<usize>,
+}
+
+impl<'a> ChunkPlan<'a> {
+    /// Plan a chunk. Identical (question, option text) pairs are scored once, so an ending
+    /// equal to the gold option gets exactly the gold option's score.
+    fn new(
+        members: Vec<&'a Checked>,
+        questions: &'a [Question],
+        generations: &'a [Generation],
+        with_judge: bool,
+    ) -> Self {
+        let mut pair_index: HashMap<(usize, &str), usize> = HashMap::new();
+        let mut judge_pairs: Vec<(String, String)> = Vec::new();
+        let mut judge_slots = Vec::new();
+        let mut text_index: HashMap<&str, usize> = HashMap::new();
+        let mut texts: Vec<String> = Vec::new();
+        let mut text_of = Vec::new();
+        for c in &members {
+            let qi = c.question.expect("scored items have a question");
+            let ending = generations[c.generation].ending.as_str();
+            if with_judge {
+                let mut slot = |text: &'a str| -> usize {
+                    *pair_index.entry((qi, text)).or_insert_with(|| {
+                        judge_pairs.push(questions[qi].pair(text));
+                        judge_pairs.len() - 1
+                    })
+                };
+                let gold: Vec<usize> = questions[qi].options.iter().map(|o| slot(o)).collect();
+                let own = slot(ending);
+                judge_slots.push((gold, own));
+            }
+            text_of.push(*text_index.entry(ending).or_insert_with(|| {
+                texts.push(ending.to_string());
+                texts.len() - 1
+            }));
+        }
+        ChunkPlan {
+            members,
+            judge_pairs,
+            judge_slots,
+            texts,
+            text_of,
+        }
+    }
+
+    /// Judge verdicts per generation index.
+    fn judge(
+        &self,
+        judge: &Judge,
+        questions: &[Question],
+        batch_tokens: usize,
+        progress: &ProgressBar,
+    ) -> Result<HashMap<usize, JudgeVerdict>> {
+        let scores = judge.score(&self.judge_pairs, batch_tokens, progress)?;
+        Ok(self
+            .members
+            .iter()
+            .zip(&self.judge_slots)
+            .map(|(c, (gold, own))| {
+                let qi = c.question.expect("scored");
+                let gold_scores: Vec<f32> = gold.iter().map(|&i| scores[i]).collect();
+                let v = story::judge_verdict(&gold_scores, questions[qi].gold, scores[*own]);
+                (c.generation, v)
+            })
+            .collect())
+    }
+
+    /// Dissimilarity pairs per generation index: pairs of endings of the same story, per group.
+    fn pairs(
+        &self,
+        embedder: &Embedder,
+        questions: &[Question],
+        generations: &[Generation],
+        batch_tokens: usize,
+        progress: &ProgressBar,
+    ) -> Result<HashMap<usize, Vec<PairValue>>> {
+        let vectors = embedder.embed(&self.texts, batch_tokens, progress)?;
+        let mut by_group: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (k, c) in self.members.iter().enumerate() {
+            by_group
+                .entry(generations[c.generation].group())
+                .or_default()
+                .push(k);
+        }
+        let mut out = HashMap::new();
+        for members in by_group.values() {
+            let items: Vec<(&str, &str, &[f32])> = members
+                .iter()
+                .map(|&k| {
+                    let q = &questions[self.members[k].question.expect("scored")];
+                    (
+                        q.passage_id.as_str(),
+                        q.id.as_str(),
+                        vectors[self.text_of[k]].as_slice(),
+                    )
+                })
+                .collect();
+            for (&k, p) in members.iter().zip(story::story_pairs(&items)) {
+                out.insert(self.members[k].generation, p);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Metrics from items, the one place `scorekit story` and `scorekit merge` compute them: puts
@@ -266,97 +483,6 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [StoryItem]) -> Result<Outputs>
         table,
         files: Vec::new(),
     })
-}
-
-/// Score the human options of every question with a scored generation and every scored ending,
-/// then turn them into verdicts. Identical (question, option text) pairs are scored once, so an
-/// ending equal to the gold option gets exactly the gold option's score.
-fn judge_all(
-    judge: &Judge,
-    questions: &[Question],
-    generations: &[Generation],
-    scored: &[&Checked],
-    batch_tokens: usize,
-    quiet: bool,
-) -> Result<HashMap<usize, JudgeVerdict>> {
-    let mut index: HashMap<(usize, String), usize> = HashMap::new();
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    let mut slot = |qi: usize, text: &str| -> usize {
-        *index.entry((qi, text.to_string())).or_insert_with(|| {
-            pairs.push(questions[qi].pair(text));
-            pairs.len() - 1
-        })
-    };
-    let mut plan: Vec<(usize, usize, Vec<usize>, usize)> = Vec::new();
-    for c in scored {
-        let qi = c.question.expect("scored items have a question");
-        let q = &questions[qi];
-        let gold: Vec<usize> = q.options.iter().map(|o| slot(qi, o)).collect();
-        let ending = slot(qi, &generations[c.generation].ending);
-        plan.push((c.generation, qi, gold, ending));
-    }
-    let progress = bar(pairs.len() as u64, "judge", quiet);
-    let scores = judge.score(&pairs, batch_tokens, &progress)?;
-    progress.finish_and_clear();
-    Ok(plan
-        .into_iter()
-        .map(|(gi, qi, gold, ending)| {
-            let gold_scores: Vec<f32> = gold.iter().map(|&i| scores[i]).collect();
-            let v = story::judge_verdict(&gold_scores, questions[qi].gold, scores[ending]);
-            (gi, v)
-        })
-        .collect())
-}
-
-/// Embed every scored ending once and compute the pairs within each story, per group.
-fn pairs_all(
-    embedder: &Embedder,
-    questions: &[Question],
-    generations: &[Generation],
-    scored: &[&Checked],
-    batch_tokens: usize,
-    quiet: bool,
-) -> Result<HashMap<usize, Vec<PairValue>>> {
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut texts: Vec<String> = Vec::new();
-    let row_of: Vec<usize> = scored
-        .iter()
-        .map(|c| {
-            let e = generations[c.generation].ending.as_str();
-            *index.entry(e).or_insert_with(|| {
-                texts.push(e.to_string());
-                texts.len() - 1
-            })
-        })
-        .collect();
-    let progress = bar(texts.len() as u64, "embed", quiet);
-    let vectors = embedder.embed(&texts, batch_tokens, &progress)?;
-    progress.finish_and_clear();
-    let mut by_group: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (k, c) in scored.iter().enumerate() {
-        by_group
-            .entry(generations[c.generation].group())
-            .or_default()
-            .push(k);
-    }
-    let mut out = HashMap::new();
-    for members in by_group.values() {
-        let items: Vec<(&str, &str, &[f32])> = members
-            .iter()
-            .map(|&k| {
-                let q = &questions[scored[k].question.expect("scored")];
-                (
-                    q.passage_id.as_str(),
-                    q.id.as_str(),
-                    vectors[row_of[k]].as_slice(),
-                )
-            })
-            .collect();
-        for (&k, p) in members.iter().zip(story::story_pairs(&items)) {
-            out.insert(scored[k].generation, p);
-        }
-    }
-    Ok(out)
 }
 
 /// One stderr line per kind of unscored generation, naming the first few by file:line.
