@@ -37,11 +37,33 @@ fn u32s(v: &Value) -> Vec<Vec<u32>> {
     serde_json::from_value(v.clone()).unwrap()
 }
 
+/// Both engines (scorekit's CPU encoder where the machine has it, and candle) against PyTorch.
+fn parity(name: &str, follow: Option<&str>) {
+    for fast in [true, false] {
+        parity_of(name, follow, fast, false);
+    }
+}
+
 /// Build, load, compare token ids and logits with PyTorch; returns the max abs logit difference.
-fn parity(name: &str, follow: Option<&str>) -> f32 {
+fn parity_of(name: &str, follow: Option<&str>, fast: bool, pytorch_bin: bool) -> f32 {
     let tmp = tempfile::tempdir().unwrap();
     build_judge(name, tmp.path(), true);
-    let judge = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, follow).unwrap();
+    if pytorch_bin {
+        // The same weights as a PyTorch pickle (torch.save of the state dict; docs/story.md).
+        std::fs::remove_file(tmp.path().join("model.safetensors")).unwrap();
+        std::fs::copy(
+            data(name).join("pytorch_model.bin"),
+            tmp.path().join("pytorch_model.bin"),
+        )
+        .unwrap();
+    }
+    let judge = Judge::load_with(tmp.path(), &Device::Cpu, DType::F32, None, follow, fast).unwrap();
+    let engine = judge.engine();
+    if !fast || name.starts_with("deberta") || !scorekit::runtime::ops::gemm::available() {
+        assert_eq!(engine, "candle");
+    } else {
+        assert_eq!(engine, "scorekit encoder, f32 AVX-512");
+    }
     let r = reference(name);
     let pairs = pairs_of(&r);
     let enc = judge.encode(&pairs).unwrap();
@@ -67,7 +89,7 @@ fn parity(name: &str, follow: Option<&str>) -> f32 {
             max = max.max((a - b).abs());
         }
     }
-    eprintln!("{name}: max |candle - torch| = {max:e}");
+    eprintln!("{name} on {engine}: max |scorekit - torch| = {max:e}");
     assert!(max <= 1e-4, "{name}: max abs diff {max}");
     max
 }
@@ -80,6 +102,14 @@ fn bert_multiple_choice_matches_pytorch() {
 #[test]
 fn roberta_multiple_choice_matches_pytorch() {
     parity("roberta_mc", None);
+}
+
+#[test]
+fn roberta_from_pytorch_model_bin_matches_pytorch() {
+    // The default judge ships pytorch_model.bin only: both engines read it.
+    for fast in [true, false] {
+        parity_of("roberta_mc", None, fast, true);
+    }
 }
 
 #[test]

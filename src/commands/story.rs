@@ -139,6 +139,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
             doc.models.push(model_ref);
             settings.insert("judge".into(), json!(args.judge));
             settings.insert("judge_arch".into(), json!(format!("{:?}", judge.arch())));
+            settings.insert("judge_engine".into(), json!(judge.engine()));
             settings.insert(
                 "judge_head".into(),
                 match judge.head() {

@@ -14,6 +14,10 @@
 use crate::error::{Error, Result};
 use crate::runtime::batching::plan_batches;
 use crate::runtime::masked_bert::MaskedBert;
+use crate::runtime::ops::{
+    self,
+    bert::{Dense, FastBert},
+};
 use crate::runtime::tokenize::{pad_batch, PaddedBatch, Tokens};
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Device, IndexOp};
@@ -64,6 +68,15 @@ pub struct Judge {
 
 /// The network: an encoder from candle-transformers and the head of the checkpoint's class.
 enum Net {
+    /// BERT or RoBERTa on scorekit's CPU encoder (`ops::bert`, f32 AVX-512 or int8): the
+    /// `[CLS]` / `<s>` row, then the head as two dense layers with tanh between (the pooler and
+    /// classifier, or RoBERTa's `classifier.dense` and `classifier.out_proj`).
+    Fast {
+        encoder: Box<FastBert>,
+        first: Dense,
+        second: Dense,
+        n_out: usize,
+    },
     /// BERT: `bert.pooler.dense` + tanh on token 0, then `classifier`.
     Bert {
         encoder: MaskedBert,
@@ -100,6 +113,19 @@ impl Judge {
         max_length: Option<usize>,
         follow_label: Option<&str>,
     ) -> Result<Judge> {
+        Self::load_with(dir, device, dtype, max_length, follow_label, true)
+    }
+
+    /// [`Judge::load`], with `fast = false` keeping BERT and RoBERTa on candle's encoder even
+    /// where scorekit's CPU encoder applies (parity tests of both).
+    pub fn load_with(
+        dir: &Path,
+        device: &Device,
+        dtype: DType,
+        max_length: Option<usize>,
+        follow_label: Option<&str>,
+        fast: bool,
+    ) -> Result<Judge> {
         let config_path = dir.join("config.json");
         let text = std::fs::read_to_string(&config_path)
             .with_context(|| format!("cannot read judge config {}", config_path.display()))?;
@@ -126,7 +152,6 @@ impl Judge {
         } else {
             dtype
         };
-        let vb = weights(dir, dtype, device)?;
         let hidden = usize_field(&config, "hidden_size")?;
         let n_out = match &head {
             Head::MultipleChoice => 1,
@@ -139,13 +164,20 @@ impl Judge {
                 Arch::Roberta => 1,
                 _ => 0,
             }) as u32;
+        let fast = if fast {
+            fast_net(dir, &config, arch, &head, device, dtype, pad_id, n_out)?
+        } else {
+            None
+        };
         let type_vocab = config
             .get("type_vocab_size")
             .and_then(Value::as_u64)
             .unwrap_or(0);
         let positions = usize_field(&config, "max_position_embeddings")?;
-        let net = match arch {
-            Arch::Bert => {
+        let net = match (fast, arch) {
+            (Some(net), _) => net,
+            (None, Arch::Bert) => {
+                let vb = weights(dir, dtype, device)?;
                 // The head names the prefix; candle's own fallback to `model_type` is not needed.
                 config.insert("model_type".into(), Value::Null);
                 let cfg: bert::Config = parse_config(&config, dir)?;
@@ -160,7 +192,8 @@ impl Judge {
                     classifier,
                 }
             }
-            Arch::Roberta => {
+            (None, Arch::Roberta) => {
+                let vb = weights(dir, dtype, device)?;
                 default(&mut config, "position_embedding_type", "absolute".into());
                 default(&mut config, "attention_probs_dropout_prob", 0.1.into());
                 default(&mut config, "hidden_dropout_prob", 0.1.into());
@@ -185,7 +218,8 @@ impl Judge {
                     },
                 }
             }
-            Arch::DebertaV2 => {
+            (None, Arch::DebertaV2) => {
+                let vb = weights(dir, dtype, device)?;
                 // HF writes these only when they differ from the defaults; candle requires them.
                 default(&mut config, "pooler_hidden_size", hidden.into());
                 default(&mut config, "pooler_dropout", 0.0.into());
@@ -229,6 +263,17 @@ impl Judge {
             type_ids: type_vocab > 1,
             device: device.clone(),
         })
+    }
+
+    /// Which implementation runs the encoder (for reports).
+    pub fn engine(&self) -> &'static str {
+        match &self.net {
+            Net::Fast { encoder, .. } if encoder.is_int8() => {
+                "scorekit encoder, int8 VNNI products"
+            }
+            Net::Fast { .. } => "scorekit encoder, f32 AVX-512",
+            _ => "candle",
+        }
     }
 
     /// The encoder family.
@@ -282,6 +327,28 @@ impl Judge {
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); encoded.len()];
         for batch in plan_batches(&lengths, batch_tokens) {
             let rows: Vec<&Tokens> = batch.indices.iter().map(|&i| &encoded[i]).collect();
+            if let Net::Fast {
+                encoder,
+                first,
+                second,
+                n_out,
+            } = &self.net
+            {
+                // No padding: the encoder takes the sequences as they are.
+                let seqs: Vec<(&[u32], &[u32])> = rows
+                    .iter()
+                    .map(|t| (t.ids.as_slice(), t.type_ids.as_slice()))
+                    .collect();
+                let cls = encoder.forward_seqs(&seqs).map_err(model_err)?;
+                let mut pooled = first.forward(seqs.len(), &cls);
+                pooled.iter_mut().for_each(|v| *v = v.tanh());
+                let logits = second.forward(seqs.len(), &pooled);
+                for (&i, row) in batch.indices.iter().zip(logits.chunks(*n_out)) {
+                    out[i] = row.to_vec();
+                }
+                progress.inc(batch.indices.len() as u64);
+                continue;
+            }
             let inputs = pad_batch(&rows, self.pad_id, &self.device)?;
             let logits = self.forward(&inputs).map_err(model_err)?;
             for (&i, row) in batch.indices.iter().zip(logits) {
@@ -342,6 +409,7 @@ impl Judge {
                 out_proj.forward(&dense.forward(&h.i((.., 0))?)?.tanh()?)?
             }
             Net::Deberta(model) => model.forward(ids, Some(types.clone()), Some(mask.clone()))?,
+            Net::Fast { .. } => unreachable!("the fast encoder runs unpadded in `logits`"),
         };
         logits.to_dtype(DType::F32)?.to_vec2::<f32>()
     }
@@ -422,6 +490,75 @@ fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) 
 }
 
 /// Memory-map model.safetensors, or read pytorch_model.bin (older checkpoints ship only that).
+/// BERT and RoBERTa judges on scorekit's CPU encoder where it applies (CPU, f32, AVX-512F,
+/// erf-GELU; see `ops::fast_allowed`), else `None` and candle runs them.
+#[allow(clippy::too_many_arguments)]
+fn fast_net(
+    dir: &Path,
+    config: &Map<String, Value>,
+    arch: Arch,
+    head: &Head,
+    device: &Device,
+    dtype: DType,
+    pad_id: u32,
+    n_out: usize,
+) -> Result<Option<Net>> {
+    if arch == Arch::DebertaV2 || !ops::fast_allowed(device, dtype) {
+        return Ok(None);
+    }
+    let mut config = config.clone();
+    config.insert("model_type".into(), Value::Null);
+    let cfg: bert::Config = parse_config(&config, dir)?;
+    if !FastBert::supports(&cfg) {
+        return Ok(None);
+    }
+    let file = weights_file(dir)?;
+    let pos_offset = match arch {
+        Arch::Roberta => pad_id as usize + 1,
+        _ => 0,
+    };
+    let mut encoder = FastBert::load_with(&file, &cfg, ops::int8_requested(), pos_offset)
+        .map_err(|e| model_file_err(&file, e))?;
+    encoder.cls_only = true;
+    let (first, second) = match (arch, head) {
+        (Arch::Roberta, Head::Binary { .. }) => ("classifier.dense", "classifier.out_proj"),
+        (Arch::Roberta, _) => ("roberta.pooler.dense", "classifier"),
+        _ => ("bert.pooler.dense", "classifier"),
+    };
+    let h = cfg.hidden_size;
+    let first = encoder
+        .dense(first, h, h)
+        .map_err(|e| model_file_err(&file, e))?;
+    let second = encoder
+        .dense(second, n_out, h)
+        .map_err(|e| model_file_err(&file, e))?;
+    encoder.release_unused();
+    Ok(Some(Net::Fast {
+        encoder: Box::new(encoder),
+        first,
+        second,
+        n_out,
+    }))
+}
+
+fn model_file_err(file: &Path, e: candle_core::Error) -> Error {
+    Error::Internal(anyhow!("judge weights {}: {e}", file.display()))
+}
+
+/// The judge's weight file: model.safetensors, else pytorch_model.bin.
+fn weights_file(dir: &Path) -> Result<std::path::PathBuf> {
+    ["model.safetensors", "pytorch_model.bin"]
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|p| p.exists())
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "judge {}: no model.safetensors or pytorch_model.bin",
+                dir.display()
+            ))
+        })
+}
+
 fn weights(dir: &Path, dtype: DType, device: &Device) -> Result<VarBuilder<'static>> {
     let st = dir.join("model.safetensors");
     if st.exists() {

@@ -79,10 +79,17 @@ struct TensorRef {
     offset: u64,
 }
 
-/// The safetensors file: header, an open handle for `pread`, and a read-only map.
+/// Where the weights' bytes are.
+enum Backing {
+    /// A safetensors file: an open handle for `pread` and a read-only map (for embedding rows).
+    Mapped { file: std::fs::File, map: Mmap },
+    /// Tensors converted in memory (from a PyTorch pickle), one after another.
+    Owned(Vec<u8>),
+}
+
+/// The weights: names, dtypes, shapes and offsets over a [`Backing`].
 struct StFile {
-    file: std::fs::File,
-    map: Mmap,
+    bytes: Backing,
     tensors: BTreeMap<String, TensorRef>,
     prefix: String,
 }
@@ -125,17 +132,50 @@ impl StFile {
         }
         // Safety: read-only map of a file checked by the caller; concurrent writers are not ours.
         let map = unsafe { Mmap::map(&file)? };
+        Self::with_prefix(Backing::Mapped { file, map }, tensors)
+    }
+
+    /// Tensors already in memory (a PyTorch checkpoint read by candle), laid out one after
+    /// another in one f32 buffer.
+    fn from_tensors(list: Vec<(String, Tensor)>) -> candle_core::Result<Self> {
+        let mut bytes = Vec::new();
+        let mut tensors = BTreeMap::new();
+        for (name, t) in list {
+            let shape = t.dims().to_vec();
+            let flat = t.flatten_all()?;
+            let offset = bytes.len() as u64;
+            // PyTorch checkpoints of these encoders are f32; anything else is widened.
+            let v = flat.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?;
+            bytes.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+            let dt = Dt::F32;
+            tensors.insert(name, TensorRef { dt, shape, offset });
+        }
+        Self::with_prefix(Backing::Owned(bytes), tensors)
+    }
+
+    /// Find the encoder's prefix (none, `bert.` or `roberta.`) by its word embeddings.
+    fn with_prefix(
+        bytes: Backing,
+        tensors: BTreeMap<String, TensorRef>,
+    ) -> candle_core::Result<Self> {
         let prefix = ["", "bert.", "roberta."]
             .iter()
             .find(|p| tensors.contains_key(&format!("{p}embeddings.word_embeddings.weight")))
             .ok_or_else(|| err("no embeddings.word_embeddings.weight"))?
             .to_string();
         Ok(StFile {
-            file,
-            map,
+            bytes,
             tensors,
             prefix,
         })
+    }
+
+    /// All bytes (the map of a file, or the owned buffer).
+    fn all(&self) -> &[u8] {
+        match &self.bytes {
+            Backing::Mapped { map, .. } => map,
+            Backing::Owned(b) => b,
+        }
     }
 
     fn get(&self, name: &str) -> candle_core::Result<&TensorRef> {
@@ -147,7 +187,15 @@ impl StFile {
 
     /// Read a tensor as f32 with `pread` (no page of the map is touched).
     fn read(&self, name: &str, shape: &[usize]) -> candle_core::Result<Vec<f32>> {
-        let t = self.get(name)?;
+        self.read_full(&format!("{}{name}", self.prefix), shape)
+    }
+
+    /// [`StFile::read`] by the full tensor name (heads live outside the encoder's prefix).
+    fn read_full(&self, name: &str, shape: &[usize]) -> candle_core::Result<Vec<f32>> {
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| err(format!("missing tensor {name}")))?;
         if t.shape != shape {
             return Err(err(format!(
                 "{name}: shape {:?}, expected {shape:?}",
@@ -159,9 +207,17 @@ impl StFile {
             Dt::F32 => 4,
             _ => 2,
         };
-        let mut bytes = vec![0u8; n * width];
-        self.file.read_exact_at(&mut bytes, t.offset)?;
-        Ok(convert(t.dt, &bytes))
+        match &self.bytes {
+            Backing::Mapped { file, .. } => {
+                let mut bytes = vec![0u8; n * width];
+                file.read_exact_at(&mut bytes, t.offset)?;
+                Ok(convert(t.dt, &bytes))
+            }
+            Backing::Owned(b) => {
+                let at = t.offset as usize;
+                Ok(convert(t.dt, &b[at..at + n * width]))
+            }
+        }
     }
 
     fn layer_norm(&self, p: &str) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
@@ -215,6 +271,22 @@ fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
+/// A dense layer y = x·Wᵀ + b on the packed f32 kernels (for heads on top of the encoder).
+pub struct Dense(Linear);
+
+impl Dense {
+    /// Outputs of `m` rows of `x` (m×k), m×n.
+    pub fn forward(&self, m: usize, x: &[f32]) -> Vec<f32> {
+        let n = match &self.0.w {
+            Weight::F32(p) => p.n,
+            Weight::I8(_) => unreachable!("heads are f32"),
+        };
+        let mut out = vec![0f32; m * n];
+        self.0.run(m, x, &mut out, false, false);
+        out
+    }
+}
+
 /// The encoder.
 pub struct FastBert {
     st: StFile,
@@ -224,6 +296,8 @@ pub struct FastBert {
     pos: Vec<f32>,
     types: Vec<f32>,
     type_vocab: usize,
+    /// Position of the first token: 0 for BERT, `pad_token_id + 1` for RoBERTa.
+    pos_offset: usize,
     emb_ln: (Vec<f32>, Vec<f32>),
     layers: Vec<Layer>,
     h: usize,
@@ -244,10 +318,25 @@ impl FastBert {
 
     /// Load from a safetensors file. `int8`: quantise the products' weights (per output channel).
     pub fn load(path: &Path, cfg: &BertConfig, int8: bool) -> candle_core::Result<Self> {
+        Self::load_with(path, cfg, int8, 0)
+    }
+
+    /// Load from a safetensors file or a PyTorch checkpoint (`.bin`, read into memory), with
+    /// positions counted from `pos_offset` (RoBERTa: `pad_token_id + 1`).
+    pub fn load_with(
+        path: &Path,
+        cfg: &BertConfig,
+        int8: bool,
+        pos_offset: usize,
+    ) -> candle_core::Result<Self> {
         if int8 && !super::int8::available() {
             return Err(err("--quantize needs AVX-512 VNNI"));
         }
-        let st = StFile::open(path)?;
+        let st = if path.extension().is_some_and(|e| e == "safetensors") {
+            StFile::open(path)?
+        } else {
+            StFile::from_tensors(candle_core::pickle::read_all(path)?)?
+        };
         let (h, inter) = (cfg.hidden_size, cfg.intermediate_size);
         let word = st.get("embeddings.word_embeddings.weight")?;
         if word.shape != [cfg.vocab_size, h] {
@@ -305,6 +394,7 @@ impl FastBert {
             pos,
             types,
             type_vocab: cfg.type_vocab_size,
+            pos_offset,
             emb_ln,
             layers: layers?,
             h,
@@ -316,6 +406,36 @@ impl FastBert {
             st,
             device: Device::Cpu,
         })
+    }
+
+    /// A dense layer outside the encoder (a head), by its full name: `{name}.weight` (n×k)
+    /// and `{name}.bias`.
+    pub fn dense(&self, name: &str, n: usize, k: usize) -> candle_core::Result<Dense> {
+        let w = self.st.read_full(&format!("{name}.weight"), &[n, k])?;
+        let b = self.st.read_full(&format!("{name}.bias"), &[n])?;
+        Ok(Dense(Linear {
+            w: Weight::F32(PackedB::from_nk(&w, n, k, k)),
+            b,
+        }))
+    }
+
+    /// Drop every weight byte the encoder no longer reads (all but the word embeddings) when
+    /// they are held in memory; a mapped file is left as it is. Call after the last
+    /// [`FastBert::dense`].
+    pub fn release_unused(&mut self) {
+        if let Backing::Owned(b) = &self.st.bytes {
+            let start = self.word_offset as usize;
+            let len = self.vocab * self.h * 4;
+            let words = b[start..start + len].to_vec();
+            self.st.bytes = Backing::Owned(words);
+            self.st.tensors.clear();
+            self.word_offset = 0;
+        }
+    }
+
+    /// Hidden size.
+    pub fn hidden_size(&self) -> usize {
+        self.h
     }
 
     /// Whether the products use int8.
@@ -331,7 +451,7 @@ impl FastBert {
             2
         };
         let start = self.word_offset as usize + id * h * width;
-        let bytes = &self.st.map[start..start + h * width];
+        let bytes = &self.st.all()[start..start + h * width];
         match self.word_dt {
             Dt::F32 => {
                 for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
@@ -365,7 +485,7 @@ impl FastBert {
         starts.push(t);
         let mut x = vec![0f32; t * h];
         for (si, (ids, tys)) in seqs.iter().enumerate() {
-            if ids.len() * h > self.pos.len() {
+            if (ids.len() + self.pos_offset) * h > self.pos.len() {
                 return Err(err("sequence longer than the position embeddings"));
             }
             for (p, (&id, &ty)) in ids.iter().zip(tys.iter()).enumerate() {
@@ -377,7 +497,7 @@ impl FastBert {
                 self.word_row(id, row);
                 for ((r, a), b) in row
                     .iter_mut()
-                    .zip(&self.pos[p * h..(p + 1) * h])
+                    .zip(&self.pos[(p + self.pos_offset) * h..][..h])
                     .zip(&self.types[ty * h..(ty + 1) * h])
                 {
                     *r += a + b;

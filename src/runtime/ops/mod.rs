@@ -29,11 +29,18 @@ pub fn set_int8(on: bool) {
     INT8.store(on, Ordering::Relaxed);
 }
 
-fn fast_allowed(device: &Device, dtype: DType) -> bool {
+/// Whether the fast encoder may run a model on `device` in `dtype` (CPU f32, AVX-512F, not
+/// turned off with `SCOREKIT_ENCODER=candle`).
+pub fn fast_allowed(device: &Device, dtype: DType) -> bool {
     device.is_cpu()
         && dtype == DType::F32
         && gemm::available()
         && std::env::var("SCOREKIT_ENCODER").map_or(true, |v| v != "candle")
+}
+
+/// Whether int8 products were asked for (see [`set_int8`]).
+pub fn int8_requested() -> bool {
+    INT8.load(Ordering::Relaxed)
 }
 
 /// Which encoder a model on `device`/`dtype` gets (for reports).
