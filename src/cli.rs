@@ -42,7 +42,9 @@ pub enum Command {
     #[command(after_help = "Example:\n  scorekit models pull labse && scorekit models path labse")]
     Models(ModelsArgs),
     /// Measure embedding throughput on a real corpus.
-    #[command(after_help = "Example:\n  scorekit bench --model labse --input endings.jsonl")]
+    #[command(
+        after_help = "Example:\n  scorekit bench --model labse --input endings.jsonl\n  scorekit bench --judge roberta-large-race --input dev.jsonl --limit 32"
+    )]
     Bench(BenchArgs),
     /// Combine the outputs of sharded runs into the metrics of a single run.
     #[command(
@@ -308,19 +310,24 @@ pub struct BenchArgs {
     /// Embedding model to measure.
     #[arg(long, value_name = "MODEL", default_value = "labse")]
     pub model: String,
+    /// Measure this MRC judge instead of the embedder: (passage, question + option) pairs of a
+    /// Possible Stories dataset (`--input`, default the bundled dev split), 4 per question.
+    #[arg(long, value_name = "MODEL")]
+    pub judge: Option<String>,
     /// Corpus: JSONL ({"text"} or Possible Stories endings) or plain text.
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
     /// Timed repeats.
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
-    /// Use only the first N sentences of the corpus.
+    /// Use only the first N sentences of the corpus (with --judge: the first N questions).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
     /// Int8 weights and activations for the encoder's matrix products (the fast CPU f32 path only).
     #[arg(long)]
     pub quantize: bool,
-    /// Write the embeddings of the last repeat to this .npy file (for accuracy checks).
+    /// Write the embeddings (with --judge: the scores, N×1) of the last repeat to this .npy file
+    /// (for accuracy checks).
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Print the results as one JSON object.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scorekit vs sentence-transformers (PyTorch) vs ONNX Runtime on the same model folder and the
 # same sentences (Possible Stories endings + passages), interleaved rounds, 2 threads, median.
-# Usage: scripts/bench/compare.sh [labse|minilm|FOLDER ...] (default: labse minilm)
+# Usage: scripts/bench/compare.sh [labse|minilm|judge|FOLDER ...] (default: labse minilm)
+#   judge: scorekit vs PyTorch on a RoBERTa-large-shaped multiple-choice judge and the first
+#   JUDGE_LIMIT (32) dev questions x 4 options (scripts/bench/judge_compare.py).
 # Env: ROUNDS (3), THREADS (2), LIMIT (0 = whole corpus), ENGINES, PYTHON (/work/venv-dev/bin/python
 # or python3: needs torch, sentence-transformers, onnxruntime, onnx).
 # Method and results: BENCHMARKS.md.
@@ -25,6 +27,13 @@ models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(labse minilm)
 for m in "${models[@]}"; do
   case $m in
+    judge)
+      "$PY" scripts/bench/make_judge_shaped.py fixtures-cache/roberta-large-shaped
+      echo "== judge (fixtures-cache/roberta-large-shaped), uptime: $(uptime)"
+      "$PY" scripts/bench/judge_compare.py --judge fixtures-cache/roberta-large-shaped \
+        --threads "$THREADS" --rounds "$ROUNDS" --limit "${JUDGE_LIMIT:-32}" \
+        --json-out target/bench-judge.json
+      continue ;;
     labse) dir=fixtures-cache/labse-shaped ;;
     minilm) dir=fixtures-cache/all-MiniLM-L6-v2 ;;
     *) dir=$m ;;

@@ -76,7 +76,8 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn median(v: &mut [f64]) -> f64 {
+/// Median (NaN when empty).
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
     if n == 0 {
@@ -98,6 +99,12 @@ pub fn bert_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> 
 
 /// Run `scorekit bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(judge) = &args.judge {
+        if args.repeats == 0 {
+            return Err(Error::usage("--repeats must be at least 1"));
+        }
+        return super::bench_judge::run(&args, judge);
+    }
     let input = args
         .input
         .clone()

@@ -14,7 +14,7 @@ use candle_core::{DType, Device, Tensor, D};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config as BertConfig;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// How token vectors become one sentence vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +295,35 @@ fn load_dense(dir: &Path, device: &Device, dtype: DType) -> Result<Dense> {
     Ok(Dense { weight, bias, tanh })
 }
 
+/// The encoder (CLS-only when pooling is CLS) and the Dense modules, checked to chain;
+/// returns them with the output size.
+fn load_weights(
+    model: &ResolvedModel,
+    cfg: &BertConfig,
+    device: &Device,
+    dtype: DType,
+    pooling: Pooling,
+    dense_dirs: &[PathBuf],
+) -> Result<(BertEncoder, Vec<Dense>, usize)> {
+    let mut bert = load_bert(model, cfg, device, dtype)?;
+    bert.set_cls_only(pooling == Pooling::Cls);
+    let mut dim = cfg.hidden_size;
+    let mut dense = Vec::new();
+    for d in dense_dirs {
+        let layer = load_dense(d, device, dtype)?;
+        let (out, inp) = layer.weight.dims2().map_err(|e| anyhow::anyhow!(e))?;
+        if inp != dim {
+            return Err(bad(
+                &d.join("config.json"),
+                format!("in_features {inp} does not follow the previous size {dim}"),
+            ));
+        }
+        dim = out;
+        dense.push(layer);
+    }
+    Ok((bert, dense, dim))
+}
+
 impl Embedder {
     /// Load a sentence-transformers BERT model (or a plain BERT, then mean pooling) from a
     /// resolved folder. Every file is checked before any text is embedded; errors name the file.
@@ -355,37 +384,29 @@ impl Embedder {
             .unwrap_or(own_max)
             .min(cfg.max_position_embeddings)
             .max(2);
-        let tokenizer = TextTokenizer::load(
-            &model.file("tokenizer.json"),
-            max_len,
-            Some(cfg.pad_token_id as u32),
-        )?;
+        // The tokenizer (LaBSE: a 13.6 MB tokenizer.json, ~0.7 s to parse) loads on its own
+        // thread while the weights are read and packed: load to first batch is the longer of
+        // the two, not their sum.
+        let tokenizer_path = model.file("tokenizer.json");
+        let pad_id = cfg.pad_token_id as u32;
+        let (tokenizer, weights) = std::thread::scope(|scope| {
+            let tok = scope.spawn(|| TextTokenizer::load(&tokenizer_path, max_len, Some(pad_id)));
+            let weights = load_weights(model, &cfg, device, dtype, pooling, &dense_dirs);
+            let tokenizer = tok.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (tokenizer, weights)
+        });
+        let tokenizer = tokenizer?;
         let vocab = tokenizer.inner().get_vocab_size(true);
         if vocab > cfg.vocab_size {
             return Err(bad(
-                &model.file("tokenizer.json"),
+                &tokenizer_path,
                 format!(
                     "has {vocab} tokens but config.json's vocab_size is {}",
                     cfg.vocab_size
                 ),
             ));
         }
-        let mut bert = load_bert(model, &cfg, device, dtype)?;
-        bert.set_cls_only(pooling == Pooling::Cls);
-        let mut dim = cfg.hidden_size;
-        let mut dense = Vec::new();
-        for d in dense_dirs {
-            let layer = load_dense(&d, device, dtype)?;
-            let (out, inp) = layer.weight.dims2().map_err(|e| anyhow::anyhow!(e))?;
-            if inp != dim {
-                return Err(bad(
-                    &d.join("config.json"),
-                    format!("in_features {inp} does not follow the previous size {dim}"),
-                ));
-            }
-            dim = out;
-            dense.push(layer);
-        }
+        let (bert, dense, dim) = weights?;
         Ok(Embedder {
             model: bert,
             tokenizer,

@@ -1,0 +1,147 @@
+//! `scorekit bench --judge`: score the (passage, question + option) pairs of a Possible Stories
+//! dataset with an MRC judge, as `scorekit story` does, and report pairs/s, tokens/s, GFLOP/s
+//! against the measured peak, peak RSS and load time. `scripts/bench/judge_compare.py` runs the
+//! same pairs through PyTorch for ratios (BENCHMARKS.md).
+
+use super::bench::{bert_flops, median, peak_rss_bytes};
+use super::story::JUDGE_FILES;
+use crate::cli::BenchArgs;
+use crate::error::{Error, Result};
+use crate::input::read_jsonl;
+use crate::runtime::judge::Judge;
+use crate::runtime::{self, ResolveOptions};
+use crate::suites::story;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// The dataset used when `--input` is not given.
+pub const DEFAULT_DATASET: &str = "../shared/data/possible-stories/dev.jsonl";
+
+/// Run `scorekit bench --judge MODEL`.
+pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
+    let input = args
+        .input
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET));
+    let mut questions = story::parse_questions(&read_jsonl(&input)?)?;
+    if let Some(n) = args.limit {
+        questions.truncate(n.max(1));
+    }
+    let pairs: Vec<(String, String)> = questions
+        .iter()
+        .flat_map(|q| q.options.iter().map(move |o| q.pair(o)))
+        .collect();
+    runtime::ops::set_int8(args.quantize);
+    let device = runtime::select_device(&args.runtime.device)?;
+    let dtype = runtime::select_dtype(args.runtime.dtype, &device);
+    let opts = ResolveOptions {
+        offline: args.runtime.offline,
+        quiet: true,
+    };
+    let t_load = Instant::now();
+    let model = runtime::resolve(judge_spec, JUDGE_FILES, &opts)?;
+    let judge = Judge::load(&model.dir, &device, dtype, args.runtime.max_length, None)?;
+    let load_s = t_load.elapsed().as_secs_f64();
+    let hidden = crate::progress::bar(0, "bench", true);
+    let batch_tokens = args.runtime.batch_tokens;
+    // Time to the first batch: one question's four choices, as a first request would be.
+    let t_first = Instant::now();
+    judge.score(&pairs[..pairs.len().min(4)], batch_tokens, &hidden)?;
+    let first_batch_s = load_s + t_first.elapsed().as_secs_f64();
+
+    let config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(model.dir.join("config.json"))
+            .map_err(|e| Error::usage(format!("judge config: {e}")))?,
+    )
+    .map_err(|e| Error::usage(format!("judge config: {e}")))?;
+    let field = |k: &str| config[k].as_u64().unwrap_or(0) as usize;
+    let lengths: Vec<usize> = judge.encode(&pairs)?.iter().map(|t| t.len()).collect();
+    let real_tokens: usize = lengths.iter().sum();
+    // The work of the encoder on the real tokens (no padding), one sequence at a time.
+    let flops: f64 = lengths
+        .iter()
+        .map(|&s| {
+            bert_flops(
+                field("num_hidden_layers"),
+                field("hidden_size"),
+                field("intermediate_size"),
+                1,
+                s,
+            )
+        })
+        .sum();
+
+    let mut times = Vec::new();
+    let mut last = Vec::new();
+    for _ in 0..args.repeats {
+        let t = Instant::now();
+        last = judge.score(&pairs, batch_tokens, &hidden)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let med = median(&mut times.clone());
+    let peak_rss = peak_rss_bytes().unwrap_or(0);
+    let threads = rayon::current_num_threads();
+    let peak = runtime::ops::peak::measure(threads, 0.6);
+    if let Some(path) = &args.save {
+        let rows: Vec<Vec<f32>> = last.iter().map(|&s| vec![s]).collect();
+        crate::report::atomic_write(path, &super::embed::npy_bytes(&rows, 1))?;
+    }
+    let gflops = flops / med / 1e9;
+    let out = serde_json::json!({
+        "judge": judge_spec,
+        "engine": judge.engine(),
+        "arch": format!("{:?}", judge.arch()),
+        "dataset": input.display().to_string(),
+        "questions": questions.len(),
+        "pairs": pairs.len(),
+        "real_tokens": real_tokens,
+        "max_length": judge.max_length(),
+        "batch_tokens": batch_tokens,
+        "dtype": format!("{dtype:?}").to_lowercase(),
+        "int8": args.quantize,
+        "threads": threads,
+        "repeats_s": times,
+        "median_s": med,
+        "pairs_per_s": pairs.len() as f64 / med,
+        "real_tokens_per_s": real_tokens as f64 / med,
+        "gflop_real": flops / 1e9,
+        "gflops": gflops,
+        "peak_gflops": peak.gflops,
+        "peak_fraction": gflops / peak.gflops,
+        "load_s": load_s,
+        "first_batch_s": first_batch_s,
+        "peak_rss_bytes": peak_rss,
+    });
+    if args.json {
+        println!("{out}");
+        return Ok(());
+    }
+    println!("scorekit bench --judge {judge_spec} ({})", judge.engine());
+    println!(
+        "dataset         {} questions, {} pairs from {}; {} real tokens",
+        questions.len(),
+        pairs.len(),
+        input.display(),
+        real_tokens
+    );
+    println!(
+        "time            median {med:.3} s over {} repeats ({threads} threads)",
+        args.repeats
+    );
+    println!(
+        "pairs/s         {:.2}; tokens/s {:.0}",
+        pairs.len() as f64 / med,
+        real_tokens as f64 / med
+    );
+    println!(
+        "GFLOP/s         {gflops:.1} = {:.0}% of the measured peak {:.1} GFLOP/s",
+        100.0 * gflops / peak.gflops,
+        peak.gflops
+    );
+    println!(
+        "peak RSS        {:.0} MiB",
+        peak_rss as f64 / (1024.0 * 1024.0)
+    );
+    println!("load            {load_s:.3} s; load to first batch {first_batch_s:.3} s");
+    Ok(())
+}
