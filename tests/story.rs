@@ -421,6 +421,114 @@ fn wrong_types_exit_2_with_file_line_and_field() {
     }
 }
 
+/// `scorekit story` with `judge`: exit 2 and the message, and no results written.
+fn judge_err(f: &Fixture, judge: &Path) -> String {
+    let gens = gen_file(
+        f,
+        "one.jsonl",
+        &[serde_json::json!({"question_id": dev()[0]["question_id"], "ending": "The end."})],
+    );
+    let out = f.root.join("judge-err-out");
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let o = run(&[
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        gens.to_str().unwrap(),
+        "--judge",
+        judge.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--skip-embedder",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!out.join("items.jsonl").exists());
+    stderr(&o)
+}
+
+#[test]
+fn bad_judge_folders_are_named_before_scoring() {
+    let f = fixture();
+    for arch in ["bert_mc", "roberta_mc"] {
+        // Truncated weights.
+        let m = f.root.join(format!("{arch}-trunc"));
+        build_judge(arch, &m, true);
+        let w = m.join("model.safetensors");
+        let b = std::fs::read(&w).unwrap();
+        std::fs::write(&w, &b[..b.len() - 100]).unwrap();
+        let e = judge_err(&f, &m);
+        assert!(
+            e.contains("model.safetensors") && e.contains("truncated"),
+            "{e}"
+        );
+        // config.json that does not match the weights.
+        let m = f.root.join(format!("{arch}-cfg"));
+        build_judge(arch, &m, true);
+        let mut c = read_json(&m.join("config.json"));
+        c["intermediate_size"] = 48.into();
+        std::fs::write(m.join("config.json"), c.to_string()).unwrap();
+        let e = judge_err(&f, &m);
+        assert!(
+            e.contains("model.safetensors") && e.contains("intermediate.dense.weight"),
+            "{e}"
+        );
+        // Fewer layers in the config than in the weights.
+        let m = f.root.join(format!("{arch}-layers"));
+        build_judge(arch, &m, true);
+        let mut c = read_json(&m.join("config.json"));
+        c["num_hidden_layers"] = 1.into();
+        std::fs::write(m.join("config.json"), c.to_string()).unwrap();
+        let e = judge_err(&f, &m);
+        assert!(e.contains("more layers"), "{e}");
+        // A tokenizer of another model (a larger vocabulary than the embedding table).
+        let m = f.root.join(format!("{arch}-tok"));
+        build_judge(arch, &m, true);
+        let mut t = read_json(&m.join("tokenizer.json"));
+        let vocab = t["model"]["vocab"].as_object_mut().unwrap();
+        for i in 0..10 {
+            vocab.insert(format!("zzextra{i}"), (2000 + i).into());
+        }
+        std::fs::write(m.join("tokenizer.json"), t.to_string()).unwrap();
+        let e = judge_err(&f, &m);
+        assert!(
+            e.contains("tokenizer.json") && e.contains("another model"),
+            "{e}"
+        );
+        // A wrong-shape head.
+        let m = f.root.join(format!("{arch}-head"));
+        build_judge(arch, &m, true);
+        let mut c = read_json(&m.join("config.json"));
+        c["architectures"] = serde_json::json!(["XForSequenceClassification"]);
+        c["id2label"] = serde_json::json!({"0": "no", "1": "follow", "2": "maybe"});
+        std::fs::write(m.join("config.json"), c.to_string()).unwrap();
+        let o = run(&[
+            "story",
+            "--dataset",
+            shared_data("possible-stories/dev.jsonl").to_str().unwrap(),
+            "--generations",
+            gen_file(
+                &f,
+                "g.jsonl",
+                &[serde_json::json!({"question_id": "x", "ending": "e"})],
+            )
+            .to_str()
+            .unwrap(),
+            "--judge",
+            m.to_str().unwrap(),
+            "--follow-label",
+            "follow",
+            "--out",
+            f.root.join("head-out").to_str().unwrap(),
+            "--skip-embedder",
+            "--quiet",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("classifier"), "{}", stderr(&o));
+    }
+}
+
 #[test]
 fn binary_judge_through_the_cli_needs_its_follow_label() {
     let f = fixture();

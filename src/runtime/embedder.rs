@@ -162,6 +162,28 @@ pub fn bert_expected_shapes(cfg: &BertConfig) -> Vec<(String, Vec<usize>)> {
     v
 }
 
+/// Check a BERT-layout safetensors file against its config before loading: every encoder tensor
+/// present with the shape the config implies (under one of `prefixes`), and no layer beyond
+/// `num_hidden_layers` (a loader would silently ignore it). Errors name the file and tensor.
+pub fn check_bert_weights(w: &Path, cfg: &BertConfig, prefixes: &[&str]) -> Result<()> {
+    let tensors = weights::check_safetensors(w)?;
+    weights::expect_shapes(w, &tensors, prefixes, &bert_expected_shapes(cfg))?;
+    let extra = format!(
+        "encoder.layer.{}.output.dense.weight",
+        cfg.num_hidden_layers
+    );
+    if weights::find_tensor(&tensors, &extra, prefixes).is_some() {
+        return Err(bad(
+            w,
+            format!(
+                "has more layers than config.json's num_hidden_layers = {} (config.json does not match the weights)",
+                cfg.num_hidden_layers
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn load_bert(
     model: &ResolvedModel,
     cfg: &BertConfig,
@@ -170,21 +192,7 @@ fn load_bert(
 ) -> Result<BertEncoder> {
     let w = model.weights_file()?;
     let vb = if w.extension().is_some_and(|e| e == "safetensors") {
-        let tensors = weights::check_safetensors(&w)?;
-        weights::expect_shapes(&w, &tensors, &["", "bert."], &bert_expected_shapes(cfg))?;
-        let extra = format!(
-            "encoder.layer.{}.output.dense.weight",
-            cfg.num_hidden_layers
-        );
-        if weights::find_tensor(&tensors, &extra, &["", "bert."]).is_some() {
-            return Err(bad(
-                &w,
-                format!(
-                    "has more layers than config.json's num_hidden_layers = {} (config.json does not match the weights)",
-                    cfg.num_hidden_layers
-                ),
-            ));
-        }
+        check_bert_weights(&w, cfg, &["", "bert."])?;
         // Safety: the file is memory-mapped read-only; a concurrent writer is the caller's problem.
         unsafe { VarBuilder::from_mmaped_safetensors(&[&w], dtype, device) }
             .map_err(|e| bad(&w, format!("cannot load: {e}")))?

@@ -11,8 +11,9 @@
 //! encoder is `bert::BertModel`; RoBERTa uses `xlm_roberta::XLMRobertaModel`, because
 //! `bert.rs` counts positions from 0 where RoBERTa counts from `pad_token_id + 1`.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, InputError, Result};
 use crate::runtime::batching::plan_batches;
+use crate::runtime::embedder::check_bert_weights;
 use crate::runtime::masked_bert::MaskedBert;
 use crate::runtime::ops::{
     self,
@@ -164,6 +165,16 @@ impl Judge {
                 Arch::Roberta => 1,
                 _ => 0,
             }) as u32;
+        if arch != Arch::DebertaV2 {
+            // Every encoder tensor against config.json before anything is loaded.
+            let file = weights_file(dir)?;
+            if file.extension().is_some_and(|e| e == "safetensors") {
+                let mut c = config.clone();
+                c.insert("model_type".into(), Value::Null);
+                let cfg: bert::Config = parse_config(&c, dir)?;
+                check_bert_weights(&file, &cfg, &["bert.", "roberta."])?;
+            }
+        }
         let fast = if fast {
             fast_net(dir, &config, arch, &head, device, dtype, pad_id, n_out)?
         } else {
@@ -174,6 +185,8 @@ impl Judge {
             .and_then(Value::as_u64)
             .unwrap_or(0);
         let positions = usize_field(&config, "max_position_embeddings")?;
+        let weights_path = weights_file(dir)?;
+        let load_err = |e: candle_core::Error| model_file_err(&weights_path, e);
         let net = match (fast, arch) {
             (Some(net), _) => net,
             (None, Arch::Bert) => {
@@ -181,11 +194,11 @@ impl Judge {
                 // The head names the prefix; candle's own fallback to `model_type` is not needed.
                 config.insert("model_type".into(), Value::Null);
                 let cfg: bert::Config = parse_config(&config, dir)?;
-                let encoder = MaskedBert::load(vb.pp("bert"), &cfg).map_err(model_err)?;
+                let encoder = MaskedBert::load(vb.pp("bert"), &cfg).map_err(load_err)?;
                 let pooler = candle_nn::linear(hidden, hidden, vb.pp("bert.pooler.dense"))
-                    .map_err(model_err)?;
+                    .map_err(load_err)?;
                 let classifier =
-                    candle_nn::linear(hidden, n_out, vb.pp("classifier")).map_err(model_err)?;
+                    candle_nn::linear(hidden, n_out, vb.pp("classifier")).map_err(load_err)?;
                 Net::Bert {
                     encoder,
                     pooler,
@@ -200,21 +213,21 @@ impl Judge {
                 default(&mut config, "pad_token_id", 1.into());
                 let cfg: xlm_roberta::Config = parse_config(&config, dir)?;
                 let encoder =
-                    xlm_roberta::XLMRobertaModel::new(&cfg, vb.pp("roberta")).map_err(model_err)?;
+                    xlm_roberta::XLMRobertaModel::new(&cfg, vb.pp("roberta")).map_err(load_err)?;
                 match head {
                     Head::MultipleChoice => Net::RobertaPooled {
                         encoder,
                         pooler: candle_nn::linear(hidden, hidden, vb.pp("roberta.pooler.dense"))
-                            .map_err(model_err)?,
+                            .map_err(load_err)?,
                         classifier: candle_nn::linear(hidden, 1, vb.pp("classifier"))
-                            .map_err(model_err)?,
+                            .map_err(load_err)?,
                     },
                     Head::Binary { .. } => Net::RobertaClassifier {
                         encoder,
                         dense: candle_nn::linear(hidden, hidden, vb.pp("classifier.dense"))
-                            .map_err(model_err)?,
+                            .map_err(load_err)?,
                         out_proj: candle_nn::linear(hidden, n_out, vb.pp("classifier.out_proj"))
-                            .map_err(model_err)?,
+                            .map_err(load_err)?,
                     },
                 }
             }
@@ -241,7 +254,7 @@ impl Judge {
                         &cfg,
                         Some(id2label),
                     )
-                    .map_err(model_err)?,
+                    .map_err(load_err)?,
                 ))
             }
         };
@@ -253,6 +266,21 @@ impl Judge {
         let model_limit = model_limit.min(tokenizer_limit(dir).unwrap_or(usize::MAX));
         let max_length = max_length.unwrap_or(model_limit).min(model_limit);
         let tokenizer = load_tokenizer(dir, arch, max_length)?;
+        // A tokenizer of another model gives ids past the embedding table: refuse it here.
+        let vocab = usize_field(&config, "vocab_size")?;
+        let tokens = tokenizer.get_vocab_size(true);
+        if tokens > vocab {
+            return Err(Error::Input(InputError::file(
+                &dir.join(if dir.join("tokenizer.json").exists() {
+                    "tokenizer.json"
+                } else {
+                    "vocab.json"
+                }),
+                format!(
+                    "has {tokens} tokens but config.json's vocab_size is {vocab} (a tokenizer of another model?)"
+                ),
+            )));
+        }
         Ok(Judge {
             arch,
             head,
@@ -541,8 +569,12 @@ fn fast_net(
     }))
 }
 
+/// A weight file that does not fit the config: an input error naming the file.
 fn model_file_err(file: &Path, e: candle_core::Error) -> Error {
-    Error::Internal(anyhow!("judge weights {}: {e}", file.display()))
+    Error::Input(InputError::file(
+        file,
+        format!("does not fit config.json: {e}"),
+    ))
 }
 
 /// The judge's weight file: model.safetensors, else pytorch_model.bin.
