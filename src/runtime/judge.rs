@@ -270,12 +270,13 @@ impl Judge {
         let vocab = usize_field(&config, "vocab_size")?;
         let tokens = tokenizer.get_vocab_size(true);
         if tokens > vocab {
+            let file = if dir.join("tokenizer.json").exists() {
+                "tokenizer.json"
+            } else {
+                "vocab.json"
+            };
             return Err(Error::Input(InputError::file(
-                &dir.join(if dir.join("tokenizer.json").exists() {
-                    "tokenizer.json"
-                } else {
-                    "vocab.json"
-                }),
+                dir.join(file),
                 format!(
                     "has {tokens} tokens but config.json's vocab_size is {vocab} (a tokenizer of another model?)"
                 ),

@@ -359,7 +359,14 @@ fn tokenize(src: &str) -> Result<Vec<Tok>, EvalError> {
                 .find(|op| rest.starts_with(**op))
                 .ok_or_else(|| Raises(format!("SyntaxError: invalid character {c:?}")))?;
             match *op {
-                "(" | "[" | "{" => depth += 1,
+                "(" | "[" | "{" => {
+                    depth += 1;
+                    // CPython's tokenizer (MAXLEVEL): deeper nesting is a SyntaxError. Also
+                    // what keeps this recursive-descent parser off the end of its stack.
+                    if depth >= MAX_PAREN_DEPTH {
+                        return Err(Raises("SyntaxError: too many nested parentheses".into()));
+                    }
+                }
                 ")" | "]" | "}" => depth -= 1,
                 _ => {}
             }
@@ -478,9 +485,18 @@ const KEYWORDS: &[&str] = &[
     "nonlocal", "assert", "break", "continue", "pass", "yield", "await", "async", "elif",
 ];
 
+/// CPython's tokenizer refuses this many open brackets (`MAXLEVEL`).
+const MAX_PAREN_DEPTH: i32 = 200;
+
+/// Nested unary operators and powers (`- - - 1`, `2**-2**-2`) before the parser gives up, as
+/// CPython's parser does ("too complex") long before a thread's stack would run out.
+const MAX_UNARY_DEPTH: usize = 1000;
+
 struct Parser {
     toks: Vec<Tok>,
     pos: usize,
+    /// Current nesting of `factor` (unary operators and exponents).
+    unary_depth: usize,
 }
 
 /// Evaluate a Python expression the way `eval` in `mint/tasks/reasoning.py` would.
@@ -489,7 +505,11 @@ pub fn eval(src: &str) -> Result<PyVal, EvalError> {
     if toks.is_empty() {
         return Err(Raises("SyntaxError: unexpected EOF".into()));
     }
-    let mut p = Parser { toks, pos: 0 };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        unary_depth: 0,
+    };
     let v = p.testlist()?;
     match p.peek() {
         None => {}
@@ -638,6 +658,18 @@ impl Parser {
     }
 
     fn factor(&mut self) -> Result<PyVal, EvalError> {
+        if self.unary_depth >= MAX_UNARY_DEPTH {
+            return Err(Raises(
+                "MemoryError: Parser stack overflowed - Python source too complex to parse".into(),
+            ));
+        }
+        self.unary_depth += 1;
+        let v = self.factor_inner();
+        self.unary_depth -= 1;
+        v
+    }
+
+    fn factor_inner(&mut self) -> Result<PyVal, EvalError> {
         if self.eat("-") {
             let v = self.factor()?;
             return binop(&PyVal::Int(0), &v, "neg");
@@ -1085,6 +1117,28 @@ mod tests {
         assert!(ok(json!("c"), "C"));
         assert!(!ok(json!("c"), "b)"));
         assert!(!ok(json!(1.0), "None"));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Found by the mint_checkers fuzzer: unbounded recursion crashed the process.
+        for src in [
+            format!("{}1{}", "(".repeat(5000), ")".repeat(5000)),
+            format!("{}1", "-".repeat(100_000)),
+            format!("{}1", "2**-".repeat(50_000)),
+            format!("{}1{}", "[-(".repeat(3000), ")]".repeat(3000)),
+        ] {
+            assert!(matches!(eval(&src), Err(Raises(_))), "{}", &src[..20]);
+        }
+        // Python accepts these depths.
+        assert!(matches!(
+            eval(&format!("{}1{}", "(".repeat(150), ")".repeat(150))),
+            Ok(PyVal::Int(1))
+        ));
+        assert!(matches!(
+            eval(&format!("{}1", "-".repeat(500))),
+            Ok(PyVal::Int(1))
+        ));
     }
 
     #[test]
