@@ -223,6 +223,43 @@ fn exec_code_reproduces_stored_code_verdicts_on_real_instances() {
 }
 
 #[test]
+fn deeply_nested_theoremqa_answers_are_wrong_answers_not_a_crash() {
+    // The mint_checkers fuzzer found a stack overflow in the TheoremQA evaluator on deeply nested
+    // answers; re-checks run on rayon threads with small stacks, so check it end to end.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    let rel = "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/theoremqa/results.jsonl";
+    copy_head(&root, rel, 3);
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let nested = [
+        format!("{}1", "-".repeat(200_000)),
+        format!("{}1{}", "(".repeat(50_000), ")".repeat(50_000)),
+        format!("{}2", "2**-".repeat(50_000)),
+    ];
+    let mut changed = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .zip(&nested)
+        .map(|(l, answer)| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            for m in v["state"]["history"].as_array_mut().unwrap() {
+                if m["role"] == "assistant" && m["content"].as_str().unwrap().contains("<solution>")
+                {
+                    m["content"] = format!("<solution> {answer} </solution>").into();
+                    changed += 1;
+                }
+            }
+            v.to_string()
+        })
+        .collect();
+    assert!(changed >= 1, "the fixture has proposals to replace");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (_d, m) = run_ok(&["mint", "--outputs", root.to_str().unwrap(), "--recheck"]);
+    assert_eq!(recheck_row(&m, "theoremqa")["rechecked"], 3);
+}
+
+#[test]
 fn malformed_record_exits_2_with_file_line_field() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("outputs");
