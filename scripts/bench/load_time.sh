@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Load (mmap, pread + pack, tokenizer) and load -> first batch (the first 32 sentences of the
+# corpus) of `scorekit bench`, N fresh processes, printed per run and as medians.
+# Usage: scripts/bench/load_time.sh [MODEL_FOLDER] (default: the LaBSE-shaped folder); N=5.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+MODEL=${1:-fixtures-cache/labse-shaped}
+N=${N:-5}
+cargo build --release --quiet
+for i in $(seq "$N"); do
+  target/release/scorekit bench --model "$MODEL" --limit 32 --repeats 1 --json --offline
+done | python3 -c '
+import json, statistics, sys
+rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+for r in rows:
+    print(f"load {r[\"load_s\"]:.3f} s, load to first batch {r[\"first_batch_s\"]:.3f} s, peak RSS {r[\"peak_rss_bytes\"]/2**20:.0f} MiB")
+print(f"median of {len(rows)}: load {statistics.median(r[\"load_s\"] for r in rows):.3f} s, "
+      f"load to first batch {statistics.median(r[\"first_batch_s\"] for r in rows):.3f} s")
+'
+echo "uptime: $(uptime)"
