@@ -4,6 +4,13 @@ use clap::Parser;
 use scorekit::cli::Cli;
 
 fn main() {
+    // Rust ignores SIGPIPE, so `scorekit ... | head` would panic in println! once the reader
+    // goes away; restore the default (end quietly), as cat and grep do.
+    #[cfg(unix)]
+    // Safety: setting a signal disposition before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -39,3 +39,18 @@ fn version_is_printed() {
     assert!(o.status.success());
     assert!(stdout(&o).starts_with("scorekit "));
 }
+
+#[test]
+fn a_closed_stdout_pipe_ends_quietly_not_in_a_panic() {
+    // `scorekit ... | head`: the reader is gone before scorekit prints.
+    let mut child = scorekit()
+        .args(["models", "list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -5,6 +5,7 @@ questions, the same thread count, interleaved rounds, median per engine.
 
 - scorekit: `scorekit bench --judge FOLDER --json --repeats 1` per round (load excluded: its
   own timing of the scoring pass; a 4-pair first batch warms it up).
+- scorekit-int8: the same with `--quantize` (int8 VNNI products).
 - PyTorch: the model loaded once, warmed up, then per round every pair: pairs sorted by
   length, batches of --batch-size sequences padded to the batch's longest, torch.inference_mode,
   one logit per sequence (a multiple-choice head scores each choice on its own).
@@ -72,7 +73,7 @@ def main():
                 out[b] = model(input_ids=ids, attention_mask=mask).logits[:, 0].numpy()
         return out
 
-    def run_scorekit(save):
+    def run_scorekit(save, quant=False):
         q_file = os.path.join(tmp, "questions.jsonl")
         if not os.path.exists(q_file):
             with open(q_file, "w", encoding="utf-8") as f:
@@ -80,8 +81,10 @@ def main():
                     f.write(json.dumps(q) + "\n")
         cmd = [args.scorekit, "bench", "--judge", args.judge, "--input", q_file, "--repeats", "1",
                "--json", "--offline", "--batch-tokens", str(args.batch_tokens)]
+        if quant:
+            cmd.append("--quantize")
         if save:
-            cmd += ["--save", scores_npy]
+            cmd += ["--save", scores_npy + (".int8.npy" if quant else "")]
         r = subprocess.run(cmd, check=True, capture_output=True, text=True)
         return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -93,8 +96,8 @@ def main():
     torch_scores = None
     for r in range(args.rounds):
         for e in engines:
-            if e == "scorekit":
-                j = run_scorekit(save=(r == args.rounds - 1))
+            if e in ("scorekit", "scorekit-int8"):
+                j = run_scorekit(save=(r == args.rounds - 1), quant=(e == "scorekit-int8"))
                 times[e].append(j["median_s"])
                 info[e] = j
             else:
@@ -110,14 +113,24 @@ def main():
         "times_s": times, "median_s": med,
         "torch_version": torch.__version__,
     }
-    if "scorekit" in info:
-        result["scorekit"] = info["scorekit"]
+    for e in ("scorekit", "scorekit-int8"):
+        if e in info:
+            result[e] = info[e]
     if "scorekit" in med and "torch" in med:
         result["ratio_scorekit_over_torch"] = med["torch"] / med["scorekit"]
         sk = np.load(scores_npy)[:, 0]
         result["max_abs_diff"] = float(np.abs(sk - torch_scores).max())
         pick = lambda s: s.reshape(-1, 4).argmax(axis=1)
         result["argmax_agreement"] = float((pick(sk) == pick(torch_scores)).mean())
+    if "scorekit-int8" in med and "torch" in med:
+        result["ratio_scorekit_int8_over_torch"] = med["torch"] / med["scorekit-int8"]
+        q = np.load(scores_npy + ".int8.npy")[:, 0]
+        pick = lambda s: s.reshape(-1, 4).argmax(axis=1)
+        result["int8_max_abs_diff"] = float(np.abs(q - torch_scores).max())
+        result["int8_argmax_agreement"] = float((pick(q) == pick(torch_scores)).mean())
+        # Random weights give near-equal logits per question: report their spread too.
+        result["torch_logit_spread_per_question_median"] = float(
+            np.median(torch_scores.reshape(-1, 4).max(1) - torch_scores.reshape(-1, 4).min(1)))
     print(json.dumps(result, indent=1))
     if args.json_out:
         json.dump(result, open(args.json_out, "w"), indent=1)

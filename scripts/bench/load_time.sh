@@ -13,8 +13,10 @@ done | python3 -c '
 import json, statistics, sys
 rows = [json.loads(l) for l in sys.stdin if l.startswith("{")]
 for r in rows:
-    print(f"load {r[\"load_s\"]:.3f} s, load to first batch {r[\"first_batch_s\"]:.3f} s, peak RSS {r[\"peak_rss_bytes\"]/2**20:.0f} MiB")
-print(f"median of {len(rows)}: load {statistics.median(r[\"load_s\"] for r in rows):.3f} s, "
-      f"load to first batch {statistics.median(r[\"first_batch_s\"] for r in rows):.3f} s")
+    print("load %.3f s, load to first batch %.3f s, peak RSS %.0f MiB"
+          % (r["load_s"], r["first_batch_s"], r["peak_rss_bytes"] / 2**20))
+print("median of %d: load %.3f s, load to first batch %.3f s"
+      % (len(rows), statistics.median(r["load_s"] for r in rows),
+         statistics.median(r["first_batch_s"] for r in rows)))
 '
 echo "uptime: $(uptime)"
