@@ -530,6 +530,45 @@ fn bad_judge_folders_are_named_before_scoring() {
 }
 
 #[test]
+fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
+    let f = fixture();
+    let rows: Vec<Value> = dev()
+        .iter()
+        .take(12)
+        .map(|q| serde_json::json!({"question_id": q["question_id"], "ending": q["options"][1]}))
+        .collect();
+    let gens = gen_file(&f, "q.jsonl", &rows);
+    if scorekit::runtime::ops::int8::available() {
+        let (m, items) = story(&f, &gens, "q-out", &["--quantize"]);
+        assert_eq!(m["settings"]["quantize"], "int8 encoder products");
+        assert_eq!(
+            m["settings"]["judge_engine"],
+            "scorekit encoder, int8 VNNI products"
+        );
+        assert_eq!(items.len(), 12);
+        let (plain, _) = story(&f, &gens, "plain-out", &[]);
+        assert!(plain["settings"].get("quantize").is_none());
+    }
+    let o = run(&[
+        "story",
+        "--dataset",
+        shared_data("possible-stories/dev.jsonl").to_str().unwrap(),
+        "--generations",
+        gens.to_str().unwrap(),
+        "--judge",
+        f.judge.to_str().unwrap(),
+        "--skip-embedder",
+        "--out",
+        f.root.join("q-f16").to_str().unwrap(),
+        "--quantize",
+        "--dtype",
+        "f16",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--quantize needs"), "{}", stderr(&o));
+}
+
+#[test]
 fn binary_judge_through_the_cli_needs_its_follow_label() {
     let f = fixture();
     let judge = f.root.join("binary");

@@ -97,6 +97,21 @@ pub fn bert_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> 
     layers as f64 * t * (2.0 * (4.0 * h * h + 2.0 * h * i) + 4.0 * s * h)
 }
 
+/// `--quantize` only where the int8 kernels run: the CPU, f32, AVX-512 VNNI.
+pub fn check_quantize(args: &crate::cli::ModelArgs) -> Result<()> {
+    if !args.quantize {
+        return Ok(());
+    }
+    let device = runtime::select_device(&args.device)?;
+    let dtype = runtime::select_dtype(args.dtype, &device);
+    if !runtime::ops::fast_allowed(&device, dtype) || !runtime::ops::int8::available() {
+        return Err(Error::usage(
+            "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",
+        ));
+    }
+    Ok(())
+}
+
 /// Run `scorekit bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
     if let Some(judge) = &args.judge {
@@ -116,7 +131,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.repeats == 0 {
         return Err(Error::usage("--repeats must be at least 1"));
     }
-    runtime::ops::set_int8(args.quantize);
+    runtime::ops::set_int8(args.runtime.quantize);
+    check_quantize(&args.runtime)?;
     let device = runtime::select_device(&args.runtime.device)?;
     let dtype = runtime::select_dtype(args.runtime.dtype, &device);
     let opts = ResolveOptions {
@@ -191,7 +207,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "batches": plan.len(),
         "batch_tokens": args.runtime.batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
-        "int8": args.quantize,
+        "int8": args.runtime.quantize,
         "encoder": runtime::ops::encoder_kind(&device, dtype),
         "threads": threads,
         "repeats_s": times,

@@ -31,7 +31,8 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         .iter()
         .flat_map(|q| q.options.iter().map(move |o| q.pair(o)))
         .collect();
-    runtime::ops::set_int8(args.quantize);
+    runtime::ops::set_int8(args.runtime.quantize);
+    super::bench::check_quantize(&args.runtime)?;
     let device = runtime::select_device(&args.runtime.device)?;
     let dtype = runtime::select_dtype(args.runtime.dtype, &device);
     let opts = ResolveOptions {
@@ -98,7 +99,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         "max_length": judge.max_length(),
         "batch_tokens": batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
-        "int8": args.quantize,
+        "int8": args.runtime.quantize,
         "threads": threads,
         "repeats_s": times,
         "median_s": med,

@@ -234,6 +234,7 @@ fn read_semantic(
     doc.models.push(model_ref);
     let s = &mut doc.settings;
     s.insert("semantic".into(), json!(true));
+    rt.record(s);
     s.insert("semantic_embedder".into(), json!(args.embedder));
     s.insert("semantic_thresholds".into(), json!(th));
     s.insert(

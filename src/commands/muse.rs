@@ -115,6 +115,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
     );
     if let (Some(spec), Some((model_ref, _, _, th))) = (&args.embedder, &matched) {
         s.insert("embedder".into(), json!(spec));
+        crate::runtime::load::record_quantize(args.model.quantize, s);
         s.insert("embedder_thresholds".into(), json!(th));
         s.insert(
             "embedder_descriptions".into(),

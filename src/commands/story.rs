@@ -171,6 +171,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
             Some(embedder)
         }
     };
+    rt.record(&mut settings);
     settings.insert("bootstrap".into(), json!(out.bootstrap));
     settings.insert("seed".into(), json!(out.seed));
     doc.settings = settings;

@@ -26,11 +26,15 @@ pub struct ModelRuntime {
     pub max_length: Option<usize>,
     /// No progress bars.
     pub quiet: bool,
+    /// `--quantize`: int8 products in scorekit's CPU encoder.
+    pub quantize: bool,
 }
 
 impl ModelRuntime {
     /// Open the device of `args`; a malformed `--device` is a usage error.
     pub fn new(args: &ModelArgs, quiet: bool) -> Result<Self> {
+        crate::commands::bench::check_quantize(args)?;
+        runtime::ops::set_int8(args.quantize);
         let device = runtime::select_device(&args.device)?;
         let dtype = runtime::select_dtype(args.dtype, &device);
         Ok(ModelRuntime {
@@ -43,7 +47,14 @@ impl ModelRuntime {
             batch_tokens: args.batch_tokens,
             max_length: args.max_length,
             quiet,
+            quantize: args.quantize,
         })
+    }
+
+    /// Record `--quantize` in a run's settings (only when on, so that default runs keep their
+    /// identity): results of int8 and f32 encoders are never mixed by resume or merge.
+    pub fn record(&self, settings: &mut serde_json::Map<String, serde_json::Value>) {
+        record_quantize(self.quantize, settings);
     }
 
     /// Resolve a model spec needing `files` (entries may be alternatives `"a|b"`).
@@ -82,5 +93,15 @@ impl ModelRuntime {
         let vecs = embedder.embed(texts, self.batch_tokens, &progress)?;
         progress.finish_and_clear();
         Ok(vecs)
+    }
+}
+
+/// Put `--quantize` in a run's settings when it is on (see [`ModelRuntime::record`]).
+pub fn record_quantize(quantize: bool, settings: &mut serde_json::Map<String, serde_json::Value>) {
+    if quantize {
+        settings.insert(
+            "quantize".into(),
+            serde_json::json!("int8 encoder products"),
+        );
     }
 }
