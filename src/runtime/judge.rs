@@ -438,7 +438,11 @@ impl Judge {
                 out_proj.forward(&dense.forward(&h.i((.., 0))?)?.tanh()?)?
             }
             Net::Deberta(model) => model.forward(ids, Some(types.clone()), Some(mask.clone()))?,
-            Net::Fast { .. } => unreachable!("the fast encoder runs unpadded in `logits`"),
+            Net::Fast { .. } => {
+                return Err(candle_core::Error::Msg(
+                    "internal: scorekit's encoder takes unpadded sequences (Judge::logits)".into(),
+                ))
+            }
         };
         logits.to_dtype(DType::F32)?.to_vec2::<f32>()
     }

@@ -272,17 +272,16 @@ fn f16_to_f32(h: u16) -> f32 {
 }
 
 /// A dense layer y = x·Wᵀ + b on the packed f32 kernels (for heads on top of the encoder).
-pub struct Dense(Linear);
+pub struct Dense {
+    lin: Linear,
+    n: usize,
+}
 
 impl Dense {
     /// Outputs of `m` rows of `x` (m×k), m×n.
     pub fn forward(&self, m: usize, x: &[f32]) -> Vec<f32> {
-        let n = match &self.0.w {
-            Weight::F32(p) => p.n,
-            Weight::I8(_) => unreachable!("heads are f32"),
-        };
-        let mut out = vec![0f32; m * n];
-        self.0.run(m, x, &mut out, false, false);
+        let mut out = vec![0f32; m * self.n];
+        self.lin.run(m, x, &mut out, false, false);
         out
     }
 }
@@ -413,10 +412,13 @@ impl FastBert {
     pub fn dense(&self, name: &str, n: usize, k: usize) -> candle_core::Result<Dense> {
         let w = self.st.read_full(&format!("{name}.weight"), &[n, k])?;
         let b = self.st.read_full(&format!("{name}.bias"), &[n])?;
-        Ok(Dense(Linear {
-            w: Weight::F32(PackedB::from_nk(&w, n, k, k)),
-            b,
-        }))
+        Ok(Dense {
+            lin: Linear {
+                w: Weight::F32(PackedB::from_nk(&w, n, k, k)),
+                b,
+            },
+            n,
+        })
     }
 
     /// Drop every weight byte the encoder no longer reads (all but the word embeddings) when
