@@ -421,16 +421,10 @@ fn wrong_types_exit_2_with_file_line_and_field() {
     }
 }
 
-/// `scorekit story` with `judge`: exit 2 and the message, and no results written.
-fn judge_err(f: &Fixture, judge: &Path) -> String {
-    let gens = gen_file(
-        f,
-        "one.jsonl",
-        &[serde_json::json!({"question_id": dev()[0]["question_id"], "ending": "The end."})],
-    );
-    let out = f.root.join("judge-err-out");
+/// `scorekit story --skip-embedder` on the dev split with `judge` and `extra` flags.
+fn judge_only(judge: &Path, gens: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     let dataset = shared_data("possible-stories/dev.jsonl");
-    let o = run(&[
+    let mut args = vec![
         "story",
         "--dataset",
         dataset.to_str().unwrap(),
@@ -442,7 +436,20 @@ fn judge_err(f: &Fixture, judge: &Path) -> String {
         out.to_str().unwrap(),
         "--skip-embedder",
         "--quiet",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// `scorekit story` with `judge`: exit 2 and the message, and no results written.
+fn judge_err(f: &Fixture, judge: &Path) -> String {
+    let gens = gen_file(
+        f,
+        "one.jsonl",
+        &[serde_json::json!({"question_id": dev()[0]["question_id"], "ending": "The end."})],
+    );
+    let out = f.root.join("judge-err-out");
+    let o = judge_only(judge, &gens, &out, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!out.join("items.jsonl").exists());
     stderr(&o)
@@ -503,27 +510,17 @@ fn bad_judge_folders_are_named_before_scoring() {
         c["architectures"] = serde_json::json!(["XForSequenceClassification"]);
         c["id2label"] = serde_json::json!({"0": "no", "1": "follow", "2": "maybe"});
         std::fs::write(m.join("config.json"), c.to_string()).unwrap();
-        let o = run(&[
-            "story",
-            "--dataset",
-            shared_data("possible-stories/dev.jsonl").to_str().unwrap(),
-            "--generations",
-            gen_file(
-                &f,
-                "g.jsonl",
-                &[serde_json::json!({"question_id": "x", "ending": "e"})],
-            )
-            .to_str()
-            .unwrap(),
-            "--judge",
-            m.to_str().unwrap(),
-            "--follow-label",
-            "follow",
-            "--out",
-            f.root.join("head-out").to_str().unwrap(),
-            "--skip-embedder",
-            "--quiet",
-        ]);
+        let gens = gen_file(
+            &f,
+            "g.jsonl",
+            &[serde_json::json!({"question_id": "x", "ending": "e"})],
+        );
+        let o = judge_only(
+            &m,
+            &gens,
+            &f.root.join("head-out"),
+            &["--follow-label", "follow"],
+        );
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("classifier"), "{}", stderr(&o));
     }
@@ -549,21 +546,12 @@ fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
         let (plain, _) = story(&f, &gens, "plain-out", &[]);
         assert!(plain["settings"].get("quantize").is_none());
     }
-    let o = run(&[
-        "story",
-        "--dataset",
-        shared_data("possible-stories/dev.jsonl").to_str().unwrap(),
-        "--generations",
-        gens.to_str().unwrap(),
-        "--judge",
-        f.judge.to_str().unwrap(),
-        "--skip-embedder",
-        "--out",
-        f.root.join("q-f16").to_str().unwrap(),
-        "--quantize",
-        "--dtype",
-        "f16",
-    ]);
+    let o = judge_only(
+        &f.judge,
+        &gens,
+        &f.root.join("q-f16"),
+        &["--quantize", "--dtype", "f16"],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--quantize needs"), "{}", stderr(&o));
 }
