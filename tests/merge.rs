@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::tiny_judge::build_judge;
+use common::tiny_judge::story_args;
 use common::{read_json, repo, run, shared_data, stderr, write};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -334,89 +334,11 @@ fn bad_shard_flags_are_usage_errors() {
 
 #[test]
 fn embed_shards_split_the_sentences_by_id() {
-    use scorekit::runtime::fixture::{self, BertFixture};
-    let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("tiny");
-    fixture::write_bert_fixture(&model, &BertFixture::tiny(fixture::tiny_vocab(), 7)).unwrap();
-    let mut input = String::new();
-    for i in 0..40 {
-        input.push_str(&format!(
-            "{{\"id\": \"s{i}\", \"text\": \"the cat sat {i}\"}}\n"
-        ));
-    }
-    let input = write(dir.path(), "in.jsonl", input);
-    let mut seen = Vec::new();
-    for i in 0..3 {
-        let out = dir.path().join(format!("e{i}.jsonl"));
-        ok(&[
-            "embed",
-            "--input",
-            input.to_str().unwrap(),
-            "--output",
-            out.to_str().unwrap(),
-            "--model",
-            model.to_str().unwrap(),
-            "--shard",
-            &format!("{i}/3"),
-            "--quiet",
-        ]);
-        let meta = read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
-        assert_eq!(meta["shard"], format!("{i}/3").as_str());
-        for l in std::fs::read_to_string(&out).unwrap().lines() {
-            let v: Value = serde_json::from_str(l).unwrap();
-            seen.push(v["id"].as_str().unwrap().to_string());
-        }
-    }
-    seen.sort();
-    let mut want: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
-    want.sort();
-    assert_eq!(seen, want);
-}
-
-// ---- story: tiny judge and embedder, as tests/story.rs builds them ----
-
-#[test]
-fn story_three_shards_merge_to_the_single_run() {
-    use scorekit::runtime::fixture::{self, BertFixture};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let judge = d.join("judge");
-    build_judge("bert_mc", &judge, true);
-    let embedder = d.join("embedder");
-    fixture::write_bert_fixture(&embedder, &BertFixture::tiny(fixture::tiny_vocab(), 7)).unwrap();
-    // Two endings from each of two models for the first 30 dev questions (options as endings),
-    // plus an unknown question and a duplicate.
-    let dev = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl")).unwrap();
-    let mut gens = String::new();
-    for (k, l) in dev.lines().take(30).enumerate() {
-        let q: Value = serde_json::from_str(l).unwrap();
-        let id = q["question_id"].as_str().unwrap();
-        for (m, opt) in [("a", k % 4), ("b", (k + 1) % 4)] {
-            let ending = q["options"][opt].as_str().unwrap_or("The end.");
-            gens.push_str(
-                &serde_json::json!({"question_id": id, "ending": ending, "model": m}).to_string(),
-            );
-            gens.push('\n');
-        }
-    }
-    gens.push_str("{\"question_id\": \"no-such-question\", \"ending\": \"x\", \"model\": \"a\"}\n");
-    let gens = write(d, "gen.jsonl", gens);
-    let dataset = shared_data("possible-stories/dev.jsonl");
-    single_vs_merged(
-        d,
-        &[
-            "story",
-            "--dataset",
-            dataset.to_str().unwrap(),
-            "--generations",
-            gens.to_str().unwrap(),
-            "--judge",
-            judge.to_str().unwrap(),
-            "--embedder",
-            embedder.to_str().unwrap(),
-            "--bootstrap",
-            "200",
-        ],
-        &["items.jsonl:verdicts", "report.md"],
-    );
+    // One ending from each of two models for the first 30 dev questions (options as endings),
+    // plus an unknown question.
+    let args = story_args(d, 30, &["a", "b"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    single_vs_merged(d, &args, &["items.jsonl:verdicts", "report.md"]);
 }

@@ -441,88 +441,99 @@ fn judge_only(judge: &Path, gens: &Path, out: &Path, extra: &[&str]) -> std::pro
     run(&args)
 }
 
-/// `scorekit story` with `judge`: exit 2 and the message, and no results written.
-fn judge_err(f: &Fixture, judge: &Path) -> String {
-    let gens = gen_file(
-        f,
-        "one.jsonl",
-        &[serde_json::json!({"question_id": dev()[0]["question_id"], "ending": "The end."})],
-    );
-    let out = f.root.join("judge-err-out");
-    let o = judge_only(judge, &gens, &out, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(!out.join("items.jsonl").exists());
-    stderr(&o)
+/// Rewrite a JSON file in place.
+fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut v = read_json(path);
+    edit(&mut v);
+    std::fs::write(path, v.to_string()).unwrap();
 }
+
+/// A way to damage a judge folder, extra flags, and what the error must name.
+type Damage = (
+    &'static str,
+    fn(&Path),
+    &'static [&'static str],
+    &'static [&'static str],
+);
 
 #[test]
 fn bad_judge_folders_are_named_before_scoring() {
     let f = fixture();
-    for arch in ["bert_mc", "roberta_mc"] {
-        // Truncated weights.
-        let m = f.root.join(format!("{arch}-trunc"));
-        build_judge(arch, &m, true);
-        let w = m.join("model.safetensors");
-        let b = std::fs::read(&w).unwrap();
-        std::fs::write(&w, &b[..b.len() - 100]).unwrap();
-        let e = judge_err(&f, &m);
-        assert!(
-            e.contains("model.safetensors") && e.contains("truncated"),
-            "{e}"
-        );
-        // config.json that does not match the weights.
-        let m = f.root.join(format!("{arch}-cfg"));
-        build_judge(arch, &m, true);
-        let mut c = read_json(&m.join("config.json"));
-        c["intermediate_size"] = 48.into();
-        std::fs::write(m.join("config.json"), c.to_string()).unwrap();
-        let e = judge_err(&f, &m);
-        assert!(
-            e.contains("model.safetensors") && e.contains("intermediate.dense.weight"),
-            "{e}"
-        );
-        // Fewer layers in the config than in the weights.
-        let m = f.root.join(format!("{arch}-layers"));
-        build_judge(arch, &m, true);
-        let mut c = read_json(&m.join("config.json"));
-        c["num_hidden_layers"] = 1.into();
-        std::fs::write(m.join("config.json"), c.to_string()).unwrap();
-        let e = judge_err(&f, &m);
-        assert!(e.contains("more layers"), "{e}");
-        // A tokenizer of another model (a larger vocabulary than the embedding table).
-        let m = f.root.join(format!("{arch}-tok"));
-        build_judge(arch, &m, true);
-        let mut t = read_json(&m.join("tokenizer.json"));
-        let vocab = t["model"]["vocab"].as_object_mut().unwrap();
-        for i in 0..10 {
-            vocab.insert(format!("zzextra{i}"), (2000 + i).into());
-        }
-        std::fs::write(m.join("tokenizer.json"), t.to_string()).unwrap();
-        let e = judge_err(&f, &m);
-        assert!(
-            e.contains("tokenizer.json") && e.contains("another model"),
-            "{e}"
-        );
-        // A wrong-shape head.
-        let m = f.root.join(format!("{arch}-head"));
-        build_judge(arch, &m, true);
-        let mut c = read_json(&m.join("config.json"));
-        c["architectures"] = serde_json::json!(["XForSequenceClassification"]);
-        c["id2label"] = serde_json::json!({"0": "no", "1": "follow", "2": "maybe"});
-        std::fs::write(m.join("config.json"), c.to_string()).unwrap();
-        let gens = gen_file(
-            &f,
-            "g.jsonl",
-            &[serde_json::json!({"question_id": "x", "ending": "e"})],
-        );
-        let o = judge_only(
-            &m,
-            &gens,
-            &f.root.join("head-out"),
+    let damages: [Damage; 5] = [
+        (
+            "truncated weights",
+            |m| {
+                let w = m.join("model.safetensors");
+                let b = std::fs::read(&w).unwrap();
+                std::fs::write(&w, &b[..b.len() - 100]).unwrap();
+            },
+            &[],
+            &["model.safetensors", "truncated"],
+        ),
+        (
+            "config.json that does not match the weights",
+            |m| {
+                edit_json(&m.join("config.json"), |c| {
+                    c["intermediate_size"] = 48.into()
+                })
+            },
+            &[],
+            &["model.safetensors", "intermediate.dense.weight"],
+        ),
+        (
+            "fewer layers in the config than in the weights",
+            |m| {
+                edit_json(&m.join("config.json"), |c| {
+                    c["num_hidden_layers"] = 1.into()
+                })
+            },
+            &[],
+            &["more layers"],
+        ),
+        (
+            "a tokenizer of another model (larger than the embedding table)",
+            |m| {
+                edit_json(&m.join("tokenizer.json"), |t| {
+                    let vocab = t["model"]["vocab"].as_object_mut().unwrap();
+                    for i in 0..10 {
+                        vocab.insert(format!("zzextra{i}"), (2000 + i).into());
+                    }
+                })
+            },
+            &[],
+            &["tokenizer.json", "another model"],
+        ),
+        (
+            "a head of the wrong shape",
+            |m| {
+                edit_json(&m.join("config.json"), |c| {
+                    c["architectures"] = serde_json::json!(["XForSequenceClassification"]);
+                    c["id2label"] = serde_json::json!({"0": "no", "1": "follow", "2": "maybe"});
+                })
+            },
             &["--follow-label", "follow"],
-        );
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains("classifier"), "{}", stderr(&o));
+            &["classifier"],
+        ),
+    ];
+    let gens = gen_file(
+        &f,
+        "one.jsonl",
+        &[serde_json::json!({"question_id": dev()[0]["question_id"], "ending": "The end."})],
+    );
+    for arch in ["bert_mc", "roberta_mc"] {
+        for (k, (what, damage, flags, names)) in damages.iter().enumerate() {
+            let m = f.root.join(format!("{arch}-{k}"));
+            build_judge(arch, &m, true);
+            damage(&m);
+            let out = f.root.join(format!("{arch}-{k}-out"));
+            let o = judge_only(&m, &gens, &out, flags);
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{arch}, {what}: {e}");
+            assert!(!out.join("items.jsonl").exists(), "{arch}, {what}");
+            for n in *names {
+                assert!(e.contains(n), "{arch}, {what}: {e}");
+            }
+        }
     }
 }
 

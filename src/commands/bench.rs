@@ -6,7 +6,8 @@
 use crate::cli::BenchArgs;
 use crate::error::{Error, InputError, Result};
 use crate::runtime::embedder::bert_config;
-use crate::runtime::{self, plan_batches, Embedder, ResolveOptions};
+use crate::runtime::load::ModelRuntime;
+use crate::runtime::{self, plan_batches, Embedder};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -97,21 +98,6 @@ pub fn bert_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> 
     layers as f64 * t * (2.0 * (4.0 * h * h + 2.0 * h * i) + 4.0 * s * h)
 }
 
-/// `--quantize` only where the int8 kernels run: the CPU, f32, AVX-512 VNNI.
-pub fn check_quantize(args: &crate::cli::ModelArgs) -> Result<()> {
-    if !args.quantize {
-        return Ok(());
-    }
-    let device = runtime::select_device(&args.device)?;
-    let dtype = runtime::select_dtype(args.dtype, &device);
-    if !runtime::ops::fast_allowed(&device, dtype) || !runtime::ops::int8::available() {
-        return Err(Error::usage(
-            "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",
-        ));
-    }
-    Ok(())
-}
-
 /// Run `scorekit bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
     if let Some(judge) = &args.judge {
@@ -131,18 +117,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.repeats == 0 {
         return Err(Error::usage("--repeats must be at least 1"));
     }
-    runtime::ops::set_int8(args.runtime.quantize);
-    check_quantize(&args.runtime)?;
-    let device = runtime::select_device(&args.runtime.device)?;
-    let dtype = runtime::select_dtype(args.runtime.dtype, &device);
-    let opts = ResolveOptions {
-        offline: args.runtime.offline,
-        quiet: true,
-    };
+    let rt = ModelRuntime::new(&args.runtime, true)?;
+    let (device, dtype) = (&rt.device, rt.dtype);
     let rss_before = peak_rss_bytes().unwrap_or(0);
     let t_load = Instant::now();
-    let model = runtime::resolve(&args.model, super::embed::EMBEDDER_FILES, &opts)?;
-    let embedder = Embedder::load(&model, &device, dtype, args.runtime.max_length)?;
+    let model = rt.resolve_embedder(&args.model)?;
+    let embedder = Embedder::load(&model, device, dtype, args.runtime.max_length)?;
     let load_s = t_load.elapsed().as_secs_f64();
     let hidden = crate::progress::bar(0, "bench", true);
     // Time to the first batch: the shortest 32 sentences, as a first request would be.
@@ -208,7 +188,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "batch_tokens": args.runtime.batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
         "int8": args.runtime.quantize,
-        "encoder": runtime::ops::encoder_kind(&device, dtype),
+        "encoder": runtime::ops::encoder_kind(device, dtype),
         "threads": threads,
         "repeats_s": times,
         "median_s": med,

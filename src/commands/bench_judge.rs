@@ -8,8 +8,9 @@ use super::story::JUDGE_FILES;
 use crate::cli::BenchArgs;
 use crate::error::{Error, Result};
 use crate::input::read_jsonl;
+use crate::runtime;
 use crate::runtime::judge::Judge;
-use crate::runtime::{self, ResolveOptions};
+use crate::runtime::load::ModelRuntime;
 use crate::suites::story;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -31,17 +32,11 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         .iter()
         .flat_map(|q| q.options.iter().map(move |o| q.pair(o)))
         .collect();
-    runtime::ops::set_int8(args.runtime.quantize);
-    super::bench::check_quantize(&args.runtime)?;
-    let device = runtime::select_device(&args.runtime.device)?;
-    let dtype = runtime::select_dtype(args.runtime.dtype, &device);
-    let opts = ResolveOptions {
-        offline: args.runtime.offline,
-        quiet: true,
-    };
+    let rt = ModelRuntime::new(&args.runtime, true)?;
+    let dtype = rt.dtype;
     let t_load = Instant::now();
-    let model = runtime::resolve(judge_spec, JUDGE_FILES, &opts)?;
-    let judge = Judge::load(&model.dir, &device, dtype, args.runtime.max_length, None)?;
+    let model = rt.resolve(judge_spec, JUDGE_FILES)?;
+    let judge = Judge::load(&model.dir, &rt.device, dtype, rt.max_length, None)?;
     let load_s = t_load.elapsed().as_secs_f64();
     let hidden = crate::progress::bar(0, "bench", true);
     let batch_tokens = args.runtime.batch_tokens;

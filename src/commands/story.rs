@@ -216,14 +216,14 @@ pub fn run(args: StoryArgs) -> Result<()> {
     let plans: Vec<ChunkPlan> = story_chunks(&questions, &scored)
         .into_iter()
         .filter(|chunk| chunk.iter().any(|c| !is_done(c)))
-        .map(|chunk| ChunkPlan::new(chunk, &questions, &generations, judge.is_some()))
+        .map(|chunk| {
+            let models = (judge.is_some(), embedder.is_some());
+            ChunkPlan::new(chunk, &questions, &generations, models)
+        })
         .collect();
     let work: usize = plans
         .iter()
-        .map(|p| {
-            judge.as_ref().map_or(0, |_| p.judge_pairs.len())
-                + embedder.as_ref().map_or(0, |_| p.texts.len())
-        })
+        .map(|p| p.judge_pairs.len() + p.texts.len())
         .sum();
     let progress = bar(work as u64, "score", out.quiet);
     for plan in &plans {
@@ -339,13 +339,14 @@ struct ChunkPlan<'a> {
 }
 
 impl<'a> ChunkPlan<'a> {
-    /// Plan a chunk. Identical (question, option text) pairs are scored once, so an ending
-    /// equal to the gold option gets exactly the gold option's score.
+    /// Plan a chunk for the models present, `(judge, embedder)`. Identical (question, option
+    /// text) pairs are scored once, so an ending equal to the gold option gets exactly the gold
+    /// option's score.
     fn new(
         members: Vec<&'a Checked>,
         questions: &'a [Question],
         generations: &'a [Generation],
-        with_judge: bool,
+        (with_judge, with_embedder): (bool, bool),
     ) -> Self {
         let mut pair_index: HashMap<(usize, &str), usize> = HashMap::new();
         let mut judge_pairs: Vec<(String, String)> = Vec::new();
@@ -367,10 +368,12 @@ impl<'a> ChunkPlan<'a> {
                 let own = slot(ending);
                 judge_slots.push((gold, own));
             }
-            text_of.push(*text_index.entry(ending).or_insert_with(|| {
-                texts.push(ending.to_string());
-                texts.len() - 1
-            }));
+            if with_embedder {
+                text_of.push(*text_index.entry(ending).or_insert_with(|| {
+                    texts.push(ending.to_string());
+                    texts.len() - 1
+                }));
+            }
         }
         ChunkPlan {
             members,

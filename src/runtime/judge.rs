@@ -165,36 +165,48 @@ impl Judge {
                 Arch::Roberta => 1,
                 _ => 0,
             }) as u32;
-        if arch != Arch::DebertaV2 {
-            // Every encoder tensor against config.json before anything is loaded.
-            let file = weights_file(dir)?;
-            if file.extension().is_some_and(|e| e == "safetensors") {
+        let weights_path = weights_file(dir)?;
+        // BERT and RoBERTa share BERT's layout (config and tensors); the head names the prefix,
+        // so candle's fallback to `model_type` is not needed.
+        let bert_cfg: Option<bert::Config> = match arch {
+            Arch::DebertaV2 => None,
+            _ => {
                 let mut c = config.clone();
                 c.insert("model_type".into(), Value::Null);
-                let cfg: bert::Config = parse_config(&c, dir)?;
-                check_bert_weights(&file, &cfg, &["bert.", "roberta."])?;
+                Some(parse_config(&c, dir)?)
+            }
+        };
+        if let Some(cfg) = &bert_cfg {
+            // Every encoder tensor against config.json before anything is loaded.
+            if weights_path.extension().is_some_and(|e| e == "safetensors") {
+                check_bert_weights(&weights_path, cfg, &["bert.", "roberta."])?;
             }
         }
-        let fast = if fast {
-            fast_net(dir, &config, arch, &head, device, dtype, pad_id, n_out)?
-        } else {
-            None
+        let fast = match &bert_cfg {
+            Some(cfg) if fast => fast_net(
+                &weights_path,
+                cfg,
+                arch,
+                &head,
+                device,
+                dtype,
+                pad_id,
+                n_out,
+            )?,
+            _ => None,
         };
         let type_vocab = config
             .get("type_vocab_size")
             .and_then(Value::as_u64)
             .unwrap_or(0);
         let positions = usize_field(&config, "max_position_embeddings")?;
-        let weights_path = weights_file(dir)?;
         let load_err = |e: candle_core::Error| model_file_err(&weights_path, e);
         let net = match (fast, arch) {
             (Some(net), _) => net,
             (None, Arch::Bert) => {
-                let vb = weights(dir, dtype, device)?;
-                // The head names the prefix; candle's own fallback to `model_type` is not needed.
-                config.insert("model_type".into(), Value::Null);
-                let cfg: bert::Config = parse_config(&config, dir)?;
-                let encoder = MaskedBert::load(vb.pp("bert"), &cfg).map_err(load_err)?;
+                let vb = weights(&weights_path, dtype, device)?;
+                let cfg = bert_cfg.as_ref().expect("BERT has a BERT config");
+                let encoder = MaskedBert::load(vb.pp("bert"), cfg).map_err(load_err)?;
                 let pooler = candle_nn::linear(hidden, hidden, vb.pp("bert.pooler.dense"))
                     .map_err(load_err)?;
                 let classifier =
@@ -206,7 +218,7 @@ impl Judge {
                 }
             }
             (None, Arch::Roberta) => {
-                let vb = weights(dir, dtype, device)?;
+                let vb = weights(&weights_path, dtype, device)?;
                 default(&mut config, "position_embedding_type", "absolute".into());
                 default(&mut config, "attention_probs_dropout_prob", 0.1.into());
                 default(&mut config, "hidden_dropout_prob", 0.1.into());
@@ -232,7 +244,7 @@ impl Judge {
                 }
             }
             (None, Arch::DebertaV2) => {
-                let vb = weights(dir, dtype, device)?;
+                let vb = weights(&weights_path, dtype, device)?;
                 // HF writes these only when they differ from the defaults; candle requires them.
                 default(&mut config, "pooler_hidden_size", hidden.into());
                 default(&mut config, "pooler_dropout", 0.0.into());
@@ -356,30 +368,29 @@ impl Judge {
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); encoded.len()];
         for batch in plan_batches(&lengths, batch_tokens) {
             let rows: Vec<&Tokens> = batch.indices.iter().map(|&i| &encoded[i]).collect();
-            if let Net::Fast {
-                encoder,
-                first,
-                second,
-                n_out,
-            } = &self.net
-            {
-                // No padding: the encoder takes the sequences as they are.
-                let seqs: Vec<(&[u32], &[u32])> = rows
-                    .iter()
-                    .map(|t| (t.ids.as_slice(), t.type_ids.as_slice()))
-                    .collect();
-                let cls = encoder.forward_seqs(&seqs).map_err(model_err)?;
-                let mut pooled = first.forward(seqs.len(), &cls);
-                pooled.iter_mut().for_each(|v| *v = v.tanh());
-                let logits = second.forward(seqs.len(), &pooled);
-                for (&i, row) in batch.indices.iter().zip(logits.chunks(*n_out)) {
-                    out[i] = row.to_vec();
+            let logits = match &self.net {
+                Net::Fast {
+                    encoder,
+                    first,
+                    second,
+                    n_out,
+                } => {
+                    // No padding: the encoder takes the sequences as they are.
+                    let seqs: Vec<(&[u32], &[u32])> = rows
+                        .iter()
+                        .map(|t| (t.ids.as_slice(), t.type_ids.as_slice()))
+                        .collect();
+                    let cls = encoder.forward_seqs(&seqs).map_err(model_err)?;
+                    let mut pooled = first.forward(seqs.len(), &cls);
+                    pooled.iter_mut().for_each(|v| *v = v.tanh());
+                    let logits = second.forward(seqs.len(), &pooled);
+                    logits.chunks(*n_out).map(<[f32]>::to_vec).collect()
                 }
-                progress.inc(batch.indices.len() as u64);
-                continue;
-            }
-            let inputs = pad_batch(&rows, self.pad_id, &self.device)?;
-            let logits = self.forward(&inputs).map_err(model_err)?;
+                _ => {
+                    let inputs = pad_batch(&rows, self.pad_id, &self.device)?;
+                    self.forward(&inputs).map_err(model_err)?
+                }
+            };
             for (&i, row) in batch.indices.iter().zip(logits) {
                 out[i] = row;
             }
@@ -527,8 +538,8 @@ fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) 
 /// erf-GELU; see `ops::fast_allowed`), else `None` and candle runs them.
 #[allow(clippy::too_many_arguments)]
 fn fast_net(
-    dir: &Path,
-    config: &Map<String, Value>,
+    file: &Path,
+    cfg: &bert::Config,
     arch: Arch,
     head: &Head,
     device: &Device,
@@ -536,22 +547,16 @@ fn fast_net(
     pad_id: u32,
     n_out: usize,
 ) -> Result<Option<Net>> {
-    if arch == Arch::DebertaV2 || !ops::fast_allowed(device, dtype) {
+    if !ops::fast_allowed(device, dtype) || !FastBert::supports(cfg) {
         return Ok(None);
     }
-    let mut config = config.clone();
-    config.insert("model_type".into(), Value::Null);
-    let cfg: bert::Config = parse_config(&config, dir)?;
-    if !FastBert::supports(&cfg) {
-        return Ok(None);
-    }
-    let file = weights_file(dir)?;
     let pos_offset = match arch {
         Arch::Roberta => pad_id as usize + 1,
         _ => 0,
     };
-    let mut encoder = FastBert::load_with(&file, &cfg, ops::int8_requested(), pos_offset)
-        .map_err(|e| model_file_err(&file, e))?;
+    let file_err = |e| model_file_err(file, e);
+    let mut encoder =
+        FastBert::load_with(file, cfg, ops::int8_requested(), pos_offset).map_err(file_err)?;
     encoder.cls_only = true;
     let (first, second) = match (arch, head) {
         (Arch::Roberta, Head::Binary { .. }) => ("classifier.dense", "classifier.out_proj"),
@@ -559,12 +564,8 @@ fn fast_net(
         _ => ("bert.pooler.dense", "classifier"),
     };
     let h = cfg.hidden_size;
-    let first = encoder
-        .dense(first, h, h)
-        .map_err(|e| model_file_err(&file, e))?;
-    let second = encoder
-        .dense(second, n_out, h)
-        .map_err(|e| model_file_err(&file, e))?;
+    let first = encoder.dense(first, h, h).map_err(file_err)?;
+    let second = encoder.dense(second, n_out, h).map_err(file_err)?;
     encoder.release_unused();
     Ok(Some(Net::Fast {
         encoder: Box::new(encoder),
@@ -596,23 +597,15 @@ fn weights_file(dir: &Path) -> Result<std::path::PathBuf> {
         })
 }
 
-fn weights(dir: &Path, dtype: DType, device: &Device) -> Result<VarBuilder<'static>> {
-    let st = dir.join("model.safetensors");
-    if st.exists() {
+/// candle's view of the weight file found by [`weights_file`].
+fn weights(file: &Path, dtype: DType, device: &Device) -> Result<VarBuilder<'static>> {
+    let vb = if file.extension().is_some_and(|e| e == "safetensors") {
         // SAFETY: the file is not modified while mapped; model folders are read-only inputs.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&st], dtype, device) }
-            .with_context(|| format!("cannot load {}", st.display()))?;
-        return Ok(vb);
-    }
-    let pth = dir.join("pytorch_model.bin");
-    if pth.exists() {
-        return Ok(VarBuilder::from_pth(&pth, dtype, device)
-            .with_context(|| format!("cannot load {}", pth.display()))?);
-    }
-    Err(Error::usage(format!(
-        "judge {}: no model.safetensors or pytorch_model.bin",
-        dir.display()
-    )))
+        unsafe { VarBuilder::from_mmaped_safetensors(&[file], dtype, device) }
+    } else {
+        VarBuilder::from_pth(file, dtype, device)
+    };
+    Ok(vb.with_context(|| format!("cannot load {}", file.display()))?)
 }
 
 /// tokenizer.json, or for RoBERTa checkpoints that predate it, vocab.json + merges.txt.

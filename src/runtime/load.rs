@@ -33,10 +33,17 @@ pub struct ModelRuntime {
 impl ModelRuntime {
     /// Open the device of `args`; a malformed `--device` is a usage error.
     pub fn new(args: &ModelArgs, quiet: bool) -> Result<Self> {
-        crate::commands::bench::check_quantize(args)?;
-        runtime::ops::set_int8(args.quantize);
         let device = runtime::select_device(&args.device)?;
         let dtype = runtime::select_dtype(args.dtype, &device);
+        // `--quantize` only where the int8 kernels run: scorekit's CPU encoder in f32 with VNNI.
+        if args.quantize
+            && !(runtime::ops::fast_allowed(&device, dtype) && runtime::ops::int8::available())
+        {
+            return Err(crate::error::Error::usage(
+                "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",
+            ));
+        }
+        runtime::ops::set_int8(args.quantize);
         Ok(ModelRuntime {
             device,
             dtype,

@@ -63,3 +63,46 @@ pub fn build_judge(name: &str, dir: &Path, with_tokenizer_json: bool) {
         .collect();
     write_safetensors(&dir.join("model.safetensors"), &tensors).unwrap();
 }
+
+/// A `scorekit story` run on the real dev split, without `--out`: a tiny BERT judge and tiny
+/// embedder built under `dir`, and generations for the first `questions` dev questions, one per
+/// model in `models` (model m gives option (question + m) mod 4), plus a generation of an
+/// unknown question. `--bootstrap 200`.
+pub fn story_args(dir: &Path, questions: usize, models: &[&str]) -> Vec<String> {
+    use scorekit::runtime::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
+    let judge = dir.join("judge");
+    build_judge("bert_mc", &judge, true);
+    let embedder = dir.join("embedder");
+    write_bert_fixture(&embedder, &BertFixture::tiny(tiny_vocab(), 7)).unwrap();
+    let dataset = super::shared_data("possible-stories/dev.jsonl");
+    let dev = std::fs::read_to_string(&dataset).unwrap();
+    let mut gens = String::new();
+    for (k, l) in dev.lines().take(questions).enumerate() {
+        let q: Value = serde_json::from_str(l).unwrap();
+        for (m, model) in models.iter().enumerate() {
+            let ending = q["options"][(k + m) % 4].as_str().unwrap_or("The end.");
+            let row = serde_json::json!({
+                "question_id": q["question_id"], "ending": ending, "model": model
+            });
+            gens.push_str(&format!("{row}\n"));
+        }
+    }
+    gens.push_str("{\"question_id\": \"no-such-question\", \"ending\": \"x\", \"model\": \"a\"}\n");
+    let gens = super::write(dir, "gen.jsonl", gens);
+    [
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        gens.to_str().unwrap(),
+        "--judge",
+        judge.to_str().unwrap(),
+        "--embedder",
+        embedder.to_str().unwrap(),
+        "--bootstrap",
+        "200",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}

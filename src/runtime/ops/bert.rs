@@ -435,11 +435,6 @@ impl FastBert {
         }
     }
 
-    /// Hidden size.
-    pub fn hidden_size(&self) -> usize {
-        self.h
-    }
-
     /// Whether the products use int8.
     pub fn is_int8(&self) -> bool {
         self.int8
