@@ -334,6 +334,49 @@ fn bad_shard_flags_are_usage_errors() {
 
 #[test]
 fn embed_shards_split_the_sentences_by_id() {
+    use scorekit::runtime::fixture::{self, BertFixture};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny");
+    fixture::write_bert_fixture(&model, &BertFixture::tiny(fixture::tiny_vocab(), 7)).unwrap();
+    let mut input = String::new();
+    for i in 0..40 {
+        input.push_str(&format!(
+            "{{\"id\": \"s{i}\", \"text\": \"the cat sat {i}\"}}\n"
+        ));
+    }
+    let input = write(dir.path(), "in.jsonl", input);
+    let mut seen = Vec::new();
+    for i in 0..3 {
+        let out = dir.path().join(format!("e{i}.jsonl"));
+        ok(&[
+            "embed",
+            "--input",
+            input.to_str().unwrap(),
+            "--output",
+            out.to_str().unwrap(),
+            "--model",
+            model.to_str().unwrap(),
+            "--shard",
+            &format!("{i}/3"),
+            "--quiet",
+        ]);
+        let meta = read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
+        assert_eq!(meta["shard"], format!("{i}/3").as_str());
+        for l in std::fs::read_to_string(&out).unwrap().lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            seen.push(v["id"].as_str().unwrap().to_string());
+        }
+    }
+    seen.sort();
+    let mut want: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
+    want.sort();
+    assert_eq!(seen, want);
+}
+
+// ---- story: tiny judge and embedder, as tests/story.rs builds them ----
+
+#[test]
+fn story_three_shards_merge_to_the_single_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // One ending from each of two models for the first 30 dev questions (options as endings),

@@ -11,7 +11,6 @@ use crate::suites::mint::tables::{self, ConfigStats, TYPES};
 use crate::suites::mint::{mark_duplicates, parse_file_with, svg, Item, Recheck};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -83,7 +82,7 @@ pub fn run(args: MintArgs) -> Result<()> {
         .map(|(path, _)| {
             let bytes = std::fs::read(path)
                 .map_err(|e| InputError::file(path, format!("cannot read file: {e}")))?;
-            let sha = hex(&Sha256::digest(&bytes));
+            let sha = crate::report::sha256_hex(&bytes);
             Ok((
                 bytes,
                 InputFile {
@@ -363,10 +362,6 @@ fn discover(
         }
     }
     Ok((files, misfits, stray))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn fill_metrics(

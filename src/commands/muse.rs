@@ -11,7 +11,6 @@ use crate::suites::muse::{
     PlanFormat, REVIEWED_FLOW,
 };
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -28,10 +27,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
             )
         }
         None => {
-            let digest: String = Sha256::digest(REVIEWED_FLOW.as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let digest = crate::report::sha256_hex(REVIEWED_FLOW.as_bytes());
             let name = "data/muse/flow.reviewed.json (built in)";
             (
                 parse_flow(name, REVIEWED_FLOW, &queries)?,

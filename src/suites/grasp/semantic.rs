@@ -210,11 +210,7 @@ pub fn descriptions_file(model: &Value, dtype: &str, desc_vecs: &[Vec<f32>]) -> 
 
 /// sha256 of the shipped label descriptions (recorded in settings).
 pub fn descriptions_sha256() -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(LABEL_DESCRIPTIONS.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::report::sha256_hex(LABEL_DESCRIPTIONS.as_bytes())
 }
 
 /// The verdict of an item under semantic matching (its strict verdict when it has no reading).

@@ -188,11 +188,7 @@ pub fn match_names<E>(
 
 /// sha256 of the shipped task descriptions (recorded in settings).
 pub fn descriptions_sha256() -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(TASK_DESCRIPTIONS.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::report::sha256_hex(TASK_DESCRIPTIONS.as_bytes())
 }
 
 /// `semantic_descriptions.json` beside the results: the model, the sha256 of the shipped
