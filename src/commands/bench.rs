@@ -100,10 +100,10 @@ pub fn bert_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> 
 
 /// Run `scorekit bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
+    if args.repeats == 0 {
+        return Err(Error::usage("--repeats must be at least 1"));
+    }
     if let Some(judge) = &args.judge {
-        if args.repeats == 0 {
-            return Err(Error::usage("--repeats must be at least 1"));
-        }
         return super::bench_judge::run(&args, judge);
     }
     let input = args
@@ -113,9 +113,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let mut texts = read_corpus(&input)?;
     if let Some(n) = args.limit {
         texts.truncate(n.max(1));
-    }
-    if args.repeats == 0 {
-        return Err(Error::usage("--repeats must be at least 1"));
     }
     let rt = ModelRuntime::new(&args.runtime, true)?;
     let (device, dtype) = (&rt.device, rt.dtype);
@@ -188,7 +185,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "batch_tokens": args.runtime.batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
         "int8": args.runtime.quantize,
-        "encoder": runtime::ops::encoder_kind(device, dtype),
+        "encoder": embedder.engine(),
         "threads": threads,
         "repeats_s": times,
         "median_s": med,

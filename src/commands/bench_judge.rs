@@ -6,7 +6,7 @@
 use super::bench::{bert_flops, median, peak_rss_bytes};
 use super::story::JUDGE_FILES;
 use crate::cli::BenchArgs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::input::read_jsonl;
 use crate::runtime;
 use crate::runtime::judge::Judge;
@@ -45,26 +45,13 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     judge.score(&pairs[..pairs.len().min(4)], batch_tokens, &hidden)?;
     let first_batch_s = load_s + t_first.elapsed().as_secs_f64();
 
-    let config: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(model.dir.join("config.json"))
-            .map_err(|e| Error::usage(format!("judge config: {e}")))?,
-    )
-    .map_err(|e| Error::usage(format!("judge config: {e}")))?;
-    let field = |k: &str| config[k].as_u64().unwrap_or(0) as usize;
+    let (layers, hidden_size, inter) = judge.dims();
     let lengths: Vec<usize> = judge.encode(&pairs)?.iter().map(|t| t.len()).collect();
     let real_tokens: usize = lengths.iter().sum();
     // The work of the encoder on the real tokens (no padding), one sequence at a time.
     let flops: f64 = lengths
         .iter()
-        .map(|&s| {
-            bert_flops(
-                field("num_hidden_layers"),
-                field("hidden_size"),
-                field("intermediate_size"),
-                1,
-                s,
-            )
-        })
+        .map(|&s| bert_flops(layers, hidden_size, inter, 1, s))
         .sum();
 
     let mut times = Vec::new();

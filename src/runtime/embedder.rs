@@ -433,6 +433,11 @@ impl Embedder {
         self.dim
     }
 
+    /// Which implementation runs the encoder (for reports).
+    pub fn engine(&self) -> &'static str {
+        self.model.engine()
+    }
+
     /// The pooling read from the model.
     pub fn pooling(&self) -> Pooling {
         self.pooling

@@ -65,6 +65,8 @@ pub struct Judge {
     /// Whether token type ids reach the model (BERT) or are all zeros (RoBERTa, DeBERTa-v3).
     type_ids: bool,
     device: Device,
+    /// (layers, hidden size, feed-forward size) from config.json.
+    dims: (usize, usize, usize),
 }
 
 /// The network: an encoder from candle-transformers and the head of the checkpoint's class.
@@ -303,16 +305,23 @@ impl Judge {
             pad_id,
             type_ids: type_vocab > 1,
             device: device.clone(),
+            dims: (
+                usize_field(&config, "num_hidden_layers")?,
+                hidden,
+                usize_field(&config, "intermediate_size")?,
+            ),
         })
+    }
+
+    /// (layers, hidden size, feed-forward size) of the encoder, for FLOP counts.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        self.dims
     }
 
     /// Which implementation runs the encoder (for reports).
     pub fn engine(&self) -> &'static str {
         match &self.net {
-            Net::Fast { encoder, .. } if encoder.is_int8() => {
-                "scorekit encoder, int8 VNNI products"
-            }
-            Net::Fast { .. } => "scorekit encoder, f32 AVX-512",
+            Net::Fast { encoder, .. } => encoder.engine(),
             _ => "candle",
         }
     }

@@ -435,9 +435,13 @@ impl FastBert {
         }
     }
 
-    /// Whether the products use int8.
-    pub fn is_int8(&self) -> bool {
-        self.int8
+    /// The engine's name for reports.
+    pub fn engine(&self) -> &'static str {
+        if self.int8 {
+            "scorekit encoder, int8 VNNI products"
+        } else {
+            "scorekit encoder, f32 AVX-512"
+        }
     }
 
     fn word_row(&self, id: usize, out: &mut [f32]) {

@@ -43,17 +43,6 @@ pub fn int8_requested() -> bool {
     INT8.load(Ordering::Relaxed)
 }
 
-/// Which encoder a model on `device`/`dtype` gets (for reports).
-pub fn encoder_kind(device: &Device, dtype: DType) -> &'static str {
-    if !fast_allowed(device, dtype) {
-        "candle BERT layers"
-    } else if INT8.load(Ordering::Relaxed) {
-        "scorekit encoder, int8 VNNI products"
-    } else {
-        "scorekit encoder, f32 AVX-512"
-    }
-}
-
 /// A BERT encoder: the fast CPU one where it applies, else candle's.
 pub enum BertEncoder {
     Fast(Box<bert::FastBert>),
@@ -77,6 +66,14 @@ impl BertEncoder {
             )?)));
         }
         Ok(BertEncoder::Candle(Box::new(MaskedBert::load(vb, cfg)?)))
+    }
+
+    /// Which implementation runs (for reports), from what was loaded.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            BertEncoder::Fast(f) => f.engine(),
+            BertEncoder::Candle(_) => "candle BERT layers",
+        }
     }
 
     /// Only `[CLS]` rows of the output will be read (lets the fast encoder skip work).
