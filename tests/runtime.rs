@@ -119,6 +119,49 @@ fn minilm_real_weights_match_pytorch() {
     check_parity(&e, &data("minilm_reference.json"));
 }
 
+/// Both f32 CPU kernels through the command: the AMX bf16x3 products (where the CPU has them)
+/// and, with `SCOREKIT_AMX=off`, the AVX-512 f32 ones; each within cosine 0.99999 of PyTorch
+/// on the real MiniLM, and `.meta.json` names the engine that ran.
+#[test]
+fn embed_command_runs_both_f32_kernels_like_pytorch() {
+    let t = tempfile::tempdir().unwrap();
+    let model = fixture_dir("all-MiniLM-L6-v2");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data("minilm_reference.json")).unwrap())
+            .unwrap();
+    let sentences: Vec<String> = serde_json::from_value(r["sentences"].clone()).unwrap();
+    let want: Vec<Vec<f32>> = serde_json::from_value(r["embeddings"].clone()).unwrap();
+    let input = common::write(t.path(), "in.txt", sentences.join("\n") + "\n");
+    let mut engines = Vec::new();
+    for amx in ["on", "off"] {
+        let out = t.path().join(format!("out-{amx}.jsonl"));
+        let o = scorekit()
+            .env("SCOREKIT_AMX", amx)
+            .args(["embed", "--input", input.to_str().unwrap(), "--output"])
+            .arg(&out)
+            .args(["--model", model.to_str().unwrap(), "--offline", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{amx}: {}", stderr(&o));
+        let rows = lines(&out);
+        assert_eq!(rows.len(), want.len());
+        for (i, (row, w)) in rows.iter().zip(&want).enumerate() {
+            let v: serde_json::Value = serde_json::from_str(row).unwrap();
+            let v: Vec<f32> = serde_json::from_value(v["embedding"].clone()).unwrap();
+            let c = cosine(&v, w);
+            assert!(c >= 0.99999, "SCOREKIT_AMX={amx}, sentence {i}: cosine {c}");
+        }
+        let meta = common::read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
+        engines.push(meta["engine"].as_str().unwrap().to_string());
+    }
+    if runtime::ops::gemm::available() {
+        assert_eq!(engines[1], "scorekit encoder, f32 AVX-512");
+        if runtime::ops::amx::available() {
+            assert_eq!(engines[0], "scorekit encoder, f32 as bf16x3 AMX products");
+        }
+    }
+}
+
 #[test]
 fn labse_vocabulary_tokenizes_like_python() {
     let vocab_file = fixture_dir("labse-vocab").join("cased_vocab.txt");

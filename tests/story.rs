@@ -61,6 +61,8 @@ fn parity_of(name: &str, follow: Option<&str>, fast: bool, pytorch_bin: bool) ->
     let engine = judge.engine();
     if !fast || name.starts_with("deberta") || !scorekit::runtime::ops::gemm::available() {
         assert_eq!(engine, "candle");
+    } else if scorekit::runtime::ops::amx::available() {
+        assert_eq!(engine, "scorekit encoder, f32 as bf16x3 AMX products");
     } else {
         assert_eq!(engine, "scorekit encoder, f32 AVX-512");
     }

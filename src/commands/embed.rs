@@ -209,6 +209,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         embedder.tokenizer().max_length().into(),
     );
     meta.insert("dtype".into(), format!("{dtype:?}").to_lowercase().into());
+    meta.insert("engine".into(), embedder.engine().into());
     if args.shard.count > 1 {
         meta.insert("shard".into(), args.shard.to_string().into());
     }

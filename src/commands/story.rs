@@ -164,6 +164,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
             let (embedder, model_ref) = rt.load_embedder(model)?;
             doc.models.push(model_ref);
             settings.insert("embedder".into(), json!(args.embedder));
+            settings.insert("embedder_engine".into(), json!(embedder.engine()));
             settings.insert(
                 "dissimilarity".into(),
                 json!("1 - cos(e_i, e_j) over pairs of endings of the same story, per group"),

@@ -13,6 +13,7 @@
 //! Outputs match PyTorch within float rounding (parity tests in tests/runtime.rs).
 
 use super::act;
+use super::amx::{self, PackedSplit};
 use super::gemm::{self, Epilogue, PackedB, SendPtr};
 use super::int8::PackedI8;
 use candle_core::{Device, Tensor};
@@ -26,7 +27,23 @@ use std::path::Path;
 /// A weight matrix for y = x·Wᵀ + b.
 enum Weight {
     F32(PackedB),
+    /// f32 products as three bf16 tile products (AMX; f32 accuracy to ~2⁻¹⁶).
+    Split(PackedSplit),
     I8(PackedI8),
+}
+
+impl Weight {
+    /// Pack a PyTorch `Linear` weight (n rows of k) for the best kernel here: int8 when asked,
+    /// else AMX bf16x3 where available, else AVX-512 f32.
+    fn pack(w: &[f32], n: usize, k: usize, int8: bool) -> Self {
+        if int8 {
+            Weight::I8(PackedI8::from_nk(w, n, k))
+        } else if amx::available() {
+            Weight::Split(PackedSplit::from_nk(w, n, k))
+        } else {
+            Weight::F32(PackedB::from_nk(w, n, k, k))
+        }
+    }
 }
 
 struct Linear {
@@ -52,6 +69,7 @@ impl Linear {
                 },
                 true,
             ),
+            Weight::Split(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
             Weight::I8(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
         }
     }
@@ -305,7 +323,6 @@ pub struct FastBert {
     eps: f32,
     /// Only `[CLS]` rows of the output are needed (CLS pooling).
     pub cls_only: bool,
-    int8: bool,
     device: Device,
 }
 
@@ -352,12 +369,10 @@ impl FastBert {
         )?;
         let emb_ln = st.layer_norm("embeddings.LayerNorm")?;
         let lin = |w: Vec<f32>, b: Vec<f32>, n: usize, k: usize| -> Linear {
-            let w = if int8 {
-                Weight::I8(PackedI8::from_nk(&w, n, k))
-            } else {
-                Weight::F32(PackedB::from_nk(&w, n, k, k))
-            };
-            Linear { w, b }
+            Linear {
+                w: Weight::pack(&w, n, k, int8),
+                b,
+            }
         };
         // Layers are packed in parallel (each packs its own matrices).
         let layers: candle_core::Result<Vec<Layer>> = (0..cfg.num_hidden_layers)
@@ -401,7 +416,6 @@ impl FastBert {
             inter,
             eps: cfg.layer_norm_eps as f32,
             cls_only: false,
-            int8,
             st,
             device: Device::Cpu,
         })
@@ -414,7 +428,7 @@ impl FastBert {
         let b = self.st.read_full(&format!("{name}.bias"), &[n])?;
         Ok(Dense {
             lin: Linear {
-                w: Weight::F32(PackedB::from_nk(&w, n, k, k)),
+                w: Weight::pack(&w, n, k, false),
                 b,
             },
             n,
@@ -437,10 +451,10 @@ impl FastBert {
 
     /// The engine's name for reports.
     pub fn engine(&self) -> &'static str {
-        if self.int8 {
-            "scorekit encoder, int8 VNNI products"
-        } else {
-            "scorekit encoder, f32 AVX-512"
+        match self.layers.first().map(|l| &l.qkv.w) {
+            Some(Weight::I8(_)) => "scorekit encoder, int8 VNNI products",
+            Some(Weight::Split(_)) => "scorekit encoder, f32 as bf16x3 AMX products",
+            _ => "scorekit encoder, f32 AVX-512",
         }
     }
 

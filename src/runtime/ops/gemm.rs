@@ -167,30 +167,66 @@ unsafe fn kernel(
         ap = ap.add(MR);
         bp = bp.add(NR);
     }
-    let (m0, m1) = mask(nr);
-    let (bias0, bias1) = if bias.is_null() {
-        (_mm512_setzero_ps(), _mm512_setzero_ps())
-    } else {
-        (
-            _mm512_maskz_loadu_ps(m0, bias),
-            _mm512_maskz_loadu_ps(m1, bias.add(16)),
-        )
-    };
+    let cols = Columns::new(nr, bias);
     for (i, row) in acc.iter().enumerate().take(mr) {
-        let p = c.add(i * ldc);
-        let mut v0 = _mm512_add_ps(row[0], bias0);
-        let mut v1 = _mm512_add_ps(row[1], bias1);
-        if load_c {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, p));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, p.add(16)));
-        }
-        if gelu {
-            v0 = act::gelu_erf_avx512(v0);
-            v1 = act::gelu_erf_avx512(v1);
-        }
-        _mm512_mask_storeu_ps(p, m0, v0);
-        _mm512_mask_storeu_ps(p.add(16), m1, v1);
+        finish_row(c.add(i * ldc), row[0], row[1], &cols, load_c, gelu);
     }
+}
+
+/// The valid lanes of a 32-column slice of C and the bias there (zeros without one).
+pub(crate) struct Columns {
+    m0: __mmask16,
+    m1: __mmask16,
+    bias0: __m512,
+    bias1: __m512,
+}
+
+impl Columns {
+    /// For the first `nr` of 32 columns; `bias` null or pointing at those columns.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn new(nr: usize, bias: *const f32) -> Self {
+        let (m0, m1) = mask(nr);
+        let (bias0, bias1) = if bias.is_null() {
+            (_mm512_setzero_ps(), _mm512_setzero_ps())
+        } else {
+            (
+                _mm512_maskz_loadu_ps(m0, bias),
+                _mm512_maskz_loadu_ps(m1, bias.add(16)),
+            )
+        };
+        Columns {
+            m0,
+            m1,
+            bias0,
+            bias1,
+        }
+    }
+}
+
+/// The epilogue for one row of a 32-column slice: + bias, + C (`load_c`), GELU, masked store.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn finish_row(
+    p: *mut f32,
+    v0: __m512,
+    v1: __m512,
+    cols: &Columns,
+    load_c: bool,
+    gelu: bool,
+) {
+    let mut v0 = _mm512_add_ps(v0, cols.bias0);
+    let mut v1 = _mm512_add_ps(v1, cols.bias1);
+    if load_c {
+        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(cols.m0, p));
+        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(cols.m1, p.add(16)));
+    }
+    if gelu {
+        v0 = act::gelu_erf_avx512(v0);
+        v1 = act::gelu_erf_avx512(v1);
+    }
+    _mm512_mask_storeu_ps(p, cols.m0, v0);
+    _mm512_mask_storeu_ps(p.add(16), cols.m1, v1);
 }
 
 /// C rows [i0, i0+rows) for all n columns, all k.
@@ -363,7 +399,13 @@ mod speed {
         if !available() {
             return;
         }
-        let (m, n, k) = (1024, 3072, 768);
+        // GEMM_SHAPE=MxNxK (default LaBSE's feed-forward at 1024 tokens).
+        let shape: Vec<usize> = std::env::var("GEMM_SHAPE")
+            .unwrap_or_else(|_| "1024x3072x768".into())
+            .split('x')
+            .map(|v| v.parse().expect("GEMM_SHAPE=MxNxK"))
+            .collect();
+        let (m, n, k) = (shape[0], shape[1], shape[2]);
         let a: Vec<f32> = (0..m * k).map(|i| (i % 17) as f32 * 0.01).collect();
         let w: Vec<f32> = (0..n * k).map(|i| (i % 13) as f32 * 0.01).collect();
         let b = PackedB::from_nk(&w, n, k, k);
@@ -391,11 +433,17 @@ mod speed {
                 gemm(m, &a, k, &b, &mut c, n, ep, true)
             });
             let i8s = best(&mut || q.gemm(m, &a, &mut c, &bias, false, false));
+            let amx = if crate::runtime::ops::amx::available() {
+                let s = crate::runtime::ops::amx::PackedSplit::from_nk(&w, n, k);
+                fl / best(&mut || s.gemm(m, &a, &mut c, &bias, false, false))
+            } else {
+                f64::NAN
+            };
             let p1 = crate::runtime::ops::peak::measure(1, 0.3);
             let p2 = crate::runtime::ops::peak::measure(2, 0.3);
             println!(
-                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s; peak {:.1} ({})",
-                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, p2.gflops, p2.isa
+                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX bf16x3 {:.1}; peak {:.1} ({})",
+                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, p2.gflops, p2.isa
             );
         }
     }

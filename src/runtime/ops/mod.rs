@@ -10,6 +10,7 @@
 #![allow(clippy::incompatible_msrv)]
 
 pub mod act;
+pub mod amx;
 pub mod bert;
 pub mod gemm;
 pub mod int8;

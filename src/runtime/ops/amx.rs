@@ -1,0 +1,446 @@
+//! f32 matrix products on AMX tiles, to f32 accuracy: every f32 value x is split into two bf16
+//! values, hi = bf16(x) and lo = bf16(x − hi), and A·B is computed as three bf16 products with
+//! f32 accumulation, Ahi·Bhi + Ahi·Blo + Alo·Bhi ("bf16x3"). Each product term keeps about 16
+//! significant bits (the dropped Alo·Blo and the rounding of lo are ~2⁻¹⁶ relative), against
+//! 24 for plain f32 and 8 for plain bf16; the sums are accumulated in f32. One AMX tile product
+//! (`tdpbf16ps`, 16×16×32) does the work of 128 AVX-512 FMAs, so even at three products per
+//! f32 product this is several times the AVX-512 kernel's rate (BENCHMARKS.md).
+//!
+//! Used for the encoder's weight products when the CPU has AMX-BF16 and Linux grants the tile
+//! state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`); `SCOREKIT_AMX=off` keeps the AVX-512 f32 kernel.
+//!
+//! Layouts. B (k×n, the weights) is packed once in panels of 16 columns; inside a panel, row r
+//! holds k-pair r: 16 × (B[2r][j], B[2r+1][j]) (the pairing `tdpbf16ps` reads). A (the
+//! activations) is packed per call in tiles of 16 rows × 32 k, each tile 1 KiB contiguous.
+//! k is padded to a multiple of 32 with zeros, rows and columns to multiples of 32.
+
+use super::gemm::{finish_row, Columns, SendPtr};
+use rayon::prelude::*;
+use std::arch::asm;
+use std::arch::x86_64::*;
+use std::sync::OnceLock;
+
+/// k values per tile row.
+const KT: usize = 32;
+/// Rows (A) or columns (B) per tile.
+const T: usize = 16;
+
+/// Whether AMX products can run here: AMX-TILE and AMX-BF16 in CPUID, AVX-512F/BW for the
+/// packing, the kernel granted this process the tile state, and not `SCOREKIT_AMX=off`.
+pub fn available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        if std::env::var("SCOREKIT_AMX").is_ok_and(|v| v == "off" || v == "0") {
+            return false;
+        }
+        if !std::arch::is_x86_feature_detected!("avx512f")
+            || !std::arch::is_x86_feature_detected!("avx512bw")
+        {
+            return false;
+        }
+        // CPUID.(EAX=7,ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE.
+        // `unsafe` until Rust 1.94 made it safe; the crate builds from 1.89.
+        #[allow(unused_unsafe)]
+        let edx = unsafe { __cpuid_count(7, 0) }.edx;
+        if edx & (1 << 22) == 0 || edx & (1 << 24) == 0 {
+            return false;
+        }
+        request_tile_state()
+    })
+}
+
+/// Ask Linux for the AMX tile data state (XFEATURE 18) for this process; false where the
+/// kernel refuses (too old, or AMX turned off).
+fn request_tile_state() -> bool {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: a plain syscall with integer arguments.
+    unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        ) == 0
+    }
+}
+
+/// Round f32 bits to bf16 bits, to nearest even (finite inputs).
+#[inline]
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+/// (hi, lo) with hi + lo ≈ x to ~16 significant bits.
+#[inline]
+fn split(x: f32) -> (u16, u16) {
+    let hi = bf16_bits(x);
+    let lo = bf16_bits(x - f32::from_bits((hi as u32) << 16));
+    (hi, lo)
+}
+
+/// The same split on 16 lanes: (hi, lo) as 16 bf16 each.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
+    let round = |v: __m512i| -> __m512i {
+        let lsb = _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(1));
+        let r = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(0x7fff)), lsb);
+        _mm512_srli_epi32(r, 16)
+    };
+    let hi = round(_mm512_castps_si512(x));
+    let hi_f = _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16));
+    let lo = round(_mm512_castps_si512(_mm512_sub_ps(x, hi_f)));
+    (_mm512_cvtepi32_epi16(hi), _mm512_cvtepi32_epi16(lo))
+}
+
+/// Wᵀ split into bf16 hi and lo, packed for the tile products.
+#[derive(Debug, Clone)]
+pub struct PackedSplit {
+    pub k: usize,
+    pub n: usize,
+    /// k rounded up to a multiple of 32.
+    kp: usize,
+    /// Panels of 16 columns (their count even), each kp/2 rows of 16 (hi, hi) pairs.
+    hi: Vec<u16>,
+    lo: Vec<u16>,
+}
+
+impl PackedSplit {
+    /// From a PyTorch `Linear` weight (n rows of k).
+    pub fn from_nk(w: &[f32], n: usize, k: usize) -> Self {
+        let kp = k.div_ceil(KT) * KT;
+        let panels = n.div_ceil(2 * T) * 2;
+        let mut hi = vec![0u16; panels * kp * T];
+        let mut lo = vec![0u16; panels * kp * T];
+        // Panel by panel in parallel, writing each panel front to back.
+        hi.par_chunks_mut(kp * T)
+            .zip(lo.par_chunks_mut(kp * T))
+            .enumerate()
+            .for_each(|(p, (hp, lp))| {
+                let cols = T.min(n.saturating_sub(p * T));
+                // 64 k at a time: reads run along rows of w, writes stay in 4 KiB.
+                for k0 in (0..k).step_by(64) {
+                    let k1 = (k0 + 64).min(k);
+                    for jj in 0..cols {
+                        let src = &w[(p * T + jj) * k..][k0..k1];
+                        for (kk, &x) in (k0..k1).zip(src) {
+                            let at = (kk / 2) * 2 * T + jj * 2 + kk % 2;
+                            (hp[at], lp[at]) = split(x);
+                        }
+                    }
+                }
+            });
+        PackedSplit { k, n, kp, hi, lo }
+    }
+
+    /// out (m×n) = x (m×k)·Wᵀ + bias (+ out when `accumulate`), GELU when `gelu`.
+    pub fn gemm(
+        &self,
+        m: usize,
+        x: &[f32],
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+    ) {
+        assert!(available(), "AMX products are not available");
+        if m == 0 || self.n == 0 {
+            return;
+        }
+        assert!(x.len() >= m * self.k && out.len() >= m * self.n && bias.len() >= self.n);
+        let cp = SendPtr(out.as_mut_ptr());
+        // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 1 MiB, so it stays in
+        // L2 while the weights stream past; at least two blocks per thread where m allows.
+        let threads = rayon::current_num_threads();
+        let by_cache = ((1 << 20) / (self.kp * 4)).clamp(2 * T, 256);
+        let by_threads = m.div_ceil(threads * 2).div_ceil(2 * T) * 2 * T;
+        let rows = by_cache.min(by_threads).max(2 * T);
+        let blocks = m.div_ceil(rows);
+        let run = |bi: usize| {
+            let i0 = bi * rows;
+            let r = rows.min(m - i0);
+            APACK.with(|buf| {
+                let (ahi, alo) = &mut *buf.borrow_mut();
+                // SAFETY: AMX is available (asserted); blocks write disjoint rows of `out`.
+                unsafe {
+                    self.block(
+                        &x[i0 * self.k..],
+                        r,
+                        ahi,
+                        alo,
+                        cp.get().add(i0 * self.n),
+                        bias,
+                        accumulate,
+                        gelu,
+                    )
+                }
+            })
+        };
+        if blocks == 1 {
+            run(0);
+        } else {
+            (0..blocks).into_par_iter().for_each(run);
+        }
+    }
+
+    /// Rows [0, r) of x (row stride k) into out (row stride n).
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn block(
+        &self,
+        x: &[f32],
+        r: usize,
+        ahi: &mut Vec<u16>,
+        alo: &mut Vec<u16>,
+        out: *mut f32,
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+    ) {
+        let (k, kp, n) = (self.k, self.kp, self.n);
+        let mtiles = r.div_ceil(2 * T) * 2;
+        let ktiles = kp / KT;
+        pack_a(x, k, r, mtiles, ktiles, ahi, alo);
+        configure_tiles();
+        let mut tile_out = [0f32; 2 * T * 2 * T];
+        let panels = n.div_ceil(2 * T) * 2;
+        let panel = kp * T;
+        for pj in (0..panels).step_by(2) {
+            let (bh0, bl0) = (
+                self.hi.as_ptr().add(pj * panel),
+                self.lo.as_ptr().add(pj * panel),
+            );
+            let (bh1, bl1) = (bh0.add(panel), bl0.add(panel));
+            for mi in (0..mtiles).step_by(2) {
+                let (ah0, al0) = (
+                    ahi.as_ptr().add(mi * ktiles * T * KT),
+                    alo.as_ptr().add(mi * ktiles * T * KT),
+                );
+                let (ah1, al1) = (ah0.add(ktiles * T * KT), al0.add(ktiles * T * KT));
+                asm!(
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3"
+                );
+                for kt in 0..ktiles {
+                    let a = kt * T * KT;
+                    let b = kt * T * KT; // 16 k-pair rows × 32 bf16 per k tile
+                    tile_step(
+                        ah0.add(a),
+                        ah1.add(a),
+                        al0.add(a),
+                        al1.add(a),
+                        bh0.add(b),
+                        bh1.add(b),
+                        bl0.add(b),
+                        bl1.add(b),
+                    );
+                }
+                let t = tile_out.as_mut_ptr();
+                asm!(
+                    "tilestored [{t} + {s}], tmm0",
+                    "tilestored [{t1} + {s}], tmm1",
+                    "tilestored [{t2} + {s}], tmm2",
+                    "tilestored [{t3} + {s}], tmm3",
+                    t = in(reg) t,
+                    t1 = in(reg) t.add(T),
+                    t2 = in(reg) t.add(T * 2 * T),
+                    t3 = in(reg) t.add(T * 2 * T + T),
+                    s = in(reg) 2 * T * 4,
+                );
+                // Panels and tiles past n and r are padding: pj·16 < n and mi·16 < r.
+                let rows_here = (2 * T).min(r - mi * T);
+                let cols = Columns::new((2 * T).min(n - pj * T), bias.as_ptr().add(pj * T));
+                for i in 0..rows_here {
+                    let src = t.add(i * 2 * T);
+                    finish_row(
+                        out.add((mi * T + i) * n + pj * T),
+                        _mm512_loadu_ps(src),
+                        _mm512_loadu_ps(src.add(T)),
+                        &cols,
+                        accumulate,
+                        gelu,
+                    );
+                }
+            }
+        }
+        asm!("tilerelease");
+    }
+}
+
+thread_local! {
+    static APACK: std::cell::RefCell<(Vec<u16>, Vec<u16>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Every tile 16 rows × 64 bytes (palette 1).
+#[inline]
+unsafe fn configure_tiles() {
+    #[repr(C, align(64))]
+    struct Config([u8; 64]);
+    let mut c = Config([0; 64]);
+    c.0[0] = 1;
+    for t in 0..8 {
+        c.0[16 + 2 * t] = 64;
+        c.0[48 + t] = T as u8;
+    }
+    asm!("ldtilecfg [{0}]", in(reg) c.0.as_ptr());
+}
+
+/// One 32-deep step of the 32×32 output block: Ahi·Bhi, Ahi·Blo, Alo·Bhi into tmm0..3.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn tile_step(
+    ah0: *const u16,
+    ah1: *const u16,
+    al0: *const u16,
+    al1: *const u16,
+    bh0: *const u16,
+    bh1: *const u16,
+    bl0: *const u16,
+    bl1: *const u16,
+) {
+    asm!(
+        "tileloadd tmm4, [{ah0} + {s}]",
+        "tileloadd tmm5, [{ah1} + {s}]",
+        "tileloadd tmm6, [{bh0} + {s}]",
+        "tileloadd tmm7, [{bh1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        "tileloadd tmm6, [{bl0} + {s}]",
+        "tileloadd tmm7, [{bl1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        "tileloadd tmm4, [{al0} + {s}]",
+        "tileloadd tmm5, [{al1} + {s}]",
+        "tileloadd tmm6, [{bh0} + {s}]",
+        "tileloadd tmm7, [{bh1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        ah0 = in(reg) ah0,
+        ah1 = in(reg) ah1,
+        al0 = in(reg) al0,
+        al1 = in(reg) al1,
+        bh0 = in(reg) bh0,
+        bh1 = in(reg) bh1,
+        bl0 = in(reg) bl0,
+        bl1 = in(reg) bl1,
+        s = in(reg) 64usize,
+        options(nostack, readonly),
+    );
+}
+
+/// Pack rows [0, r) of x (stride k) as `mtiles` × `ktiles` tiles of 16 rows × 32 k, hi and lo;
+/// rows ≥ r and k ≥ k are zeros.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn pack_a(
+    x: &[f32],
+    k: usize,
+    r: usize,
+    mtiles: usize,
+    ktiles: usize,
+    hi: &mut Vec<u16>,
+    lo: &mut Vec<u16>,
+) {
+    let len = mtiles * ktiles * T * KT;
+    hi.clear();
+    hi.resize(len, 0);
+    lo.clear();
+    lo.resize(len, 0);
+    for i in 0..r {
+        let (mt, ii) = (i / T, i % T);
+        let row = x.as_ptr().add(i * k);
+        for kt in 0..ktiles {
+            let at = (mt * ktiles + kt) * T * KT + ii * KT;
+            for half in 0..2 {
+                let k0 = kt * KT + half * T;
+                if k0 >= k {
+                    break;
+                }
+                let m = if k - k0 >= T {
+                    0xffff
+                } else {
+                    ((1u32 << (k - k0)) - 1) as __mmask16
+                };
+                let v = _mm512_maskz_loadu_ps(m, row.add(k0));
+                let (h, l) = split16(v);
+                _mm256_storeu_si256(hi.as_mut_ptr().add(at + half * T) as *mut __m256i, h);
+                _mm256_storeu_si256(lo.as_mut_ptr().add(at + half * T) as *mut __m256i, l);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(m: usize, n: usize, k: usize, a: &[f32], w: &[f32]) -> Vec<f64> {
+        let mut c = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k)
+                    .map(|kk| a[i * k + kk] as f64 * w[j * k + kk] as f64)
+                    .sum();
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn split_keeps_sixteen_bits() {
+        for &x in &[1.0f32, -1.234_567, 1e-20, 6.02e23, 0.1, -0.0] {
+            let (h, l) = split(x);
+            let back = f32::from_bits((h as u32) << 16) + f32::from_bits((l as u32) << 16);
+            assert!((back - x).abs() <= x.abs() * 2f32.powi(-16), "{x}: {back}");
+        }
+    }
+
+    #[test]
+    fn matches_f64_to_near_f32_accuracy_on_ragged_shapes() {
+        if !available() {
+            return;
+        }
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (13, 33, 7),
+            (30, 64, 300),
+            (100, 96, 513),
+            (70, 40, 1024),
+        ] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 311.0)
+                .collect();
+            let w: Vec<f32> = (0..n * k)
+                .map(|i| ((i * 104729 % 997) as f32 - 498.0) / 701.0)
+                .collect();
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+            let b = PackedSplit::from_nk(&w, n, k);
+            let mut c = vec![1f32; m * n];
+            b.gemm(m, &a, &mut c, &bias, true, false);
+            let want = naive(m, n, k, &a, &w);
+            // Scale of the error: Σ|a||w| (what rounding of each term is relative to).
+            for i in 0..m {
+                for j in 0..n {
+                    let mag: f64 = (0..k)
+                        .map(|kk| (a[i * k + kk] as f64 * w[j * k + kk] as f64).abs())
+                        .sum();
+                    let want = want[i * n + j] + 1.0 + bias[j] as f64;
+                    let got = c[i * n + j] as f64;
+                    assert!(
+                        (got - want).abs() <= mag * 3e-5 + 1e-6,
+                        "{m}x{n}x{k} at ({i},{j}): {got} vs {want} (scale {mag})"
+                    );
+                }
+            }
+        }
+    }
+}
