@@ -119,7 +119,7 @@ fn minilm_real_weights_match_pytorch() {
     check_parity(&e, &data("minilm_reference.json"));
 }
 
-/// Both f32 CPU kernels through the command: the AMX bf16x3 products (where the CPU has them)
+/// Both f32 CPU kernels through the command: the AMX split-bf16 products (where the CPU has them)
 /// and, with `SCOREKIT_AMX=off`, the AVX-512 f32 ones; each within cosine 0.99999 of PyTorch
 /// on the real MiniLM, and `.meta.json` names the engine that ran.
 #[test]
@@ -157,7 +157,10 @@ fn embed_command_runs_both_f32_kernels_like_pytorch() {
     if runtime::ops::gemm::available() {
         assert_eq!(engines[1], "scorekit encoder, f32 AVX-512");
         if runtime::ops::amx::available() {
-            assert_eq!(engines[0], "scorekit encoder, f32 as bf16x3 AMX products");
+            assert_eq!(
+                engines[0],
+                "scorekit encoder, f32 as split-bf16 AMX products"
+            );
         }
     }
 }

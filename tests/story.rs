@@ -62,7 +62,7 @@ fn parity_of(name: &str, follow: Option<&str>, fast: bool, pytorch_bin: bool) ->
     if !fast || name.starts_with("deberta") || !scorekit::runtime::ops::gemm::available() {
         assert_eq!(engine, "candle");
     } else if scorekit::runtime::ops::amx::available() {
-        assert_eq!(engine, "scorekit encoder, f32 as bf16x3 AMX products");
+        assert_eq!(engine, "scorekit encoder, f32 as split-bf16 AMX products");
     } else {
         assert_eq!(engine, "scorekit encoder, f32 AVX-512");
     }

@@ -27,14 +27,14 @@ use std::path::Path;
 /// A weight matrix for y = x·Wᵀ + b.
 enum Weight {
     F32(PackedB),
-    /// f32 products as three bf16 tile products (AMX; f32 accuracy to ~2⁻¹⁶).
+    /// f32 products as four split-bf16 tile products (AMX; ~2⁻¹⁷ relative per term).
     Split(PackedSplit),
     I8(PackedI8),
 }
 
 impl Weight {
     /// Pack a PyTorch `Linear` weight (n rows of k) for the best kernel here: int8 when asked,
-    /// else AMX bf16x3 where available, else AVX-512 f32.
+    /// else split-bf16 AMX where available, else AVX-512 f32.
     fn pack(w: &[f32], n: usize, k: usize, int8: bool) -> Self {
         if int8 {
             Weight::I8(PackedI8::from_nk(w, n, k))
@@ -453,7 +453,7 @@ impl FastBert {
     pub fn engine(&self) -> &'static str {
         match self.layers.first().map(|l| &l.qkv.w) {
             Some(Weight::I8(_)) => "scorekit encoder, int8 VNNI products",
-            Some(Weight::Split(_)) => "scorekit encoder, f32 as bf16x3 AMX products",
+            Some(Weight::Split(_)) => "scorekit encoder, f32 as split-bf16 AMX products",
             _ => "scorekit encoder, f32 AVX-512",
         }
     }

@@ -442,7 +442,7 @@ mod speed {
             let p1 = crate::runtime::ops::peak::measure(1, 0.3);
             let p2 = crate::runtime::ops::peak::measure(2, 0.3);
             println!(
-                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX bf16x3 {:.1}; peak {:.1} ({})",
+                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}; peak {:.1} ({})",
                 fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, p2.gflops, p2.isa
             );
         }
