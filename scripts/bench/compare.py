@@ -7,6 +7,8 @@ next round) and each engine's figure is the median over rounds, so a noisy share
 all engines alike; the ratios are the honest figure. Each engine is warmed up before timing.
 
 - scorekit-candle: the same with SCOREKIT_ENCODER=candle (candle's BertModel, the baseline).
+- scorekit-avx512: the same with SCOREKIT_AMX=off (the AVX-512 f32 kernel instead of the
+  split-bf16 AMX products scorekit uses where the CPU has AMX-BF16).
 - scorekit: `scorekit bench --json --repeats 1` per round (its own warm-up; load time excluded,
   reported separately).
 - sentence-transformers: `SentenceTransformer(folder).encode(sentences, batch_size=32)`
@@ -99,10 +101,15 @@ def main():
     vectors = {}
     info = {}
 
-    def run_scorekit(quant, save, candle=False):
+    SCOREKIT = ("scorekit", "scorekit-int8", "scorekit-candle", "scorekit-avx512")
+
+    def run_scorekit(e, save):
+        quant = e == "scorekit-int8"
         env = dict(os.environ)
-        if candle:
+        if e == "scorekit-candle":
             env["SCOREKIT_ENCODER"] = "candle"
+        if e == "scorekit-avx512":
+            env["SCOREKIT_AMX"] = "off"
         cmd = [args.scorekit, "bench", "--model", args.model, "--input", corpus_txt,
                "--repeats", "1", "--json", "--offline", "--batch-tokens", str(args.batch_tokens)]
         if quant:
@@ -178,9 +185,9 @@ def main():
     for r in range(args.rounds):
         last = r == args.rounds - 1
         for e in engines:
-            if e in ("scorekit", "scorekit-int8", "scorekit-candle"):
+            if e in SCOREKIT:
                 save = os.path.join(tmp, f"{e}.npy") if last else None
-                res = run_scorekit(e == "scorekit-int8", save, e == "scorekit-candle")
+                res = run_scorekit(e, save)
                 times[e].append(res["median_s"])
                 info[e] = res
                 if save:
@@ -212,7 +219,7 @@ def main():
     ratios = {}
     for base in ("st", "ort"):
         if base in med:
-            for e in ("scorekit", "scorekit-int8", "scorekit-candle"):
+            for e in SCOREKIT:
                 if e in med:
                     ratios[f"{e}/{base}"] = med[base] / med[e]
     for k, v in ratios.items():
@@ -226,7 +233,7 @@ def main():
         b = b / np.linalg.norm(b, axis=1, keepdims=True)
         return (a * b).sum(1)
 
-    for e in ("scorekit", "scorekit-int8", "scorekit-candle", "ort"):
+    for e in SCOREKIT + ("ort",):
         if e in vectors and ref is not None:
             c = cos_rows(vectors[e].astype(np.float64), ref.astype(np.float64))
             acc[f"cos {e} vs st"] = {"min": float(c.min()), "mean": float(c.mean())}
@@ -238,7 +245,7 @@ def main():
             acc[f"dissimilarity {e}"] = dissimilarity(v.astype(np.float64), groups, np)
     for k, v in acc.items():
         print(f"{k:36s} {v}")
-    for e in ("scorekit", "scorekit-int8", "scorekit-candle"):
+    for e in SCOREKIT:
         if e in info:
             i = info[e]
             print(f"{e}: load {i['load_s']:.2f} s, load→first batch {i['first_batch_s']:.2f} s, "

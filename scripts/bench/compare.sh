@@ -4,7 +4,7 @@
 # Usage: scripts/bench/compare.sh [labse|minilm|judge|FOLDER ...] (default: labse minilm)
 #   judge: scorekit vs PyTorch on a RoBERTa-large-shaped multiple-choice judge and the first
 #   JUDGE_LIMIT (32) dev questions x 4 options (scripts/bench/judge_compare.py).
-# Env: ROUNDS (3), THREADS (2), LIMIT (0 = whole corpus), ENGINES, PYTHON (/work/venv-dev/bin/python
+# Env: ROUNDS (3), THREADS (2), LIMIT (0 = whole corpus), ENGINES, JUDGE_ENGINES, PYTHON (/work/venv-dev/bin/python
 # or python3: needs torch, sentence-transformers, onnxruntime, onnx).
 # Method and results: BENCHMARKS.md.
 set -euo pipefail
@@ -32,7 +32,7 @@ for m in "${models[@]}"; do
       echo "== judge (fixtures-cache/roberta-large-shaped), uptime: $(uptime)"
       "$PY" scripts/bench/judge_compare.py --judge fixtures-cache/roberta-large-shaped \
         --threads "$THREADS" --rounds "$ROUNDS" --limit "${JUDGE_LIMIT:-32}" \
-        --json-out target/bench-judge.json
+        --engines "${JUDGE_ENGINES:-scorekit,torch,scorekit-avx512}" --json-out target/bench-judge.json
       continue ;;
     labse) dir=fixtures-cache/labse-shaped ;;
     minilm) dir=fixtures-cache/all-MiniLM-L6-v2 ;;

@@ -5,6 +5,8 @@ questions, the same thread count, interleaved rounds, median per engine.
 
 - scorekit: `scorekit bench --judge FOLDER --json --repeats 1` per round (load excluded: its
   own timing of the scoring pass; a 4-pair first batch warms it up).
+  The default engine uses split-bf16 AMX products where the CPU has AMX-BF16.
+- scorekit-avx512: the same with SCOREKIT_AMX=off (the AVX-512 f32 kernel).
 - scorekit-int8: the same with `--quantize` (int8 VNNI products).
 - PyTorch: the model loaded once, warmed up, then per round every pair: pairs sorted by
   length, batches of --batch-size sequences padded to the batch's longest, torch.inference_mode,
@@ -33,7 +35,7 @@ def main():
     ap.add_argument("--limit", type=int, default=32, help="questions (4 pairs each)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--batch-tokens", type=int, default=8192)
-    ap.add_argument("--engines", default="scorekit,torch")
+    ap.add_argument("--engines", default="scorekit,torch,scorekit-avx512")
     ap.add_argument("--json-out", default="")
     args = ap.parse_args()
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
@@ -73,7 +75,15 @@ def main():
                 out[b] = model(input_ids=ids, attention_mask=mask).logits[:, 0].numpy()
         return out
 
-    def run_scorekit(save, quant=False):
+    # scorekit engines: the default (split-bf16 AMX products where the CPU has AMX, else
+    # AVX-512 f32), scorekit-avx512 (SCOREKIT_AMX=off: the AVX-512 f32 kernel), scorekit-int8.
+    SCOREKIT = ("scorekit", "scorekit-avx512", "scorekit-int8")
+
+    def run_scorekit(e, save):
+        quant = e == "scorekit-int8"
+        env = dict(os.environ)
+        if e == "scorekit-avx512":
+            env["SCOREKIT_AMX"] = "off"
         q_file = os.path.join(tmp, "questions.jsonl")
         if not os.path.exists(q_file):
             with open(q_file, "w", encoding="utf-8") as f:
@@ -84,8 +94,8 @@ def main():
         if quant:
             cmd.append("--quantize")
         if save:
-            cmd += ["--save", scores_npy + (".int8.npy" if quant else "")]
-        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            cmd += ["--save", f"{scores_npy}.{e}.npy"]
+        r = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
         return json.loads(r.stdout.strip().splitlines()[-1])
 
     if "torch" in engines:
@@ -96,8 +106,8 @@ def main():
     torch_scores = None
     for r in range(args.rounds):
         for e in engines:
-            if e in ("scorekit", "scorekit-int8"):
-                j = run_scorekit(save=(r == args.rounds - 1), quant=(e == "scorekit-int8"))
+            if e in SCOREKIT:
+                j = run_scorekit(e, save=(r == args.rounds - 1))
                 times[e].append(j["median_s"])
                 info[e] = j
             else:
@@ -113,21 +123,17 @@ def main():
         "times_s": times, "median_s": med,
         "torch_version": torch.__version__,
     }
-    for e in ("scorekit", "scorekit-int8"):
-        if e in info:
-            result[e] = info[e]
-    if "scorekit" in med and "torch" in med:
-        result["ratio_scorekit_over_torch"] = med["torch"] / med["scorekit"]
-        sk = np.load(scores_npy)[:, 0]
-        result["max_abs_diff"] = float(np.abs(sk - torch_scores).max())
-        pick = lambda s: s.reshape(-1, 4).argmax(axis=1)
-        result["argmax_agreement"] = float((pick(sk) == pick(torch_scores)).mean())
-    if "scorekit-int8" in med and "torch" in med:
-        result["ratio_scorekit_int8_over_torch"] = med["torch"] / med["scorekit-int8"]
-        q = np.load(scores_npy + ".int8.npy")[:, 0]
-        pick = lambda s: s.reshape(-1, 4).argmax(axis=1)
-        result["int8_max_abs_diff"] = float(np.abs(q - torch_scores).max())
-        result["int8_argmax_agreement"] = float((pick(q) == pick(torch_scores)).mean())
+    pick = lambda s: s.reshape(-1, 4).argmax(axis=1)
+    for e in SCOREKIT:
+        if e not in info:
+            continue
+        result[e] = info[e]
+        if "torch" in med:
+            sk = np.load(f"{scores_npy}.{e}.npy")[:, 0]
+            result[f"ratio_{e}_over_torch"] = med["torch"] / med[e]
+            result[f"{e}_max_abs_diff"] = float(np.abs(sk - torch_scores).max())
+            result[f"{e}_argmax_agreement"] = float((pick(sk) == pick(torch_scores)).mean())
+    if "torch" in med:
         # Random weights give near-equal logits per question: report their spread too.
         result["torch_logit_spread_per_question_median"] = float(
             np.median(torch_scores.reshape(-1, 4).max(1) - torch_scores.reshape(-1, 4).min(1)))
