@@ -4,10 +4,12 @@
 //! Alo·Blo with f32 accumulation ("split bf16"). The error per term is ~2⁻¹⁷ relative, against
 //! 2⁻²⁴ for f32 and 2⁻⁹ for plain bf16 (measured: `cargo test --lib amx -- --nocapture`).
 //!
-//! Why four products and not three: on the machines measured, a tile load costs about three
-//! tile products (~16 ns against ~5 ns), so a 32×32×32 step is bound by its ten tile loads and
-//! the fourth product (Alo·Blo) costs nothing while it improves accuracy (BENCHMARKS.md).
-//! One tile product (`tdpbf16ps`, 16×16×32) is the work of 512 AVX-512 FMA lanes.
+//! Why four products and not three (dropping Alo·Blo, "bf16x3"): measured on a 1024×4096×1024
+//! product, three are 5–10 % faster (890–910 against 810–880 GFLOP/s on 2 threads) and their
+//! error 25 % larger (worst 6.1e-6 against 4.8e-6 of Σ|a·w|); accuracy wins. A step issues ten
+//! tile loads (2.5 ns each when 64-byte aligned) and sixteen products (5.2 ns each):
+//! `cargo test --release --lib amx_tile_costs -- --ignored --nocapture`.
+//! One tile product (`tdpbf16ps`, 16×16×32 multiply-adds) is the work of 512 AVX-512 FMAs.
 //!
 //! Used for the encoder's weight products when the CPU has AMX-BF16 and Linux grants the tile
 //! state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`); `SCOREKIT_AMX=off` keeps the AVX-512 f32 kernel.
@@ -509,8 +511,8 @@ mod speed {
         if !available() {
             return;
         }
-        let buf = vec![0x3f80u16; 4 * T * KT];
-        let p = buf.as_ptr();
+        let mut buf = Bf16Buf::default();
+        buf.zeroed(5 * T * KT);
         let n = 2_000_000u32;
         let time = |f: &mut dyn FnMut()| {
             let t = std::time::Instant::now();
@@ -519,17 +521,9 @@ mod speed {
             }
             t.elapsed().as_secs_f64() * 1e9 / (4 * n) as f64
         };
-        unsafe {
-            configure_tiles();
-            let products = time(&mut || {
-                asm!(
-                    "tdpbf16ps tmm0, tmm4, tmm6",
-                    "tdpbf16ps tmm1, tmm4, tmm7",
-                    "tdpbf16ps tmm2, tmm5, tmm6",
-                    "tdpbf16ps tmm3, tmm5, tmm7",
-                )
-            });
-            let loads = time(&mut || {
+        // SAFETY (both closures): AMX is available and configured below; `p` points into `buf`.
+        let loads_from = |p: *const u16| {
+            time(&mut || unsafe {
                 asm!(
                     "tileloadd tmm4, [{a} + {s}]",
                     "tileloadd tmm5, [{b} + {s}]",
@@ -541,11 +535,25 @@ mod speed {
                     d = in(reg) p.add(3 * T * KT),
                     s = in(reg) 64usize,
                 )
+            })
+        };
+        unsafe {
+            configure_tiles();
+            let products = time(&mut || {
+                asm!(
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                )
             });
+            let loads = loads_from(buf.as_ptr());
+            let straddling = loads_from(buf.as_ptr().add(8));
             asm!("tilerelease");
             println!(
                 "one thread: tile product (tdpbf16ps 16x16x32) {products:.2} ns, \
-                 tile load (1 KiB, in L1) {loads:.2} ns"
+                 tile load (1 KiB, in L1) {loads:.2} ns aligned to 64 bytes, \
+                 {straddling:.2} ns with rows 16 bytes off"
             );
         }
     }
