@@ -154,9 +154,9 @@ fn embed_command_runs_both_f32_kernels_like_pytorch() {
         let meta = common::read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
         engines.push(meta["engine"].as_str().unwrap().to_string());
     }
-    if runtime::ops::gemm::available() {
+    if runtime::ops::kernels_available() {
         assert_eq!(engines[1], "scorekit encoder, f32 AVX-512");
-        if runtime::ops::amx::available() {
+        if runtime::ops::amx_available() {
             assert_eq!(
                 engines[0],
                 "scorekit encoder, f32 as split-bf16 AMX products"

@@ -59,9 +59,9 @@ fn parity_of(name: &str, follow: Option<&str>, fast: bool, pytorch_bin: bool) ->
     }
     let judge = Judge::load_with(tmp.path(), &Device::Cpu, DType::F32, None, follow, fast).unwrap();
     let engine = judge.engine();
-    if !fast || name.starts_with("deberta") || !scorekit::runtime::ops::gemm::available() {
+    if !fast || name.starts_with("deberta") || !scorekit::runtime::ops::kernels_available() {
         assert_eq!(engine, "candle");
-    } else if scorekit::runtime::ops::amx::available() {
+    } else if scorekit::runtime::ops::amx_available() {
         assert_eq!(engine, "scorekit encoder, f32 as split-bf16 AMX products");
     } else {
         assert_eq!(engine, "scorekit encoder, f32 AVX-512");
@@ -548,7 +548,7 @@ fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
         .map(|q| serde_json::json!({"question_id": q["question_id"], "ending": q["options"][1]}))
         .collect();
     let gens = gen_file(&f, "q.jsonl", &rows);
-    if scorekit::runtime::ops::int8::available() {
+    if scorekit::runtime::ops::int8_available() {
         let (m, items) = story(&f, &gens, "q-out", &["--quantize"]);
         assert_eq!(m["settings"]["quantize"], "int8 encoder products");
         assert_eq!(

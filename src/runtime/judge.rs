@@ -15,6 +15,7 @@ use crate::error::{Error, InputError, Result};
 use crate::runtime::batching::plan_batches;
 use crate::runtime::embedder::check_bert_weights;
 use crate::runtime::masked_bert::MaskedBert;
+#[cfg(target_arch = "x86_64")]
 use crate::runtime::ops::{
     self,
     bert::{Dense, FastBert},
@@ -71,6 +72,7 @@ pub struct Judge {
 
 /// The network: an encoder from candle-transformers and the head of the checkpoint's class.
 enum Net {
+    #[cfg(target_arch = "x86_64")]
     /// BERT or RoBERTa on scorekit's CPU encoder (`ops::bert`, f32 AVX-512 or int8): the
     /// `[CLS]` / `<s>` row, then the head as two dense layers with tanh between (the pooler and
     /// classifier, or RoBERTa's `classifier.dense` and `classifier.out_proj`).
@@ -321,6 +323,7 @@ impl Judge {
     /// Which implementation runs the encoder (for reports).
     pub fn engine(&self) -> &'static str {
         match &self.net {
+            #[cfg(target_arch = "x86_64")]
             Net::Fast { encoder, .. } => encoder.engine(),
             _ => "candle",
         }
@@ -378,6 +381,7 @@ impl Judge {
         for batch in plan_batches(&lengths, batch_tokens) {
             let rows: Vec<&Tokens> = batch.indices.iter().map(|&i| &encoded[i]).collect();
             let logits = match &self.net {
+                #[cfg(target_arch = "x86_64")]
                 Net::Fast {
                     encoder,
                     first,
@@ -458,6 +462,7 @@ impl Judge {
                 out_proj.forward(&dense.forward(&h.i((.., 0))?)?.tanh()?)?
             }
             Net::Deberta(model) => model.forward(ids, Some(types.clone()), Some(mask.clone()))?,
+            #[cfg(target_arch = "x86_64")]
             Net::Fast { .. } => {
                 return Err(candle_core::Error::Msg(
                     "internal: scorekit's encoder takes unpadded sequences (Judge::logits)".into(),
@@ -545,6 +550,7 @@ fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) 
 /// Memory-map model.safetensors, or read pytorch_model.bin (older checkpoints ship only that).
 /// BERT and RoBERTa judges on scorekit's CPU encoder where it applies (CPU, f32, AVX-512F,
 /// erf-GELU; see `ops::fast_allowed`), else `None` and candle runs them.
+#[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 fn fast_net(
     file: &Path,
@@ -582,6 +588,22 @@ fn fast_net(
         second,
         n_out,
     }))
+}
+
+/// Off x86-64 the judge always runs on candle's layers.
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+fn fast_net(
+    _file: &Path,
+    _cfg: &bert::Config,
+    _arch: Arch,
+    _head: &Head,
+    _device: &Device,
+    _dtype: DType,
+    _pad_id: u32,
+    _n_out: usize,
+) -> Result<Option<Net>> {
+    Ok(None)
 }
 
 /// A weight file that does not fit the config: an input error naming the file.

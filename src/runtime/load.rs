@@ -37,7 +37,7 @@ impl ModelRuntime {
         let dtype = runtime::select_dtype(args.dtype, &device);
         // `--quantize` only where the int8 kernels run: scorekit's CPU encoder in f32 with VNNI.
         if args.quantize
-            && !(runtime::ops::fast_allowed(&device, dtype) && runtime::ops::int8::available())
+            && !(runtime::ops::fast_allowed(&device, dtype) && runtime::ops::int8_available())
         {
             return Err(crate::error::Error::usage(
                 "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",

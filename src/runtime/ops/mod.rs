@@ -9,10 +9,17 @@
 //! The AVX-512 intrinsics are stable since Rust 1.89; the crate's declared MSRV is older.
 #![allow(clippy::incompatible_msrv)]
 
+// The kernels are x86-64 SIMD; elsewhere (aarch64: Apple Silicon with Metal, ARM servers) the
+// module keeps only what callers ask (`*_available()` say no) and candle's layers run.
+#[cfg(target_arch = "x86_64")]
 pub mod act;
+#[cfg(target_arch = "x86_64")]
 pub mod amx;
+#[cfg(target_arch = "x86_64")]
 pub mod bert;
+#[cfg(target_arch = "x86_64")]
 pub mod gemm;
+#[cfg(target_arch = "x86_64")]
 pub mod int8;
 pub mod peak;
 
@@ -30,12 +37,36 @@ pub fn set_int8(on: bool) {
     INT8.store(on, Ordering::Relaxed);
 }
 
+/// Whether this CPU can run the fast encoder's f32 kernels (x86-64 with AVX-512F).
+pub fn kernels_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return gemm::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the f32 products run as split-bf16 AMX tile products here (see `amx`).
+pub fn amx_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether `--quantize` can run here (AVX-512 VNNI).
+pub fn int8_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return int8::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Whether the fast encoder may run a model on `device` in `dtype` (CPU f32, AVX-512F, not
 /// turned off with `SCOREKIT_ENCODER=candle`).
 pub fn fast_allowed(device: &Device, dtype: DType) -> bool {
     device.is_cpu()
         && dtype == DType::F32
-        && gemm::available()
+        && kernels_available()
         && std::env::var("SCOREKIT_ENCODER").map_or(true, |v| v != "candle")
 }
 
@@ -46,12 +77,14 @@ pub fn int8_requested() -> bool {
 
 /// A BERT encoder: the fast CPU one where it applies, else candle's.
 pub enum BertEncoder {
+    #[cfg(target_arch = "x86_64")]
     Fast(Box<bert::FastBert>),
     Candle(Box<MaskedBert>),
 }
 
 impl BertEncoder {
     /// Load from `weights` (checked by the caller); `vb` is used for candle's encoder.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
     pub fn load(
         weights: &Path,
         vb: VarBuilder,
@@ -59,8 +92,11 @@ impl BertEncoder {
         device: &Device,
         dtype: DType,
     ) -> candle_core::Result<Self> {
-        let st = weights.extension().is_some_and(|e| e == "safetensors");
-        if st && fast_allowed(device, dtype) && bert::FastBert::supports(cfg) {
+        #[cfg(target_arch = "x86_64")]
+        if weights.extension().is_some_and(|e| e == "safetensors")
+            && fast_allowed(device, dtype)
+            && bert::FastBert::supports(cfg)
+        {
             let int8 = INT8.load(Ordering::Relaxed);
             return Ok(BertEncoder::Fast(Box::new(bert::FastBert::load(
                 weights, cfg, int8,
@@ -72,13 +108,16 @@ impl BertEncoder {
     /// Which implementation runs (for reports), from what was loaded.
     pub fn engine(&self) -> &'static str {
         match self {
+            #[cfg(target_arch = "x86_64")]
             BertEncoder::Fast(f) => f.engine(),
             BertEncoder::Candle(_) => "candle BERT layers",
         }
     }
 
     /// Only `[CLS]` rows of the output will be read (lets the fast encoder skip work).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
     pub fn set_cls_only(&mut self, on: bool) {
+        #[cfg(target_arch = "x86_64")]
         if let BertEncoder::Fast(f) = self {
             f.cls_only = on;
         }
@@ -92,6 +131,7 @@ impl BertEncoder {
         attention_mask: Option<&Tensor>,
     ) -> candle_core::Result<Tensor> {
         match self {
+            #[cfg(target_arch = "x86_64")]
             BertEncoder::Fast(f) => f.forward(input_ids, token_type_ids, attention_mask),
             BertEncoder::Candle(m) => m.forward(input_ids, token_type_ids, attention_mask),
         }

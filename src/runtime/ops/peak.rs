@@ -2,6 +2,7 @@
 //! the FMA latency is hidden), on every worker thread at once, with the widest vectors the CPU
 //! has (AVX-512, else AVX2+FMA, else a scalar estimate).
 
+#[cfg(target_arch = "x86_64")]
 use std::time::Instant;
 
 /// Result of a peak measurement.
