@@ -551,10 +551,12 @@ fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
     if scorekit::runtime::ops::int8_available() {
         let (m, items) = story(&f, &gens, "q-out", &["--quantize"]);
         assert_eq!(m["settings"]["quantize"], "int8 encoder products");
-        assert_eq!(
-            m["settings"]["judge_engine"],
+        let engine = if scorekit::runtime::ops::amx_int8_available() {
+            "scorekit encoder, int8 AMX products"
+        } else {
             "scorekit encoder, int8 VNNI products"
-        );
+        };
+        assert_eq!(m["settings"]["judge_engine"], engine);
         assert_eq!(items.len(), 12);
         let (plain, _) = story(&f, &gens, "plain-out", &[]);
         assert!(plain["settings"].get("quantize").is_none());

@@ -33,24 +33,31 @@ const T: usize = 16;
 /// Whether AMX products can run here: AMX-TILE and AMX-BF16 in CPUID, AVX-512F/BW for the
 /// packing, the kernel granted this process the tile state, and not `SCOREKIT_AMX=off`.
 pub fn available() -> bool {
-    static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
+    amx_edx().is_some_and(|edx| edx & (1 << 22) != 0)
+}
+
+/// Whether int8 tile products (AMX-INT8) can run here, on the same conditions.
+pub fn int8_available() -> bool {
+    amx_edx().is_some_and(|edx| edx & (1 << 25) != 0)
+}
+
+/// CPUID.(EAX=7,ECX=0):EDX (bit 22 AMX-BF16, 24 AMX-TILE, 25 AMX-INT8) where AMX-TILE is there,
+/// AVX-512F/BW are there, Linux granted the tile state and `SCOREKIT_AMX` is not off.
+fn amx_edx() -> Option<u32> {
+    static EDX: OnceLock<Option<u32>> = OnceLock::new();
+    *EDX.get_or_init(|| {
         if std::env::var("SCOREKIT_AMX").is_ok_and(|v| v == "off" || v == "0") {
-            return false;
+            return None;
         }
         if !std::arch::is_x86_feature_detected!("avx512f")
             || !std::arch::is_x86_feature_detected!("avx512bw")
         {
-            return false;
+            return None;
         }
-        // CPUID.(EAX=7,ECX=0):EDX bit 22 = AMX-BF16, bit 24 = AMX-TILE.
         // `unsafe` until Rust 1.94 made it safe; the crate builds from 1.89.
         #[allow(unused_unsafe)]
         let edx = unsafe { __cpuid_count(7, 0) }.edx;
-        if edx & (1 << 22) == 0 || edx & (1 << 24) == 0 {
-            return false;
-        }
-        request_tile_state()
+        (edx & (1 << 24) != 0 && request_tile_state()).then_some(edx)
     })
 }
 
@@ -99,41 +106,65 @@ unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
     (_mm512_cvtepi32_epi16(hi), _mm512_cvtepi32_epi16(lo))
 }
 
-/// One 64-byte line of 32 bf16 values: a tile row, aligned to a cache line.
+/// One 64-byte line: a tile row, aligned to a cache line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Line([u16; KT]);
+struct Line([u8; 64]);
 
-/// bf16 values in cache-line-aligned storage. Tile loads need it: a tile row that straddles
-/// two cache lines makes `tileloadd` about six times slower (2.6 against 16.9 ns per 1 KiB tile,
+/// Plain integers: any bytes, zeros included, are a valid value.
+pub(crate) trait Plain: Copy {}
+impl Plain for u8 {}
+impl Plain for i8 {}
+impl Plain for u16 {}
+
+/// Values in cache-line-aligned storage. Tile loads need it: a tile row that straddles two
+/// cache lines makes `tileloadd` about six times slower (2.6 against 16.9 ns per 1 KiB tile,
 /// `amx_tile_costs`).
-#[derive(Clone, Default)]
-struct Bf16Buf(Vec<Line>);
+#[derive(Clone)]
+pub(crate) struct AlignedBuf<T> {
+    lines: Vec<Line>,
+    len: usize,
+    _values: std::marker::PhantomData<T>,
+}
 
-impl Bf16Buf {
-    /// `len` zeros (rounded up to whole lines), reusing the allocation.
-    fn zeroed(&mut self, len: usize) {
-        self.0.clear();
-        self.0.resize(len.div_ceil(KT), Line([0; KT]));
-    }
-
-    fn as_ptr(&self) -> *const u16 {
-        self.0.as_ptr() as *const u16
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u16] {
-        // SAFETY: `Line` is 32 u16 with no padding (64 bytes, align 64).
-        unsafe {
-            std::slice::from_raw_parts_mut(self.0.as_mut_ptr() as *mut u16, self.0.len() * KT)
+impl<T> Default for AlignedBuf<T> {
+    fn default() -> Self {
+        AlignedBuf {
+            lines: Vec::new(),
+            len: 0,
+            _values: std::marker::PhantomData,
         }
     }
 }
 
-impl std::fmt::Debug for Bf16Buf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Bf16Buf({} values)", self.0.len() * KT)
+impl<T: Plain> AlignedBuf<T> {
+    /// `len` zeros, reusing the allocation.
+    pub(crate) fn zeroed(&mut self, len: usize) {
+        self.lines.clear();
+        self.lines
+            .resize((len * std::mem::size_of::<T>()).div_ceil(64), Line([0; 64]));
+        self.len = len;
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const T {
+        self.lines.as_ptr() as *const T
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: the lines hold at least `len` values of T, any bytes are a valid T (`Plain`),
+        // and 64-byte alignment satisfies T's.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut T, self.len) }
     }
 }
+
+impl<T> std::fmt::Debug for AlignedBuf<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} values)", self.len)
+    }
+}
+
+/// bf16 values, aligned for tile loads.
+type Bf16Buf = AlignedBuf<u16>;
 
 /// Wᵀ split into bf16 hi and lo, packed for the tile products.
 #[derive(Debug, Clone)]
@@ -315,12 +346,12 @@ impl PackedSplit {
 
 thread_local! {
     static APACK: std::cell::RefCell<(Bf16Buf, Bf16Buf)> =
-        const { std::cell::RefCell::new((Bf16Buf(Vec::new()), Bf16Buf(Vec::new()))) };
+        std::cell::RefCell::new((Bf16Buf::default(), Bf16Buf::default()));
 }
 
 /// Every tile 16 rows × 64 bytes (palette 1).
 #[inline]
-unsafe fn configure_tiles() {
+pub(crate) unsafe fn configure_tiles() {
     #[repr(C, align(64))]
     struct Config([u8; 64]);
     let mut c = Config([0; 64]);

@@ -452,6 +452,7 @@ impl FastBert {
     /// The engine's name for reports.
     pub fn engine(&self) -> &'static str {
         match self.layers.first().map(|l| &l.qkv.w) {
+            Some(Weight::I8(_)) if amx::int8_available() => "scorekit encoder, int8 AMX products",
             Some(Weight::I8(_)) => "scorekit encoder, int8 VNNI products",
             Some(Weight::Split(_)) => "scorekit encoder, f32 as split-bf16 AMX products",
             _ => "scorekit encoder, f32 AVX-512",

@@ -3,9 +3,14 @@
 //! a zero point, so the skewed GELU outputs keep all 256 levels; the zero point is removed with
 //! the weights' column sums). i32 accumulation over the full depth, then one f32 rescale with the
 //! fused bias / residual / GELU epilogue.
+//!
+//! Where the CPU has AMX-INT8 the same products run on tiles (`tdpbusd`, u8 × s8 → i32, 16×16×64
+//! per instruction) from the same packed weights; the integer sums are exact either way, so both
+//! paths give bit-identical outputs.
 
 use super::act;
-use super::gemm::SendPtr;
+use super::amx::{self, AlignedBuf};
+use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
 
@@ -19,13 +24,16 @@ pub fn available() -> bool {
         && std::arch::is_x86_feature_detected!("avx512vnni")
 }
 
-/// Quantised Wᵀ: panels of 32 output channels; inside, for each group of 4 inputs, 32×4 bytes.
+/// Quantised Wᵀ: panels of 32 output channels; inside, for each group of 4 inputs, 32×4 bytes
+/// (so 16 groups × the first or last 16 channels are one int8 B tile, rows 128 bytes apart).
 #[derive(Debug, Clone)]
 pub struct PackedI8 {
     pub k: usize,
     pub n: usize,
     k4: usize,
-    data: Vec<i8>,
+    /// k4 rounded up to 16 (one 64-deep tile step); the padding is zeros.
+    kp4: usize,
+    data: AlignedBuf<i8>,
     scale: Vec<f32>,
     /// Σ_k q[j][k]; zero point × this is subtracted from the accumulators.
     colsum: Vec<i32>,
@@ -35,8 +43,11 @@ impl PackedI8 {
     /// From a PyTorch `Linear` weight (n rows of k).
     pub fn from_nk(w: &[f32], n: usize, k: usize) -> Self {
         let k4 = k.div_ceil(4);
+        let kp4 = k4.div_ceil(16) * 16;
         let np = n.div_ceil(NR);
-        let mut data = vec![0i8; np * k4 * NR * 4];
+        let mut data = AlignedBuf::default();
+        data.zeroed(np * kp4 * NR * 4);
+        let d = data.as_mut_slice();
         let mut scale = vec![0f32; np * NR];
         let mut colsum = vec![0i32; np * NR];
         for j in 0..n {
@@ -49,7 +60,7 @@ impl PackedI8 {
             for (kk, &v) in row.iter().enumerate() {
                 let q = (v / s).round().clamp(-127.0, 127.0) as i8;
                 sum += q as i32;
-                data[p * k4 * NR * 4 + (kk / 4) * NR * 4 + jj * 4 + kk % 4] = q;
+                d[p * kp4 * NR * 4 + (kk / 4) * NR * 4 + jj * 4 + kk % 4] = q;
             }
             colsum[j] = sum;
         }
@@ -57,6 +68,7 @@ impl PackedI8 {
             k,
             n,
             k4,
+            kp4,
             data,
             scale,
             colsum,
@@ -73,16 +85,41 @@ impl PackedI8 {
         accumulate: bool,
         gelu: bool,
     ) {
+        self.gemm_on(amx::int8_available(), m, x, out, bias, accumulate, gelu);
+    }
+
+    /// [`PackedI8::gemm`] on AMX-INT8 tiles (`tiles`, which must be available) or VNNI.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_on(
+        &self,
+        tiles: bool,
+        m: usize,
+        x: &[f32],
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+    ) {
         assert!(x.len() >= m * self.k && out.len() >= m * self.n && bias.len() >= self.n);
+        assert!(!tiles || amx::int8_available(), "AMX-INT8 is not available");
         let cp = SendPtr(out.as_mut_ptr());
         let threads = rayon::current_num_threads();
-        let chunk = (m.div_ceil(threads * 4).max(MR * 2)).div_ceil(MR) * MR;
-        let chunk = chunk.min(MR * 64);
+        // Row blocks: whole register tiles (12 rows) or tile pairs (32 rows), a few per thread.
+        let unit = if tiles { 32 } else { MR };
+        let chunk = (m.div_ceil(threads * 4).max(unit * 2)).div_ceil(unit) * unit;
+        let chunk = chunk.min(if tiles { 256 } else { MR * 64 });
         (0..m.div_ceil(chunk)).into_par_iter().for_each(|bi| {
             let i0 = bi * chunk;
             let rows = chunk.min(m - i0);
-            // Safety: AVX-512 VNNI checked at load; each task owns rows [i0, i0+rows).
-            unsafe { self.block(x, i0, rows, cp.get(), bias, accumulate, gelu) };
+            // Safety: AVX-512 VNNI checked at load, AMX-INT8 above; each task owns rows
+            // [i0, i0+rows).
+            unsafe {
+                if tiles {
+                    self.block_amx(x, i0, rows, cp.get(), bias, accumulate, gelu)
+                } else {
+                    self.block(x, i0, rows, cp.get(), bias, accumulate, gelu)
+                }
+            };
         });
     }
 
@@ -121,7 +158,7 @@ impl PackedI8 {
         }
         for jp in 0..n.div_ceil(NR) {
             let nr = NR.min(n - jp * NR);
-            let b = self.data.as_ptr().add(jp * k4 * NR * 4);
+            let b = self.data.as_ptr().add(jp * self.kp4 * NR * 4);
             for pi in 0..panels {
                 let mr = MR.min(rows - pi * MR);
                 let mut acc = [[_mm512_setzero_si512(); 2]; MR];
@@ -183,6 +220,137 @@ impl PackedI8 {
     }
 }
 
+impl PackedI8 {
+    /// Rows [i0, i0+rows) on AMX-INT8 tiles: 32×32 output blocks in four i32 C tiles, 64 inputs
+    /// per step; then the VNNI path's rescale, so results are bit-identical to it.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block_amx(
+        &self,
+        x: &[f32],
+        i0: usize,
+        rows: usize,
+        out: *mut f32,
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+    ) {
+        let (k, n) = (self.k, self.n);
+        // Quantised rows, 64-byte aligned, row stride kp (rows padded to 32 with zeros).
+        let kp = self.kp4 * 4;
+        let padded = rows.div_ceil(32) * 32;
+        let (mut qa, mut sa, mut za) = QROWS.with(|q| std::mem::take(&mut *q.borrow_mut()));
+        qa.zeroed(padded * kp);
+        sa.clear();
+        za.clear();
+        let qs = qa.as_mut_slice();
+        for r in 0..rows {
+            let src = &x[(i0 + r) * k..(i0 + r + 1) * k];
+            let (s, z) = quantize_row(src, &mut qs[r * kp..r * kp + k]);
+            sa.push(s);
+            za.push(z);
+        }
+        let qa_ptr = qa.as_ptr();
+        amx::configure_tiles();
+        let mut acc = [0i32; 32 * 32];
+        for jp in 0..n.div_ceil(NR) {
+            let j0 = jp * NR;
+            let nr = NR.min(n - j0);
+            let b = self.data.as_ptr().add(jp * self.kp4 * NR * 4);
+            let cols = Columns::new(nr, std::ptr::null());
+            let cs0 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0) as *const _);
+            let cs1 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0 + 16) as *const _);
+            let sw0 = _mm512_loadu_ps(self.scale.as_ptr().add(j0));
+            let sw1 = _mm512_loadu_ps(self.scale.as_ptr().add(j0 + 16));
+            let (m0, m1) = (
+                _mm512_int2mask(((1u32 << nr.min(16)) - 1) as i32),
+                _mm512_int2mask(((1u64 << nr.saturating_sub(16)) - 1) as i32),
+            );
+            let bi0 = _mm512_maskz_loadu_ps(m0, bias.as_ptr().add(j0));
+            let bi1 = _mm512_maskz_loadu_ps(m1, bias.as_ptr().add(j0 + 16));
+            for r0 in (0..rows).step_by(32) {
+                let a = qa_ptr.add(r0 * kp);
+                int8_tiles(a, kp, b, self.kp4 / 16, acc.as_mut_ptr());
+                for i in 0..(rows - r0).min(32) {
+                    let r = r0 + i;
+                    let s = _mm512_set1_ps(sa[r]);
+                    let z = _mm512_set1_epi32(za[r]);
+                    let row = acc.as_ptr().add(i * 32);
+                    let f0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                        _mm512_loadu_si512(row as *const _),
+                        _mm512_mullo_epi32(z, cs0),
+                    ));
+                    let f1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                        _mm512_loadu_si512(row.add(16) as *const _),
+                        _mm512_mullo_epi32(z, cs1),
+                    ));
+                    finish_row(
+                        out.add((i0 + r) * n + j0),
+                        _mm512_fmadd_ps(f0, _mm512_mul_ps(s, sw0), bi0),
+                        _mm512_fmadd_ps(f1, _mm512_mul_ps(s, sw1), bi1),
+                        &cols,
+                        accumulate,
+                        gelu,
+                    );
+                }
+            }
+        }
+        std::arch::asm!("tilerelease");
+        QROWS.with(|q| *q.borrow_mut() = (qa, sa, za));
+    }
+}
+
+thread_local! {
+    /// Quantised activation rows, their scales and zero points (the AMX path's per-thread buffer).
+    static QROWS: std::cell::RefCell<(AlignedBuf<u8>, Vec<f32>, Vec<i32>)> =
+        std::cell::RefCell::default();
+}
+
+/// acc (32×32 i32, row stride 32) = 32 rows of `a` (u8, row stride `lda` bytes) · the 32-channel
+/// panel `b`, over `steps` × 64 inputs. Tiles: tmm0..3 C, tmm4/5 A (rows 0–15, 16–31), tmm6/7
+/// B (channels 0–15, 16–31: the panel's rows are 128 bytes, 64 for each half).
+unsafe fn int8_tiles(a: *const u8, lda: usize, b: *const i8, steps: usize, acc: *mut i32) {
+    use std::arch::asm;
+    asm!(
+        "tilezero tmm0",
+        "tilezero tmm1",
+        "tilezero tmm2",
+        "tilezero tmm3"
+    );
+    for st in 0..steps {
+        let a0 = a.add(st * 64);
+        let b0 = b.add(st * 16 * NR * 4);
+        asm!(
+            "tileloadd tmm4, [{a0} + {lda}]",
+            "tileloadd tmm6, [{b0} + {ldb}]",
+            "tileloadd tmm7, [{b1} + {ldb}]",
+            "tdpbusd tmm0, tmm4, tmm6",
+            "tdpbusd tmm1, tmm4, tmm7",
+            "tileloadd tmm5, [{a1} + {lda}]",
+            "tdpbusd tmm2, tmm5, tmm6",
+            "tdpbusd tmm3, tmm5, tmm7",
+            a0 = in(reg) a0,
+            a1 = in(reg) a0.add(16 * lda),
+            b0 = in(reg) b0,
+            b1 = in(reg) b0.add(64),
+            lda = in(reg) lda,
+            ldb = in(reg) NR * 4,
+            options(nostack, readonly),
+        );
+    }
+    asm!(
+        "tilestored [{c} + {s}], tmm0",
+        "tilestored [{c1} + {s}], tmm1",
+        "tilestored [{c2} + {s}], tmm2",
+        "tilestored [{c3} + {s}], tmm3",
+        c = in(reg) acc,
+        c1 = in(reg) acc.add(16),
+        c2 = in(reg) acc.add(16 * 32),
+        c3 = in(reg) acc.add(16 * 32 + 16),
+        s = in(reg) 128usize,
+    );
+}
+
 /// Quantise one row to u8 = round(x/s) + z over [min(x, 0), max(x, 0)]; returns (s, z).
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn quantize_row(x: &[f32], out: &mut [u8]) -> (f32, i32) {
@@ -217,6 +385,35 @@ unsafe fn quantize_row(x: &[f32], out: &mut [u8]) -> (f32, i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amx_tiles_match_vnni_bit_for_bit() {
+        if !available() || !amx::int8_available() {
+            return;
+        }
+        for &(m, n, k, accumulate, gelu) in &[
+            (1, 1, 1, false, false),
+            (29, 70, 131, true, false),
+            (77, 96, 1024, false, true),
+            (300, 40, 64, true, true),
+        ] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919 % 1013) as f32 - 400.0) / 311.0)
+                .collect();
+            let w: Vec<f32> = (0..n * k)
+                .map(|i| ((i * 104729 % 997) as f32 - 498.0) / 701.0)
+                .collect();
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+            let p = PackedI8::from_nk(&w, n, k);
+            let start: Vec<f32> = (0..m * n).map(|i| (i % 5) as f32 - 2.0).collect();
+            let (mut tiles, mut vnni) = (start.clone(), start);
+            p.gemm_on(true, m, &a, &mut tiles, &bias, accumulate, gelu);
+            p.gemm_on(false, m, &a, &mut vnni, &bias, accumulate, gelu);
+            for i in 0..m * n {
+                assert_eq!(tiles[i].to_bits(), vnni[i].to_bits(), "{m}x{n}x{k} at {i}");
+            }
+        }
+    }
 
     #[test]
     fn close_to_f32() {

@@ -53,6 +53,14 @@ pub fn amx_available() -> bool {
     false
 }
 
+/// Whether `--quantize` runs on AMX-INT8 tiles here (else on AVX-512 VNNI).
+pub fn amx_int8_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx::int8_available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Whether `--quantize` can run here (AVX-512 VNNI).
 pub fn int8_available() -> bool {
     #[cfg(target_arch = "x86_64")]
