@@ -173,7 +173,7 @@ pub struct PackedSplit {
     pub n: usize,
     /// k rounded up to a multiple of 32.
     kp: usize,
-    /// Panels of 16 columns (their count even), each kp/2 rows of 16 (hi, hi) pairs.
+    /// Panels of 16 columns (their count even), each kp/2 rows of 16 pairs (B[2r][j], B[2r+1][j]).
     hi: Bf16Buf,
     lo: Bf16Buf,
 }
@@ -227,7 +227,8 @@ impl PackedSplit {
         // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 512 KiB, so it stays in
         // L2 while the weights stream past; at least two blocks per thread where m allows.
         let threads = rayon::current_num_threads();
-        let by_cache = ((1 << 19) / (self.kp * 4)).clamp(2 * T, 256);
+        // Whole tile pairs (32 rows): a block of 170 rows would compute 192.
+        let by_cache = ((1 << 19) / (self.kp * 4) / (2 * T) * (2 * T)).clamp(2 * T, 256);
         let by_threads = m.div_ceil(threads * 2).div_ceil(2 * T) * 2 * T;
         let rows = by_cache.min(by_threads).max(2 * T);
         let blocks = m.div_ceil(rows);
