@@ -29,6 +29,9 @@ use std::sync::OnceLock;
 const KT: usize = 32;
 /// Rows (A) or columns (B) per tile.
 const T: usize = 16;
+/// k tiles per depth chunk (1024 values): a deeper product runs chunk by chunk, so the rows of
+/// A and the weight panels of one chunk stay in L2 (see `PackedSplit::block`).
+const KC_TILES: usize = 32;
 
 /// Whether AMX products can run here: AMX-TILE and AMX-BF16 in CPUID, AVX-512F/BW for the
 /// packing, the kernel granted this process the tile state, and not `SCOREKIT_AMX=off`.
@@ -116,6 +119,7 @@ pub(crate) trait Plain: Copy {}
 impl Plain for u8 {}
 impl Plain for i8 {}
 impl Plain for u16 {}
+impl Plain for f32 {}
 
 /// Values in cache-line-aligned storage. Tile loads need it: a tile row that straddles two
 /// cache lines makes `tileloadd` about six times slower (2.6 against 16.9 ns per 1 KiB tile,
@@ -228,7 +232,8 @@ impl PackedSplit {
         // L2 while the weights stream past; at least two blocks per thread where m allows.
         let threads = rayon::current_num_threads();
         // Whole tile pairs (32 rows): a block of 170 rows would compute 192.
-        let by_cache = ((1 << 19) / (self.kp * 4) / (2 * T) * (2 * T)).clamp(2 * T, 256);
+        let depth = self.kp.min(KC_TILES * KT);
+        let by_cache = ((1 << 19) / (depth * 4) / (2 * T) * (2 * T)).clamp(2 * T, 256);
         let by_threads = m.div_ceil(threads * 2).div_ceil(2 * T) * 2 * T;
         let rows = by_cache.min(by_threads).max(2 * T);
         let blocks = m.div_ceil(rows);
@@ -236,7 +241,7 @@ impl PackedSplit {
             let i0 = bi * rows;
             let r = rows.min(m - i0);
             APACK.with(|buf| {
-                let (ahi, alo) = &mut *buf.borrow_mut();
+                let (ahi, alo, partial) = &mut *buf.borrow_mut();
                 // SAFETY: AMX is available (asserted); blocks write disjoint rows of `out`.
                 unsafe {
                     self.block(
@@ -244,6 +249,7 @@ impl PackedSplit {
                         r,
                         ahi,
                         alo,
+                        partial,
                         cp.get().add(i0 * self.n),
                         bias,
                         accumulate,
@@ -268,6 +274,7 @@ impl PackedSplit {
         r: usize,
         ahi: &mut Bf16Buf,
         alo: &mut Bf16Buf,
+        partial: &mut AlignedBuf<f32>,
         out: *mut f32,
         bias: &[f32],
         accumulate: bool,
@@ -281,63 +288,106 @@ impl PackedSplit {
         let mut tile_out = [0f32; 2 * T * 2 * T];
         let panels = n.div_ceil(2 * T) * 2;
         let panel = kp * T;
-        for pj in (0..panels).step_by(2) {
-            let (bh0, bl0) = (
-                self.hi.as_ptr().add(pj * panel),
-                self.lo.as_ptr().add(pj * panel),
-            );
-            let (bh1, bl1) = (bh0.add(panel), bl0.add(panel));
-            for mi in (0..mtiles).step_by(2) {
-                let (ah0, al0) = (
-                    ahi.as_ptr().add(mi * ktiles * T * KT),
-                    alo.as_ptr().add(mi * ktiles * T * KT),
+        // Depth chunks; between them the 32×32 sums wait in `partial` (rows × panels·16, f32).
+        let chunks = ktiles.div_ceil(KC_TILES);
+        let ldp = panels * T;
+        if chunks > 1 {
+            partial.zeroed(mtiles * T * ldp);
+        }
+        for c in 0..chunks {
+            let (kt0, kt1) = (c * KC_TILES, ((c + 1) * KC_TILES).min(ktiles));
+            let last = c + 1 == chunks;
+            for pj in (0..panels).step_by(2) {
+                let (bh0, bl0) = (
+                    self.hi.as_ptr().add(pj * panel),
+                    self.lo.as_ptr().add(pj * panel),
                 );
-                let (ah1, al1) = (ah0.add(ktiles * T * KT), al0.add(ktiles * T * KT));
-                asm!(
-                    "tilezero tmm0",
-                    "tilezero tmm1",
-                    "tilezero tmm2",
-                    "tilezero tmm3"
-                );
-                for kt in 0..ktiles {
-                    let a = kt * T * KT;
-                    let b = kt * T * KT; // 16 k-pair rows × 32 bf16 per k tile
-                    tile_step(
-                        ah0.add(a),
-                        ah1.add(a),
-                        al0.add(a),
-                        al1.add(a),
-                        bh0.add(b),
-                        bh1.add(b),
-                        bl0.add(b),
-                        bl1.add(b),
+                let (bh1, bl1) = (bh0.add(panel), bl0.add(panel));
+                for mi in (0..mtiles).step_by(2) {
+                    let (ah0, al0) = (
+                        ahi.as_ptr().add(mi * ktiles * T * KT),
+                        alo.as_ptr().add(mi * ktiles * T * KT),
                     );
-                }
-                let t = tile_out.as_mut_ptr();
-                asm!(
-                    "tilestored [{t} + {s}], tmm0",
-                    "tilestored [{t1} + {s}], tmm1",
-                    "tilestored [{t2} + {s}], tmm2",
-                    "tilestored [{t3} + {s}], tmm3",
-                    t = in(reg) t,
-                    t1 = in(reg) t.add(T),
-                    t2 = in(reg) t.add(T * 2 * T),
-                    t3 = in(reg) t.add(T * 2 * T + T),
-                    s = in(reg) 2 * T * 4,
-                );
-                // Panels and tiles past n and r are padding: pj·16 < n and mi·16 < r.
-                let rows_here = (2 * T).min(r - mi * T);
-                let cols = Columns::new((2 * T).min(n - pj * T), bias.as_ptr().add(pj * T));
-                for i in 0..rows_here {
-                    let src = t.add(i * 2 * T);
-                    finish_row(
-                        out.add((mi * T + i) * n + pj * T),
-                        _mm512_loadu_ps(src),
-                        _mm512_loadu_ps(src.add(T)),
-                        &cols,
-                        accumulate,
-                        gelu,
+                    let (ah1, al1) = (ah0.add(ktiles * T * KT), al0.add(ktiles * T * KT));
+                    let sums = partial
+                        .as_mut_slice()
+                        .as_mut_ptr()
+                        .wrapping_add(mi * T * ldp + pj * T);
+                    if c == 0 {
+                        asm!(
+                            "tilezero tmm0",
+                            "tilezero tmm1",
+                            "tilezero tmm2",
+                            "tilezero tmm3"
+                        );
+                    } else {
+                        asm!(
+                            "tileloadd tmm0, [{p} + {s}]",
+                            "tileloadd tmm1, [{p1} + {s}]",
+                            "tileloadd tmm2, [{p2} + {s}]",
+                            "tileloadd tmm3, [{p3} + {s}]",
+                            p = in(reg) sums,
+                            p1 = in(reg) sums.add(T),
+                            p2 = in(reg) sums.add(T * ldp),
+                            p3 = in(reg) sums.add(T * ldp + T),
+                            s = in(reg) ldp * 4,
+                            options(nostack, readonly),
+                        );
+                    }
+                    for kt in kt0..kt1 {
+                        let a = kt * T * KT;
+                        let b = kt * T * KT; // 16 k-pair rows × 32 bf16 per k tile
+                        tile_step(
+                            ah0.add(a),
+                            ah1.add(a),
+                            al0.add(a),
+                            al1.add(a),
+                            bh0.add(b),
+                            bh1.add(b),
+                            bl0.add(b),
+                            bl1.add(b),
+                        );
+                    }
+                    if !last {
+                        asm!(
+                            "tilestored [{p} + {s}], tmm0",
+                            "tilestored [{p1} + {s}], tmm1",
+                            "tilestored [{p2} + {s}], tmm2",
+                            "tilestored [{p3} + {s}], tmm3",
+                            p = in(reg) sums,
+                            p1 = in(reg) sums.add(T),
+                            p2 = in(reg) sums.add(T * ldp),
+                            p3 = in(reg) sums.add(T * ldp + T),
+                            s = in(reg) ldp * 4,
+                        );
+                        continue;
+                    }
+                    let t = tile_out.as_mut_ptr();
+                    asm!(
+                        "tilestored [{t} + {s}], tmm0",
+                        "tilestored [{t1} + {s}], tmm1",
+                        "tilestored [{t2} + {s}], tmm2",
+                        "tilestored [{t3} + {s}], tmm3",
+                        t = in(reg) t,
+                        t1 = in(reg) t.add(T),
+                        t2 = in(reg) t.add(T * 2 * T),
+                        t3 = in(reg) t.add(T * 2 * T + T),
+                        s = in(reg) 2 * T * 4,
                     );
+                    // Panels and tiles past n and r are padding: pj·16 < n and mi·16 < r.
+                    let rows_here = (2 * T).min(r - mi * T);
+                    let cols = Columns::new((2 * T).min(n - pj * T), bias.as_ptr().add(pj * T));
+                    for i in 0..rows_here {
+                        let src = t.add(i * 2 * T);
+                        finish_row(
+                            out.add((mi * T + i) * n + pj * T),
+                            _mm512_loadu_ps(src),
+                            _mm512_loadu_ps(src.add(T)),
+                            &cols,
+                            accumulate,
+                            gelu,
+                        );
+                    }
                 }
             }
         }
@@ -346,8 +396,9 @@ impl PackedSplit {
 }
 
 thread_local! {
-    static APACK: std::cell::RefCell<(Bf16Buf, Bf16Buf)> =
-        std::cell::RefCell::new((Bf16Buf::default(), Bf16Buf::default()));
+    /// Per thread: the packed A (hi, lo) and the partial sums between depth chunks.
+    static APACK: std::cell::RefCell<(Bf16Buf, Bf16Buf, AlignedBuf<f32>)> =
+        std::cell::RefCell::default();
 }
 
 /// Every tile 16 rows × 64 bytes (palette 1).
@@ -498,6 +549,8 @@ mod tests {
             (30, 64, 300),
             (100, 96, 513),
             (70, 40, 1024),
+            // Three depth chunks, the last one partial; rows in two blocks.
+            (300, 50, 2500),
         ] {
             let a: Vec<f32> = (0..m * k)
                 .map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 311.0)
