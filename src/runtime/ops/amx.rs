@@ -321,18 +321,7 @@ impl PackedSplit {
                             "tilezero tmm3"
                         );
                     } else {
-                        asm!(
-                            "tileloadd tmm0, [{p} + {s}]",
-                            "tileloadd tmm1, [{p1} + {s}]",
-                            "tileloadd tmm2, [{p2} + {s}]",
-                            "tileloadd tmm3, [{p3} + {s}]",
-                            p = in(reg) sums,
-                            p1 = in(reg) sums.add(T),
-                            p2 = in(reg) sums.add(T * ldp),
-                            p3 = in(reg) sums.add(T * ldp + T),
-                            s = in(reg) ldp * 4,
-                            options(nostack, readonly),
-                        );
+                        load_accumulators(sums as *const u8, ldp * 4);
                     }
                     for kt in kt0..kt1 {
                         let a = kt * T * KT;
@@ -349,31 +338,11 @@ impl PackedSplit {
                         );
                     }
                     if !last {
-                        asm!(
-                            "tilestored [{p} + {s}], tmm0",
-                            "tilestored [{p1} + {s}], tmm1",
-                            "tilestored [{p2} + {s}], tmm2",
-                            "tilestored [{p3} + {s}], tmm3",
-                            p = in(reg) sums,
-                            p1 = in(reg) sums.add(T),
-                            p2 = in(reg) sums.add(T * ldp),
-                            p3 = in(reg) sums.add(T * ldp + T),
-                            s = in(reg) ldp * 4,
-                        );
+                        store_accumulators(sums as *mut u8, ldp * 4);
                         continue;
                     }
                     let t = tile_out.as_mut_ptr();
-                    asm!(
-                        "tilestored [{t} + {s}], tmm0",
-                        "tilestored [{t1} + {s}], tmm1",
-                        "tilestored [{t2} + {s}], tmm2",
-                        "tilestored [{t3} + {s}], tmm3",
-                        t = in(reg) t,
-                        t1 = in(reg) t.add(T),
-                        t2 = in(reg) t.add(T * 2 * T),
-                        t3 = in(reg) t.add(T * 2 * T + T),
-                        s = in(reg) 2 * T * 4,
-                    );
+                    store_accumulators(t as *mut u8, 2 * T * 4);
                     // Panels and tiles past n and r are padding: pj·16 < n and mi·16 < r.
                     let rows_here = (2 * T).min(r - mi * T);
                     let cols = Columns::new((2 * T).min(n - pj * T), bias.as_ptr().add(pj * T));
@@ -413,6 +382,41 @@ pub(crate) unsafe fn configure_tiles() {
         c.0[48 + t] = T as u8;
     }
     asm!("ldtilecfg [{0}]", in(reg) c.0.as_ptr());
+}
+
+/// tmm0..3 (the 2×2 accumulator tiles of a 32×32 block of 4-byte sums) from `p`, rows `ld`
+/// bytes apart: tmm0 rows 0–15 / columns 0–15, tmm1 columns 16–31, tmm2 and tmm3 rows 16–31.
+#[inline(always)]
+unsafe fn load_accumulators(p: *const u8, ld: usize) {
+    asm!(
+        "tileloadd tmm0, [{p} + {s}]",
+        "tileloadd tmm1, [{p1} + {s}]",
+        "tileloadd tmm2, [{p2} + {s}]",
+        "tileloadd tmm3, [{p3} + {s}]",
+        p = in(reg) p,
+        p1 = in(reg) p.add(64),
+        p2 = in(reg) p.add(T * ld),
+        p3 = in(reg) p.add(T * ld + 64),
+        s = in(reg) ld,
+        options(nostack, readonly),
+    );
+}
+
+/// tmm0..3 to `p`, laid out as [`load_accumulators`] reads them.
+#[inline(always)]
+pub(crate) unsafe fn store_accumulators(p: *mut u8, ld: usize) {
+    asm!(
+        "tilestored [{p} + {s}], tmm0",
+        "tilestored [{p1} + {s}], tmm1",
+        "tilestored [{p2} + {s}], tmm2",
+        "tilestored [{p3} + {s}], tmm3",
+        p = in(reg) p,
+        p1 = in(reg) p.add(64),
+        p2 = in(reg) p.add(T * ld),
+        p3 = in(reg) p.add(T * ld + 64),
+        s = in(reg) ld,
+        options(nostack),
+    );
 }
 
 /// One 32-deep step of the 32×32 output block into tmm0..3: the four hi/lo products, in an

@@ -121,8 +121,9 @@ fn pack_a(a: &[f32], lda: usize, i0: usize, rows: usize, p0: usize, kc: usize, o
     }
 }
 
+/// Lane masks for the first `nr` of 32 columns (two zmm).
 #[inline(always)]
-unsafe fn mask(nr: usize) -> (__mmask16, __mmask16) {
+pub(crate) unsafe fn mask(nr: usize) -> (__mmask16, __mmask16) {
     let m0 = if nr >= 16 {
         0xffff
     } else {

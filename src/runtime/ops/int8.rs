@@ -8,9 +8,8 @@
 //! per instruction) from the same packed weights; the integer sums are exact either way, so both
 //! paths give bit-identical outputs.
 
-use super::act;
 use super::amx::{self, AlignedBuf};
-use super::gemm::{finish_row, Columns, SendPtr};
+use super::gemm::{finish_row, mask, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
 
@@ -176,44 +175,18 @@ impl PackedI8 {
                     bp = bp.add(NR * 4);
                 }
                 let j0 = jp * NR;
-                let m0: __mmask16 = if nr >= 16 {
-                    0xffff
-                } else {
-                    ((1u32 << nr) - 1) as u16
-                };
-                let m1: __mmask16 = if nr >= 32 {
-                    0xffff
-                } else if nr > 16 {
-                    ((1u32 << (nr - 16)) - 1) as u16
-                } else {
-                    0
-                };
-                let cs0 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0) as *const _);
-                let cs1 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0 + 16) as *const _);
-                let sw0 = _mm512_loadu_ps(self.scale.as_ptr().add(j0));
-                let sw1 = _mm512_loadu_ps(self.scale.as_ptr().add(j0 + 16));
-                let bi0 = _mm512_maskz_loadu_ps(m0, bias.as_ptr().add(j0));
-                let bi1 = _mm512_maskz_loadu_ps(m1, bias.as_ptr().add(j0 + 16));
+                let rescale = Rescale::new(self, j0, nr, bias);
                 for (i, row) in acc.iter().enumerate().take(mr) {
-                    let s = _mm512_set1_ps(sa[pi * MR + i]);
-                    let z = _mm512_set1_epi32(za[pi * MR + i]);
-                    let off0 = _mm512_mullo_epi32(z, cs0);
-                    let off1 = _mm512_mullo_epi32(z, cs1);
-                    let p = out.add((i0 + pi * MR + i) * n + j0);
-                    let f0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(row[0], off0));
-                    let f1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(row[1], off1));
-                    let mut v0 = _mm512_fmadd_ps(f0, _mm512_mul_ps(s, sw0), bi0);
-                    let mut v1 = _mm512_fmadd_ps(f1, _mm512_mul_ps(s, sw1), bi1);
-                    if accumulate {
-                        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, p));
-                        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, p.add(16)));
-                    }
-                    if gelu {
-                        v0 = act::gelu_erf_avx512(v0);
-                        v1 = act::gelu_erf_avx512(v1);
-                    }
-                    _mm512_mask_storeu_ps(p, m0, v0);
-                    _mm512_mask_storeu_ps(p.add(16), m1, v1);
+                    let r = pi * MR + i;
+                    let (v0, v1) = rescale.row(row[0], row[1], sa[r], za[r]);
+                    finish_row(
+                        out.add((i0 + r) * n + j0),
+                        v0,
+                        v1,
+                        &rescale.cols,
+                        accumulate,
+                        gelu,
+                    );
                 }
             }
         }
@@ -257,38 +230,24 @@ impl PackedI8 {
             let j0 = jp * NR;
             let nr = NR.min(n - j0);
             let b = self.data.as_ptr().add(jp * self.kp4 * NR * 4);
-            let cols = Columns::new(nr, std::ptr::null());
-            let cs0 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0) as *const _);
-            let cs1 = _mm512_loadu_si512(self.colsum.as_ptr().add(j0 + 16) as *const _);
-            let sw0 = _mm512_loadu_ps(self.scale.as_ptr().add(j0));
-            let sw1 = _mm512_loadu_ps(self.scale.as_ptr().add(j0 + 16));
-            let (m0, m1) = (
-                _mm512_int2mask(((1u32 << nr.min(16)) - 1) as i32),
-                _mm512_int2mask(((1u64 << nr.saturating_sub(16)) - 1) as i32),
-            );
-            let bi0 = _mm512_maskz_loadu_ps(m0, bias.as_ptr().add(j0));
-            let bi1 = _mm512_maskz_loadu_ps(m1, bias.as_ptr().add(j0 + 16));
+            let rescale = Rescale::new(self, j0, nr, bias);
             for r0 in (0..rows).step_by(32) {
                 let a = qa_ptr.add(r0 * kp);
                 int8_tiles(a, kp, b, self.kp4 / 16, acc.as_mut_ptr());
                 for i in 0..(rows - r0).min(32) {
                     let r = r0 + i;
-                    let s = _mm512_set1_ps(sa[r]);
-                    let z = _mm512_set1_epi32(za[r]);
                     let row = acc.as_ptr().add(i * 32);
-                    let f0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                    let (v0, v1) = rescale.row(
                         _mm512_loadu_si512(row as *const _),
-                        _mm512_mullo_epi32(z, cs0),
-                    ));
-                    let f1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(
                         _mm512_loadu_si512(row.add(16) as *const _),
-                        _mm512_mullo_epi32(z, cs1),
-                    ));
+                        sa[r],
+                        za[r],
+                    );
                     finish_row(
                         out.add((i0 + r) * n + j0),
-                        _mm512_fmadd_ps(f0, _mm512_mul_ps(s, sw0), bi0),
-                        _mm512_fmadd_ps(f1, _mm512_mul_ps(s, sw1), bi1),
-                        &cols,
+                        v0,
+                        v1,
+                        &rescale.cols,
                         accumulate,
                         gelu,
                     );
@@ -297,6 +256,50 @@ impl PackedI8 {
         }
         std::arch::asm!("tilerelease");
         QROWS.with(|q| *q.borrow_mut() = (qa, sa, za));
+    }
+}
+
+/// The rescale of one 32-channel slice, shared by the VNNI and AMX paths (so they give the same
+/// bits): v = s·sw·(acc − z·colsum) + bias per row, then [`finish_row`] (no bias there).
+struct Rescale {
+    cs0: __m512i,
+    cs1: __m512i,
+    sw0: __m512,
+    sw1: __m512,
+    bi0: __m512,
+    bi1: __m512,
+    /// The slice's valid lanes.
+    cols: Columns,
+}
+
+impl Rescale {
+    /// Channels [j0, j0 + nr) of `p` (nr ≤ 32; colsum and scale are padded to whole panels).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn new(p: &PackedI8, j0: usize, nr: usize, bias: &[f32]) -> Self {
+        let (m0, m1) = mask(nr);
+        Rescale {
+            cs0: _mm512_loadu_si512(p.colsum.as_ptr().add(j0) as *const _),
+            cs1: _mm512_loadu_si512(p.colsum.as_ptr().add(j0 + 16) as *const _),
+            sw0: _mm512_loadu_ps(p.scale.as_ptr().add(j0)),
+            sw1: _mm512_loadu_ps(p.scale.as_ptr().add(j0 + 16)),
+            bi0: _mm512_maskz_loadu_ps(m0, bias.as_ptr().add(j0)),
+            bi1: _mm512_maskz_loadu_ps(m1, bias.as_ptr().add(j0 + 16)),
+            cols: Columns::new(nr, std::ptr::null()),
+        }
+    }
+
+    /// One row's f32 values from its i32 sums, scale `s` and zero point `z`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn row(&self, acc0: __m512i, acc1: __m512i, s: f32, z: i32) -> (__m512, __m512) {
+        let (s, z) = (_mm512_set1_ps(s), _mm512_set1_epi32(z));
+        let f0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc0, _mm512_mullo_epi32(z, self.cs0)));
+        let f1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc1, _mm512_mullo_epi32(z, self.cs1)));
+        (
+            _mm512_fmadd_ps(f0, _mm512_mul_ps(s, self.sw0), self.bi0),
+            _mm512_fmadd_ps(f1, _mm512_mul_ps(s, self.sw1), self.bi1),
+        )
     }
 }
 
@@ -338,17 +341,7 @@ unsafe fn int8_tiles(a: *const u8, lda: usize, b: *const i8, steps: usize, acc: 
             options(nostack, readonly),
         );
     }
-    asm!(
-        "tilestored [{c} + {s}], tmm0",
-        "tilestored [{c1} + {s}], tmm1",
-        "tilestored [{c2} + {s}], tmm2",
-        "tilestored [{c3} + {s}], tmm3",
-        c = in(reg) acc,
-        c1 = in(reg) acc.add(16),
-        c2 = in(reg) acc.add(16 * 32),
-        c3 = in(reg) acc.add(16 * 32 + 16),
-        s = in(reg) 128usize,
-    );
+    amx::store_accumulators(acc as *mut u8, 32 * 4);
 }
 
 /// Quantise one row to u8 = round(x/s) + z over [min(x, 0), max(x, 0)]; returns (s, z).
