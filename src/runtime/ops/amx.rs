@@ -556,12 +556,8 @@ mod tests {
             // Three depth chunks, the last one partial; rows in two blocks.
             (300, 50, 2500),
         ] {
-            let a: Vec<f32> = (0..m * k)
-                .map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 311.0)
-                .collect();
-            let w: Vec<f32> = (0..n * k)
-                .map(|i| ((i * 104729 % 997) as f32 - 498.0) / 701.0)
-                .collect();
+            let a = crate::runtime::ops::test_data::activations(m * k, 506.0);
+            let w = crate::runtime::ops::test_data::weights(n * k);
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
             let b = PackedSplit::from_nk(&w, n, k);
             let mut c = vec![1f32; m * n];

@@ -390,12 +390,8 @@ mod tests {
             (77, 96, 1024, false, true),
             (300, 40, 64, true, true),
         ] {
-            let a: Vec<f32> = (0..m * k)
-                .map(|i| ((i * 7919 % 1013) as f32 - 400.0) / 311.0)
-                .collect();
-            let w: Vec<f32> = (0..n * k)
-                .map(|i| ((i * 104729 % 997) as f32 - 498.0) / 701.0)
-                .collect();
+            let a = crate::runtime::ops::test_data::activations(m * k, 400.0);
+            let w = crate::runtime::ops::test_data::weights(n * k);
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
             let p = PackedI8::from_nk(&w, n, k);
             let start: Vec<f32> = (0..m * n).map(|i| (i % 5) as f32 - 2.0).collect();

@@ -145,3 +145,21 @@ impl BertEncoder {
         }
     }
 }
+
+/// Deterministic matrices for the kernels' tests.
+#[cfg(test)]
+pub(crate) mod test_data {
+    /// `len` activations in about ±1.6 around `(506 − center) / 311` (center 506: symmetric).
+    pub fn activations(len: usize, center: f32) -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i * 7919 % 1013) as f32 - center) / 311.0)
+            .collect()
+    }
+
+    /// `len` weights in about ±0.7.
+    pub fn weights(len: usize) -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i * 104729 % 997) as f32 - 498.0) / 701.0)
+            .collect()
+    }
+}
