@@ -80,7 +80,7 @@ pub struct OutputArgs {
     pub shard: crate::shard::Shard,
 }
 
-/// Compute device.
+/// Float type of the weights and activations (`--dtype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DType {
     /// 32-bit float (default on CPU).
@@ -92,12 +92,44 @@ pub enum DType {
     Bf16,
 }
 
+/// Which implementation runs the encoders (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Engine {
+    /// scorekit's CPU kernels where they apply (x86-64 with AVX-512F, f32, BERT-layout
+    /// models), else candle's layers.
+    #[default]
+    Auto,
+    /// scorekit's CPU kernels; an error where they cannot run the model.
+    Native,
+    /// candle's layers everywhere.
+    Candle,
+}
+
+/// Whether scorekit's CPU products use AMX tiles (`--amx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Amx {
+    /// Where the CPU has AMX and Linux grants the tile state.
+    #[default]
+    #[value(alias = "on", alias = "1")]
+    Auto,
+    /// AVX-512 kernels only (f32, and VNNI for --quantize).
+    #[value(alias = "0")]
+    Off,
+}
+
 /// Flags shared by every command that runs a model.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// cpu, cuda, cuda:N, metal or auto.
-    #[arg(long, default_value = "cpu")]
+    /// auto (CUDA or Metal when this build has it and a device is present, else the CPU), cpu,
+    /// cuda, cuda:N, metal or metal:N.
+    #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Encoder implementation (also SCOREKIT_ENCODER).
+    #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_ENCODER")]
+    pub engine: Engine,
+    /// AMX tiles in scorekit's CPU products: auto or off (also SCOREKIT_AMX).
+    #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_AMX")]
+    pub amx: Amx,
     /// Floating-point type of the weights and activations.
     #[arg(long, value_enum)]
     pub dtype: Option<DType>,

@@ -4,8 +4,8 @@
 
 mod common;
 
+use crate::common::fixture::{self, BertFixture};
 use common::{repo, run, scorekit, stderr};
-use scorekit::runtime::fixture::{self, BertFixture};
 use scorekit::runtime::{self, cosine, Embedder, ResolveOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -60,7 +60,14 @@ fn load(dir: &Path) -> Embedder {
         },
     )
     .unwrap();
-    Embedder::load(&m, &candle_core::Device::Cpu, candle_core::DType::F32, None).unwrap()
+    Embedder::load(
+        &m,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        None,
+        &Default::default(),
+    )
+    .unwrap()
 }
 
 /// Compare with a reference file: same token ids, cosine ≥ 0.99999 per sentence.
@@ -154,9 +161,9 @@ fn embed_command_runs_both_f32_kernels_like_pytorch() {
         let meta = common::read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
         engines.push(meta["engine"].as_str().unwrap().to_string());
     }
-    if runtime::ops::kernels_available() {
+    if runtime::native::kernels_available() {
         assert_eq!(engines[1], "scorekit encoder, f32 AVX-512");
-        if runtime::ops::amx_available() {
+        if runtime::native::amx_available() {
             assert_eq!(
                 engines[0],
                 "scorekit encoder, f32 as split-bf16 AMX products"

@@ -2,10 +2,10 @@
 //! items.jsonl, metrics.json and report.md.
 
 use crate::cli::{GraspArgs, GraspTest};
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_csv, read_jsonl, read_text, Record};
 use crate::report::{jsonl, percent, Estimate, MetricsDoc, OutputDir, Outputs, Table};
-use crate::runtime::load::ModelRuntime;
 use crate::suites::grasp::semantic::{self, Thresholds};
 use crate::suites::grasp::{self, Group, Row, RowIssue, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};

@@ -2,10 +2,10 @@
 //! MuSE suite; write items.jsonl, metrics.json and report.md.
 
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_jsonl, read_text};
 use crate::report::{jsonl, MetricsDoc, OutputDir, Outputs};
-use crate::runtime::load::ModelRuntime;
 use crate::suites::muse::{
     self, parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, Plan,
     PlanFormat, REVIEWED_FLOW,
@@ -111,7 +111,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
     );
     if let (Some(spec), Some((model_ref, _, _, th))) = (&args.embedder, &matched) {
         s.insert("embedder".into(), json!(spec));
-        crate::runtime::load::record_quantize(args.model.quantize, s);
+        crate::commands::model_runtime::record_quantize(args.model.quantize, s);
         s.insert("embedder_thresholds".into(), json!(th));
         s.insert(
             "embedder_descriptions".into(),

@@ -2,12 +2,12 @@
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
 use crate::cli::StoryArgs;
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, Result};
 use crate::input::read_jsonl;
 use crate::progress::bar;
 use crate::report::{jsonl, percent, Estimate, MetricsDoc, OutputDir, Outputs, Table};
 use crate::runtime::judge::{Head, Judge};
-use crate::runtime::load::ModelRuntime;
 use crate::runtime::Embedder;
 use crate::suites::story::{
     self, Checked, Generation, GroupMetrics, ItemResult, JudgeVerdict, PairValue, Question, Status,
@@ -133,12 +133,13 @@ pub fn run(args: StoryArgs) -> Result<()> {
                 rt.dtype,
                 args.model.max_length,
                 args.follow_label.as_deref(),
+                &rt.engine,
             )?;
             let model_ref = model.model_ref()?;
             eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
             doc.models.push(model_ref);
             settings.insert("judge".into(), json!(args.judge));
-            settings.insert("judge_arch".into(), json!(format!("{:?}", judge.arch())));
+            settings.insert("judge_arch".into(), json!(judge.arch()));
             settings.insert("judge_engine".into(), json!(judge.engine()));
             settings.insert(
                 "judge_head".into(),

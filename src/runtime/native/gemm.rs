@@ -410,7 +410,7 @@ mod speed {
         let a: Vec<f32> = (0..m * k).map(|i| (i % 17) as f32 * 0.01).collect();
         let w: Vec<f32> = (0..n * k).map(|i| (i % 13) as f32 * 0.01).collect();
         let b = PackedB::from_nk(&w, n, k, k);
-        let q = crate::runtime::ops::int8::PackedI8::from_nk(&w, n, k);
+        let q = crate::runtime::native::int8::PackedI8::from_nk(&w, n, k);
         let bias = vec![0f32; n];
         let mut c = vec![0f32; m * n];
         let best = |f: &mut dyn FnMut()| {
@@ -434,14 +434,14 @@ mod speed {
                 gemm(m, &a, k, &b, &mut c, n, ep, true)
             });
             let i8s = best(&mut || q.gemm(m, &a, &mut c, &bias, false, false));
-            let amx = if crate::runtime::ops::amx::available() {
-                let s = crate::runtime::ops::amx::PackedSplit::from_nk(&w, n, k);
+            let amx = if crate::runtime::native::amx::available() {
+                let s = crate::runtime::native::amx::PackedSplit::from_nk(&w, n, k);
                 fl / best(&mut || s.gemm(m, &a, &mut c, &bias, false, false))
             } else {
                 f64::NAN
             };
-            let p1 = crate::runtime::ops::peak::measure(1, 0.3);
-            let p2 = crate::runtime::ops::peak::measure(2, 0.3);
+            let p1 = crate::runtime::native::peak::measure(1, 0.3);
+            let p2 = crate::runtime::native::peak::measure(2, 0.3);
             println!(
                 "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}; peak {:.1} ({})",
                 fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, p2.gflops, p2.isa

@@ -36,11 +36,19 @@ pub struct PackedI8 {
     scale: Vec<f32>,
     /// Σ_k q[j][k]; zero point × this is subtracted from the accumulators.
     colsum: Vec<i32>,
+    /// Run on AMX-INT8 tiles (else AVX-512 VNNI), chosen at packing.
+    tiles: bool,
 }
 
 impl PackedI8 {
-    /// From a PyTorch `Linear` weight (n rows of k).
+    /// From a PyTorch `Linear` weight (n rows of k), for AMX-INT8 tiles where available.
     pub fn from_nk(w: &[f32], n: usize, k: usize) -> Self {
+        Self::from_nk_on(w, n, k, amx::int8_available())
+    }
+
+    /// [`PackedI8::from_nk`], on AMX-INT8 tiles when `tiles` (which must be available), else VNNI.
+    pub fn from_nk_on(w: &[f32], n: usize, k: usize, tiles: bool) -> Self {
+        assert!(!tiles || amx::int8_available(), "AMX-INT8 is not available");
         let k4 = k.div_ceil(4);
         let kp4 = k4.div_ceil(16) * 16;
         let np = n.div_ceil(NR);
@@ -71,7 +79,13 @@ impl PackedI8 {
             data,
             scale,
             colsum,
+            tiles,
         }
+    }
+
+    /// Whether products run on AMX-INT8 tiles (else VNNI).
+    pub fn on_tiles(&self) -> bool {
+        self.tiles
     }
 
     /// out (m×n) = x (m×k)·Wᵀ + bias (+ out when `accumulate`), GELU when `gelu`.
@@ -84,7 +98,7 @@ impl PackedI8 {
         accumulate: bool,
         gelu: bool,
     ) {
-        self.gemm_on(amx::int8_available(), m, x, out, bias, accumulate, gelu);
+        self.gemm_on(self.tiles, m, x, out, bias, accumulate, gelu);
     }
 
     /// [`PackedI8::gemm`] on AMX-INT8 tiles (`tiles`, which must be available) or VNNI.
@@ -390,8 +404,8 @@ mod tests {
             (77, 96, 1024, false, true),
             (300, 40, 64, true, true),
         ] {
-            let a = crate::runtime::ops::test_data::activations(m * k, 400.0);
-            let w = crate::runtime::ops::test_data::weights(n * k);
+            let a = crate::runtime::native::test_data::activations(m * k, 400.0);
+            let w = crate::runtime::native::test_data::weights(n * k);
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
             let p = PackedI8::from_nk(&w, n, k);
             let start: Vec<f32> = (0..m * n).map(|i| (i % 5) as f32 - 2.0).collect();

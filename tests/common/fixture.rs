@@ -126,7 +126,7 @@ fn write_random_safetensors(path: &Path, fills: &[Fill], seed: u64) -> std::io::
         .map(|f| (f.name.as_str(), f.shape.as_slice()))
         .collect();
     let mut w = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(path)?);
-    w.write_all(&crate::runtime::weights::f32_safetensors_header(
+    w.write_all(&scorekit::runtime::weights::f32_safetensors_header(
         &shapes,
         serde_json::json!({"format": "pt"}),
     ))?;

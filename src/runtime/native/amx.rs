@@ -12,7 +12,7 @@
 //! One tile product (`tdpbf16ps`, 16×16×32 multiply-adds) is the work of 512 AVX-512 FMAs.
 //!
 //! Used for the encoder's weight products when the CPU has AMX-BF16 and Linux grants the tile
-//! state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`); `SCOREKIT_AMX=off` keeps the AVX-512 f32 kernel.
+//! state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`); `--amx off` (or `SCOREKIT_AMX=off`) keeps the AVX-512 f32 kernel.
 //!
 //! Layouts. B (k×n, the weights) is packed once in panels of 16 columns; inside a panel, row r
 //! holds k-pair r: 16 × (B[2r][j], B[2r+1][j]) (the pairing `tdpbf16ps` reads). A (the
@@ -34,7 +34,8 @@ const T: usize = 16;
 const KC_TILES: usize = 32;
 
 /// Whether AMX products can run here: AMX-TILE and AMX-BF16 in CPUID, AVX-512F/BW for the
-/// packing, the kernel granted this process the tile state, and not `SCOREKIT_AMX=off`.
+/// packing, and the kernel granted this process the tile state. Whether to use them is the
+/// caller's choice (`EngineOptions::amx`); this only says whether the hardware can.
 pub fn available() -> bool {
     amx_edx().is_some_and(|edx| edx & (1 << 22) != 0)
 }
@@ -45,13 +46,11 @@ pub fn int8_available() -> bool {
 }
 
 /// CPUID.(EAX=7,ECX=0):EDX (bit 22 AMX-BF16, 24 AMX-TILE, 25 AMX-INT8) where AMX-TILE is there,
-/// AVX-512F/BW are there, Linux granted the tile state and `SCOREKIT_AMX` is not off.
+/// AVX-512F/BW are there and Linux granted the tile state. Cached: CPUID and the grant do not
+/// change while the process runs.
 fn amx_edx() -> Option<u32> {
     static EDX: OnceLock<Option<u32>> = OnceLock::new();
     *EDX.get_or_init(|| {
-        if std::env::var("SCOREKIT_AMX").is_ok_and(|v| v == "off" || v == "0") {
-            return None;
-        }
         if !std::arch::is_x86_feature_detected!("avx512f")
             || !std::arch::is_x86_feature_detected!("avx512bw")
         {
@@ -556,8 +555,8 @@ mod tests {
             // Three depth chunks, the last one partial; rows in two blocks.
             (300, 50, 2500),
         ] {
-            let a = crate::runtime::ops::test_data::activations(m * k, 506.0);
-            let w = crate::runtime::ops::test_data::weights(n * k);
+            let a = crate::runtime::native::test_data::activations(m * k, 506.0);
+            let w = crate::runtime::native::test_data::weights(n * k);
             let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
             let b = PackedSplit::from_nk(&w, n, k);
             let mut c = vec![1f32; m * n];

@@ -16,6 +16,8 @@ use super::act;
 use super::amx::{self, PackedSplit};
 use super::gemm::{self, Epilogue, PackedB, SendPtr};
 use super::int8::PackedI8;
+use crate::runtime::encoder::{Batch, Encoder, Hidden, Linear as HeadLinear};
+use crate::runtime::models::NativeLayout;
 use candle_core::{Device, Tensor};
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
 use memmap2::Mmap;
@@ -32,13 +34,27 @@ enum Weight {
     I8(PackedI8),
 }
 
+/// Which products the encoder's weights are packed for (from `EngineOptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Products {
+    /// int8 products (VNNI, or AMX-INT8 tiles when `amx` and available).
+    pub int8: bool,
+    /// AMX tiles where the CPU has them.
+    pub amx: bool,
+}
+
 impl Weight {
-    /// Pack a PyTorch `Linear` weight (n rows of k) for the best kernel here: int8 when asked,
-    /// else split-bf16 AMX where available, else AVX-512 f32.
-    fn pack(w: &[f32], n: usize, k: usize, int8: bool) -> Self {
-        if int8 {
-            Weight::I8(PackedI8::from_nk(w, n, k))
-        } else if amx::available() {
+    /// Pack a PyTorch `Linear` weight (n rows of k) for the products asked for: int8 when asked,
+    /// else split-bf16 AMX where allowed and available, else AVX-512 f32.
+    fn pack(w: &[f32], n: usize, k: usize, products: Products) -> Self {
+        if products.int8 {
+            Weight::I8(PackedI8::from_nk_on(
+                w,
+                n,
+                k,
+                products.amx && amx::int8_available(),
+            ))
+        } else if products.amx && amx::available() {
             Weight::Split(PackedSplit::from_nk(w, n, k))
         } else {
             Weight::F32(PackedB::from_nk(w, n, k, k))
@@ -117,7 +133,7 @@ fn err(msg: impl Into<String>) -> candle_core::Error {
 }
 
 impl StFile {
-    fn open(path: &Path) -> candle_core::Result<Self> {
+    fn open(path: &Path, prefixes: &[String]) -> candle_core::Result<Self> {
         let file = std::fs::File::open(path)?;
         let mut len8 = [0u8; 8];
         file.read_exact_at(&mut len8, 0)?;
@@ -150,12 +166,12 @@ impl StFile {
         }
         // Safety: read-only map of a file checked by the caller; concurrent writers are not ours.
         let map = unsafe { Mmap::map(&file)? };
-        Self::with_prefix(Backing::Mapped { file, map }, tensors)
+        Self::with_prefix(Backing::Mapped { file, map }, tensors, prefixes)
     }
 
     /// Tensors already in memory (a PyTorch checkpoint read by candle), laid out one after
     /// another in one f32 buffer.
-    fn from_tensors(list: Vec<(String, Tensor)>) -> candle_core::Result<Self> {
+    fn from_tensors(list: Vec<(String, Tensor)>, prefixes: &[String]) -> candle_core::Result<Self> {
         let mut bytes = Vec::new();
         let mut tensors = BTreeMap::new();
         for (name, t) in list {
@@ -168,15 +184,16 @@ impl StFile {
             let dt = Dt::F32;
             tensors.insert(name, TensorRef { dt, shape, offset });
         }
-        Self::with_prefix(Backing::Owned(bytes), tensors)
+        Self::with_prefix(Backing::Owned(bytes), tensors, prefixes)
     }
 
-    /// Find the encoder's prefix (none, `bert.` or `roberta.`) by its word embeddings.
+    /// Find the encoder's prefix (one of `prefixes`) by its word embeddings.
     fn with_prefix(
         bytes: Backing,
         tensors: BTreeMap<String, TensorRef>,
+        prefixes: &[String],
     ) -> candle_core::Result<Self> {
-        let prefix = ["", "bert.", "roberta."]
+        let prefix = prefixes
             .iter()
             .find(|p| tensors.contains_key(&format!("{p}embeddings.word_embeddings.weight")))
             .ok_or_else(|| err("no embeddings.word_embeddings.weight"))?
@@ -323,6 +340,8 @@ pub struct FastBert {
     eps: f32,
     /// Only `[CLS]` rows of the output are needed (CLS pooling).
     pub cls_only: bool,
+    /// The products the weights are packed for (heads get the same, in f32).
+    products: Products,
     device: Device,
 }
 
@@ -332,27 +351,24 @@ impl FastBert {
         gemm::available() && matches!(cfg.hidden_act, HiddenAct::Gelu)
     }
 
-    /// Load from a safetensors file. `int8`: quantise the products' weights (per output channel).
-    pub fn load(path: &Path, cfg: &BertConfig, int8: bool) -> candle_core::Result<Self> {
-        Self::load_with(path, cfg, int8, 0)
-    }
-
-    /// Load from a safetensors file or a PyTorch checkpoint (`.bin`, read into memory), with
-    /// positions counted from `pos_offset` (RoBERTa: `pad_token_id + 1`).
+    /// Load from a safetensors file or a PyTorch checkpoint (`.bin`, read into memory) with the
+    /// encoder's tensors under one of `layout.prefixes`, positions counted from
+    /// `layout.pos_offset` (RoBERTa: `pad_token_id + 1`), weights packed for `products`.
     pub fn load_with(
         path: &Path,
         cfg: &BertConfig,
-        int8: bool,
-        pos_offset: usize,
+        products: Products,
+        layout: &NativeLayout,
     ) -> candle_core::Result<Self> {
-        if int8 && !super::int8::available() {
+        if products.int8 && !super::int8::available() {
             return Err(err("--quantize needs AVX-512 VNNI"));
         }
         let st = if path.extension().is_some_and(|e| e == "safetensors") {
-            StFile::open(path)?
+            StFile::open(path, &layout.prefixes)?
         } else {
-            StFile::from_tensors(candle_core::pickle::read_all(path)?)?
+            StFile::from_tensors(candle_core::pickle::read_all(path)?, &layout.prefixes)?
         };
+        let pos_offset = layout.pos_offset;
         let (h, inter) = (cfg.hidden_size, cfg.intermediate_size);
         let word = st.get("embeddings.word_embeddings.weight")?;
         if word.shape != [cfg.vocab_size, h] {
@@ -370,7 +386,7 @@ impl FastBert {
         let emb_ln = st.layer_norm("embeddings.LayerNorm")?;
         let lin = |w: Vec<f32>, b: Vec<f32>, n: usize, k: usize| -> Linear {
             Linear {
-                w: Weight::pack(&w, n, k, int8),
+                w: Weight::pack(&w, n, k, products),
                 b,
             }
         };
@@ -416,6 +432,7 @@ impl FastBert {
             inter,
             eps: cfg.layer_norm_eps as f32,
             cls_only: false,
+            products,
             st,
             device: Device::Cpu,
         })
@@ -428,7 +445,15 @@ impl FastBert {
         let b = self.st.read_full(&format!("{name}.bias"), &[n])?;
         Ok(Dense {
             lin: Linear {
-                w: Weight::pack(&w, n, k, false),
+                w: Weight::pack(
+                    &w,
+                    n,
+                    k,
+                    Products {
+                        int8: false,
+                        ..self.products
+                    },
+                ),
                 b,
             },
             n,
@@ -452,7 +477,7 @@ impl FastBert {
     /// The engine's name for reports.
     pub fn engine(&self) -> &'static str {
         match self.layers.first().map(|l| &l.qkv.w) {
-            Some(Weight::I8(_)) if amx::int8_available() => "scorekit encoder, int8 AMX products",
+            Some(Weight::I8(p)) if p.on_tiles() => "scorekit encoder, int8 AMX products",
             Some(Weight::I8(_)) => "scorekit encoder, int8 VNNI products",
             Some(Weight::Split(_)) => "scorekit encoder, f32 as split-bf16 AMX products",
             _ => "scorekit encoder, f32 AVX-512",
@@ -596,42 +621,56 @@ impl FastBert {
             });
         });
     }
+}
 
-    /// The same contract as candle's `BertModel::forward`: padded `[b, s]` inputs and mask,
-    /// `[b, s, h]` output. Padded positions (and, with `cls_only`, all but `[CLS]`) are zero.
-    pub fn forward(
-        &self,
-        input_ids: &Tensor,
-        token_type_ids: &Tensor,
-        attention_mask: Option<&Tensor>,
-    ) -> candle_core::Result<Tensor> {
-        let ids = input_ids.to_vec2::<u32>()?;
-        let tys = token_type_ids.to_vec2::<u32>()?;
-        let s = ids.first().map(|r| r.len()).unwrap_or(0);
-        let lens: Vec<usize> = match attention_mask {
-            Some(m) => m
-                .to_vec2::<u32>()?
-                .iter()
-                .map(|r| r.iter().filter(|&&v| v != 0).count())
-                .collect(),
-            None => vec![s; ids.len()],
-        };
-        let seqs: Vec<(&[u32], &[u32])> = ids
-            .iter()
-            .zip(&tys)
-            .zip(&lens)
-            .map(|((i, t), &l)| (&i[..l], &t[..l]))
-            .collect();
+/// A head's dense layer on the packed f32 kernels.
+struct NativeLinear(Dense);
+
+impl HeadLinear for NativeLinear {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let (m, _) = x.dims2()?;
+        let rows = x.flatten_all()?.to_vec1::<f32>()?;
+        Tensor::from_vec(self.0.forward(m, &rows), (m, self.0.n), x.device())
+    }
+}
+
+impl Encoder for FastBert {
+    fn forward(&self, batch: &Batch) -> candle_core::Result<Hidden> {
+        let seqs: Vec<(&[u32], &[u32])> = (0..batch.len()).map(|i| batch.seq(i)).collect();
         let x = self.forward_seqs(&seqs)?;
-        let (b, h) = (ids.len(), self.h);
-        let mut out = vec![0f32; b * s * h];
-        let mut t = 0;
-        for (si, &l) in lens.iter().enumerate() {
-            let rows = if self.cls_only { 1.min(l) } else { l };
-            let src = if self.cls_only { si * h } else { t * h };
-            out[si * s * h..][..rows * h].copy_from_slice(&x[src..src + rows * h]);
-            t += l;
-        }
-        Tensor::from_vec(out, (b, s, h), &self.device)
+        let rows = x.len() / self.h;
+        let x = Tensor::from_vec(x, (rows, self.h), &self.device)?;
+        Ok(if self.cls_only {
+            Hidden::FirstTokens(x)
+        } else {
+            Hidden::Unpadded {
+                x,
+                cu_seqlens: batch.cu_seqlens.clone(),
+            }
+        })
+    }
+
+    fn is_padded(&self) -> bool {
+        false
+    }
+
+    fn name(&self) -> &'static str {
+        self.engine()
+    }
+
+    fn first_token_only(&mut self) {
+        self.cls_only = true;
+    }
+
+    fn linear(&self, name: &str, n: usize, k: usize) -> candle_core::Result<Box<dyn HeadLinear>> {
+        Ok(Box::new(NativeLinear(self.dense(name, n, k)?)))
+    }
+
+    fn release_unused(&mut self) {
+        FastBert::release_unused(self)
+    }
+
+    fn device(&self) -> &Device {
+        &self.device
     }
 }
