@@ -346,11 +346,6 @@ pub struct FastBert {
 }
 
 impl FastBert {
-    /// Whether this encoder can run `cfg` on this machine (CPU, AVX-512F, erf-GELU).
-    pub fn supports(cfg: &BertConfig) -> bool {
-        gemm::available() && matches!(cfg.hidden_act, HiddenAct::Gelu)
-    }
-
     /// Load from a safetensors file or a PyTorch checkpoint (`.bin`, read into memory) with the
     /// encoder's tensors under one of `layout.prefixes`, positions counted from
     /// `layout.pos_offset` (RoBERTa: `pad_token_id + 1`), weights packed for `products`.
@@ -360,6 +355,13 @@ impl FastBert {
         products: Products,
         layout: &NativeLayout,
     ) -> candle_core::Result<Self> {
+        // The kernels below use AVX-512F unconditionally: this check is what makes them sound.
+        if !gemm::available() {
+            return Err(err("scorekit's encoder needs AVX-512F"));
+        }
+        if !matches!(cfg.hidden_act, HiddenAct::Gelu) {
+            return Err(err("scorekit's encoder runs erf-GELU models only"));
+        }
         if products.int8 && !super::int8::available() {
             return Err(err("--quantize needs AVX-512 VNNI"));
         }
@@ -507,7 +509,7 @@ impl FastBert {
         let eps = self.eps;
         x.par_chunks_mut(self.h * 16).for_each(|rows| {
             for r in rows.chunks_mut(self.h) {
-                // Safety: `supports()` checked AVX-512F.
+                // SAFETY: `load_with` refused to build a FastBert without AVX-512F.
                 unsafe { act::layer_norm_row(r, &ln.0, &ln.1, eps) };
             }
         });
@@ -609,7 +611,7 @@ impl FastBert {
                     false,
                 );
                 for r in sbuf.chunks_mut(len) {
-                    // Safety: `supports()` checked AVX-512F.
+                    // SAFETY: `load_with` refused to build a FastBert without AVX-512F.
                     unsafe { act::softmax_row(r, scale) };
                 }
                 let row0 = if cls { si } else { s0 };
