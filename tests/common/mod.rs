@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: run the binary, find the shared data.
 #![allow(dead_code)]
 
+pub mod http;
 pub mod tiny_judge;
 
 use std::path::{Path, PathBuf};
