@@ -508,7 +508,7 @@ fn mint_part_from_a_local_copy_scores_as_the_folder_does() {
         &o,
         &[
             "F=CodeLlama-34b-Instruct-hf",
-            "104 of its files",
+            "104 of its 152 files missing",
             "scorekit data pull mint:gpt-3.5-turbo-0613",
         ],
     );

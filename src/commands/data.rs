@@ -20,8 +20,16 @@ pub fn run(args: DataArgs) -> Result<()> {
     }
 }
 
+/// Bytes for people: kB below a megabyte, GB from a gigabyte.
 fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
+    let b = bytes as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.1} kB", b / 1e3)
+    }
 }
 
 fn pull(spec: &str, from: Option<std::path::PathBuf>, opts: Options) -> Result<()> {
@@ -162,8 +170,10 @@ fn list() -> Result<()> {
             t.row(&[
                 format!("{}:{}", m.name, name),
                 files.len().to_string(),
-                if unknown > 0 {
-                    format!("{} + {unknown} unsized", megabytes(known))
+                if unknown == files.len() {
+                    "unknown".to_string()
+                } else if unknown > 0 {
+                    format!("{} + {unknown} of unknown size", megabytes(known))
                 } else {
                     megabytes(known)
                 },

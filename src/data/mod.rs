@@ -256,11 +256,12 @@ fn offline_error(sel: &Selection, first: &DataFile) -> Error {
     Error::Input(InputError::file(
         sel.dir().join(&first.path),
         format!(
-            "offline (--offline or HF_HUB_OFFLINE=1): {spec} needs {} ({} of its files are not in the cache {}); \
+            "offline (--offline or HF_HUB_OFFLINE=1): {spec} needs {} ({} of its {} files missing from the cache {}); \
              run `scorekit data pull {spec}` where the network is reachable, or \
              `scorekit data pull {spec} --from DIR` with a copy of {}@{}, or point {} at a copied cache",
             first.path,
             sel.missing().len(),
+            sel.files().len(),
             cache::root().display(),
             m.repo,
             &m.commit[..7],
@@ -295,8 +296,7 @@ pub fn resolve_arg(arg: &Path, opts: &Options) -> Result<InputArg> {
     let known = s.split_once(':').map_or(s, |(n, _)| n).to_string();
     // `NAME:PART` is meant as a dataset even when NAME is unknown (say so); a bare word is a
     // dataset only when a manifest has that name, else it stays a (missing) file name.
-    let is_dataset =
-        looks_like_name(s) && (s.contains(':') || manifest::names().iter().any(|n| *n == known));
+    let is_dataset = looks_like_name(s) && (s.contains(':') || manifest::names().contains(&known));
     if !is_dataset {
         return Ok(as_path());
     }
