@@ -141,6 +141,11 @@ mod tests {
         };
         let mut checked = 0;
         for m in super::super::manifest::all().unwrap() {
+            // The pinned commit is the one the copy's PROVENANCE.md names.
+            let provenance =
+                std::fs::read_to_string(shared.join(&m.name).join("PROVENANCE.md")).unwrap();
+            assert!(provenance.contains(&m.commit), "{}: {}", m.name, m.commit);
+            assert!(provenance.contains(&m.repo), "{}: {}", m.name, m.repo);
             for f in &m.files {
                 let p = shared.join(local(&m.name, &f.path));
                 if !p.is_file() {

@@ -152,6 +152,14 @@ fn network_error(
             url,
             format!("cannot reach {whose}: {why}"),
         )),
+        GetError::Unreachable(why) => Error::Internal(anyhow::anyhow!(
+            "{url}: cannot connect: {why}. Without network: `scorekit data pull {} --from DIR` with a copy \
+             of {}@{}, a mirror in {ENDPOINT_ENV}, or a cache copied from a connected machine \
+             (docs/data.md)",
+            sel.spec(),
+            sel.manifest.repo,
+            &sel.manifest.commit[..7]
+        )),
         GetError::Write(err) => Error::Internal(anyhow::anyhow!(
             "cannot write into the data cache {}: {err}",
             sel.dir().display()

@@ -301,6 +301,14 @@ pub fn resolve_arg(arg: &Path, opts: &Options) -> Result<InputArg> {
         return Ok(as_path());
     }
     let r = resolve(s, &Source::Network, opts)?;
+    if r.fetched > 0 && !opts.quiet {
+        eprintln!(
+            "{}: {} file(s) fetched into {}",
+            r.spec,
+            r.fetched,
+            r.dir.display()
+        );
+    }
     Ok(InputArg {
         path: r.path.clone(),
         dataset: Some(r),
