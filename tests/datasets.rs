@@ -663,3 +663,55 @@ fn bad_names_mirrors_sources_and_manifests_exit_2() {
         &["SCOREKIT_DATA_MANIFESTS"],
     );
 }
+
+/// The main job's way here: scripts/data/shared-mirror.sh lays the project copy out as upstream
+/// repositories, and every part the copy holds whole pulls from it with --from, checked.
+#[test]
+fn the_shared_copy_laid_out_by_the_script_serves_every_part_it_holds() {
+    let t = tempfile::tempdir().unwrap();
+    let cache = t.path().join("cache");
+    let layout = t.path().join("upstream");
+    let o = Command::new("bash")
+        .arg(repo().join("scripts/data/shared-mirror.sh"))
+        .arg(shared_data(""))
+        .arg(&layout)
+        .output()
+        .unwrap();
+    ok(&o);
+    let dead = "http://127.0.0.1:9";
+    let mut pulled = 0;
+    for m in manifest::all().unwrap() {
+        for part in m.part_names() {
+            let files = m.files_of(&m.part(&part).unwrap()).len();
+            let whole = m
+                .files_of(&m.part(&part).unwrap())
+                .iter()
+                .all(|f| shared_copy(&m.repo, &f.path).is_some());
+            let spec = format!("{}:{part}", m.name);
+            let from = layout.join(&m.name);
+            let o = out(
+                &mut sk(&cache, dead),
+                &[
+                    "data",
+                    "pull",
+                    &spec,
+                    "--from",
+                    from.to_str().unwrap(),
+                    "--quiet",
+                ],
+            );
+            if whole {
+                ok(&o);
+                pulled += files;
+            } else {
+                exit2(&o, &["missing from --from"]);
+            }
+        }
+    }
+    // possible-stories dev/test/endings, grasp (twice: parts and all), muse queries, domains,
+    // taxonomy, mint tasks and headline.
+    assert_eq!(pulled, 3 + (6 + 3 + 10) + (2 + 10 + 1) + (8 + 56));
+    for name in ["possible-stories", "grasp", "muse", "mint"] {
+        ok(&out(&mut sk(&cache, dead), &["data", "verify", name]));
+    }
+}
