@@ -110,8 +110,9 @@ pub(super) fn from_network(sel: &Selection, missing: &[&DataFile], opts: &Option
     })();
     pb.finish_and_clear();
     // Files already renamed into place keep their records even when a later file failed.
-    cache::record(&dir, &recorded).map_err(Error::Internal)?;
-    result
+    let rec = cache::record(&dir, &recorded);
+    result?;
+    rec.map_err(Error::Internal)
 }
 
 fn network_error(
@@ -213,8 +214,9 @@ pub(super) fn from_dir(
         Ok(())
     })();
     pb.finish_and_clear();
-    cache::record(&dir, &recorded).map_err(Error::Internal)?;
-    result
+    let rec = cache::record(&dir, &recorded);
+    result?;
+    rec.map_err(Error::Internal)
 }
 
 fn copy_with_progress(src: &Path, dst: &Path, pb: &ProgressBar) -> std::io::Result<()> {

@@ -223,7 +223,8 @@ pub fn resolve(spec: &str, source: &Source, opts: &Options) -> Result<Resolved> 
             sha256,
         });
     }
-    cache::record(&dir, &new_records).map_err(Error::Internal)?;
+    // Best effort: a cache on read-only media still resolves, it just checks again next time.
+    let _ = cache::record(&dir, &new_records);
     Ok(Resolved {
         spec: sel.spec(),
         repo: sel.manifest.repo.clone(),
@@ -368,7 +369,8 @@ pub fn verify(spec: &str) -> Result<(Selection, Vec<VerifyLine>)> {
             status,
         });
     }
-    cache::record(&dir, &new_records).map_err(Error::Internal)?;
+    // Best effort, as in `resolve`: verifying a read-only cache must not fail on the record.
+    let _ = cache::record(&dir, &new_records);
     Ok((sel, lines))
 }
 
