@@ -5,8 +5,10 @@
 
 pub mod cli;
 pub mod commands;
+pub mod data;
 pub mod error;
 pub mod input;
+pub mod net;
 pub mod progress;
 pub mod report;
 pub mod runtime;

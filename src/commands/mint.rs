@@ -17,7 +17,16 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Run `scorekit mint`.
-pub fn run(args: MintArgs) -> Result<()> {
+pub fn run(mut args: MintArgs) -> Result<()> {
+    // `--outputs mint:gpt-3.5-turbo-0613` names pinned upstream data (scorekit data).
+    let dataset = crate::data::resolve_arg(
+        &args.outputs,
+        &crate::data::Options {
+            offline: args.offline,
+            quiet: args.output.quiet,
+        },
+    )?;
+    args.outputs = dataset.path.clone();
     let root = &args.outputs;
     if !root.is_dir() {
         return Err(Error::usage(format!(
@@ -30,7 +39,14 @@ pub fn run(args: MintArgs) -> Result<()> {
     }
     let started = Instant::now();
 
-    let (files, misfits, stray) = discover(root)?;
+    let (mut files, mut misfits, mut stray) = discover(root)?;
+    if let Some(d) = &dataset.dataset {
+        // The cache folder may hold other parts of the dataset too: keep this part's files.
+        let part: HashSet<&Path> = d.files.iter().map(|f| f.local.as_path()).collect();
+        files.retain(|(p, _)| part.contains(p.as_path()));
+        misfits.retain(|(p, _)| part.contains(p.as_path()));
+        stray.retain(|p| part.contains(p.as_path()));
+    }
     if files.is_empty() {
         return Err(InputError::file(
             root,
@@ -93,6 +109,8 @@ pub fn run(args: MintArgs) -> Result<()> {
         })
         .collect();
     let mut doc = MetricsDoc::new("mint");
+    doc.datasets
+        .extend(dataset.dataset.as_ref().map(|d| d.record()));
     let mut contents = Vec::with_capacity(read.len());
     let mut bytes = 0u64;
     for r in read {

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_judge;
+pub mod data;
 pub mod embed;
 pub mod grasp;
 pub mod merge;
@@ -23,6 +24,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Mint(a) => mint::run(a),
         Command::Embed(a) => embed::run(a),
         Command::Models(a) => models::run(a),
+        Command::Data(a) => data::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
     }

@@ -15,7 +15,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Run `scorekit muse`.
-pub fn run(args: MuseArgs) -> Result<()> {
+pub fn run(mut args: MuseArgs) -> Result<()> {
+    // `--queries muse` names pinned upstream data (scorekit data).
+    let dataset = crate::data::resolve_arg(
+        &args.queries,
+        &crate::data::Options {
+            offline: args.model.offline,
+            quiet: args.output.quiet,
+        },
+    )?;
+    args.queries = dataset.path.clone();
     let qfile = read_text(&args.queries)?;
     let queries = parse_queries(&qfile.name(), &qfile.text)?;
     let (flow, flow_source) = match &args.flow {
@@ -75,6 +84,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
     let mut doc = MetricsDoc::new("muse");
     doc.add_input(&args.queries)?;
     doc.add_input(&args.plans)?;
+    doc.datasets.extend(dataset.dataset.map(|d| d.record()));
     for p in [&args.flow, &args.aliases, &args.output_verdicts]
         .into_iter()
         .flatten()

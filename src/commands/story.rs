@@ -73,12 +73,21 @@ impl Counts {
 }
 
 /// Run `scorekit story`.
-pub fn run(args: StoryArgs) -> Result<()> {
+pub fn run(mut args: StoryArgs) -> Result<()> {
     if args.skip_judge && args.skip_embedder {
         return Err(Error::usage(
             "--skip-judge and --skip-embedder together leave nothing to score",
         ));
     }
+    // `--dataset possible-stories:test` names pinned upstream data (scorekit data).
+    let dataset = crate::data::resolve_arg(
+        &args.dataset,
+        &crate::data::Options {
+            offline: args.model.offline,
+            quiet: args.output.quiet,
+        },
+    )?;
+    args.dataset = dataset.path.clone();
     let out = &args.output;
     let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
@@ -93,6 +102,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
     let mut doc = MetricsDoc::new("story");
     doc.add_input(&args.dataset)?;
     doc.add_input(&args.generations)?;
+    doc.datasets.extend(dataset.dataset.map(|d| d.record()));
     // `--shard I/N` by story: Dissimilarity pairs endings of one story, so a story's
     // generations stay in one shard (a generation of an unknown question goes by its id).
     let shard = out.shard;

@@ -7,5 +7,5 @@ mod output;
 
 pub use bootstrap::{bootstrap_mean, Estimate};
 pub use markdown::{percent, Table};
-pub use metrics::{sha256_file, sha256_hex, InputFile, MetricsDoc, ModelRef};
+pub use metrics::{hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef};
 pub use output::{atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, METRICS_FILE, RUN_FILE};

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod fixture;
+pub mod http;
 pub mod tiny_judge;
 
 use std::path::{Path, PathBuf};
