@@ -77,7 +77,7 @@ pub unsafe fn gelu_erf_avx512(x: __m512) -> __m512 {
 }
 
 #[inline(always)]
-unsafe fn mask_for(len: usize) -> __mmask16 {
+fn mask_for(len: usize) -> __mmask16 {
     if len >= 16 {
         0xffff
     } else {
@@ -87,6 +87,7 @@ unsafe fn mask_for(len: usize) -> __mmask16 {
 
 /// In-place exact GELU on a slice.
 pub fn gelu_erf(x: &mut [f32]) {
+    assert!(super::gemm::available(), "gelu_erf needs AVX-512F");
     // Safety: callers check `gemm::available()` (AVX-512F) before using this module.
     unsafe { gelu_erf_slice(x) }
 }

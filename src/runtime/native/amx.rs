@@ -113,12 +113,23 @@ unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
 #[repr(C, align(64))]
 struct Line([u8; 64]);
 
-/// Plain integers: any bytes, zeros included, are a valid value.
-pub(crate) trait Plain: Copy {}
-impl Plain for u8 {}
-impl Plain for i8 {}
-impl Plain for u16 {}
-impl Plain for f32 {}
+/// Plain numbers: any bytes, zeros included, are a valid value, and 64-byte alignment
+/// satisfies theirs.
+///
+/// # Safety
+/// Implement only for types for which every bit pattern of their size is a valid value and
+/// whose alignment divides 64: [`AlignedBuf::as_mut_slice`] hands out its zeroed or
+/// previously written bytes as such values.
+pub(crate) unsafe trait Plain: Copy {}
+// SAFETY: every bit pattern is a valid u8, i8, u16 and f32 (NaNs included); their alignments
+// (1, 1, 2, 4) divide 64.
+unsafe impl Plain for u8 {}
+// SAFETY: as above.
+unsafe impl Plain for i8 {}
+// SAFETY: as above.
+unsafe impl Plain for u16 {}
+// SAFETY: as above.
+unsafe impl Plain for f32 {}
 
 /// Values in cache-line-aligned storage. Tile loads need it: a tile row that straddles two
 /// cache lines makes `tileloadd` about six times slower (2.6 against 16.9 ns per 1 KiB tile,
@@ -172,8 +183,10 @@ type Bf16Buf = AlignedBuf<u16>;
 /// Wᵀ split into bf16 hi and lo, packed for the tile products.
 #[derive(Debug, Clone)]
 pub struct PackedSplit {
-    pub k: usize,
-    pub n: usize,
+    // Private, like every field here: the kernels read `hi` and `lo` as whole panels sized by
+    // `n` and `kp` without bounds checks.
+    k: usize,
+    n: usize,
     /// k rounded up to a multiple of 32.
     kp: usize,
     /// Panels of 16 columns (their count even), each kp/2 rows of 16 pairs (B[2r][j], B[2r+1][j]).

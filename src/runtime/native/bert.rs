@@ -74,10 +74,10 @@ impl Linear {
             Weight::F32(p) => gemm::gemm(
                 m,
                 x,
-                p.k,
+                p.k(),
                 p,
                 out,
-                p.n,
+                p.n(),
                 Epilogue {
                     bias: Some(&self.b),
                     accumulate,
@@ -255,11 +255,15 @@ impl StFile {
         }
     }
 
-    fn layer_norm(&self, p: &str) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
+    /// A LayerNorm's weight and bias, each of `hidden` values (the kernel reads that many).
+    fn layer_norm(&self, p: &str, hidden: usize) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
         let h = self
             .get(&format!("{p}.weight"))
             .or_else(|_| self.get(&format!("{p}.gamma")))?;
         let h = h.shape.clone();
+        if h != [hidden] {
+            return Err(err(format!("{p}: shape {h:?}, expected [{hidden}]")));
+        }
         let w = self
             .read(&format!("{p}.weight"), &h)
             .or_else(|_| self.read(&format!("{p}.gamma"), &h))?;
@@ -385,7 +389,7 @@ impl FastBert {
             "embeddings.token_type_embeddings.weight",
             &[cfg.type_vocab_size, h],
         )?;
-        let emb_ln = st.layer_norm("embeddings.LayerNorm")?;
+        let emb_ln = st.layer_norm("embeddings.LayerNorm", h)?;
         let lin = |w: Vec<f32>, b: Vec<f32>, n: usize, k: usize| -> Linear {
             Linear {
                 w: Weight::pack(&w, n, k, products),
@@ -412,10 +416,10 @@ impl FastBert {
                 Ok(Layer {
                     qkv: lin(wqkv, bqkv, 3 * h, h),
                     out: lin(o, ob, h, h),
-                    ln1: st.layer_norm(&format!("{p}attention.output.LayerNorm"))?,
+                    ln1: st.layer_norm(&format!("{p}attention.output.LayerNorm"), h)?,
                     ffn1: lin(f1, f1b, inter, h),
                     ffn2: lin(f2, f2b, h, inter),
-                    ln2: st.layer_norm(&format!("{p}output.LayerNorm"))?,
+                    ln2: st.layer_norm(&format!("{p}output.LayerNorm"), h)?,
                 })
             })
             .collect();
@@ -616,10 +620,22 @@ impl FastBert {
                 }
                 let row0 = if cls { si } else { s0 };
                 let off = row0 * h + hd * d;
-                // Safety: each (sequence, head) writes its own rows × its own d columns.
-                let c =
-                    unsafe { std::slice::from_raw_parts_mut(out.get().add(off), ctx_len - off) };
-                gemm::gemm(mq, sbuf, len, vp, c, h, Epilogue::default(), false);
+                assert!(
+                    off + (mq - 1) * h + d <= ctx_len,
+                    "context rows out of range"
+                );
+                unsafe {
+                    gemm::gemm_raw(
+                        mq,
+                        sbuf,
+                        len,
+                        vp,
+                        out.get().add(off),
+                        h,
+                        Epilogue::default(),
+                        false,
+                    )
+                };
             });
         });
     }

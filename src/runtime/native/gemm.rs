@@ -21,14 +21,27 @@ pub fn available() -> bool {
 }
 
 /// B (k×n) packed in panels of NR columns; each panel holds k rows of NR values.
+///
+/// The fields are private so that `data` always holds `n.div_ceil(NR) * k * NR` values: the
+/// kernels read whole panels through raw pointers without bounds checks.
 #[derive(Debug, Clone, Default)]
 pub struct PackedB {
-    pub k: usize,
-    pub n: usize,
-    pub data: Vec<f32>,
+    k: usize,
+    n: usize,
+    data: Vec<f32>,
 }
 
 impl PackedB {
+    /// Rows of B (the product's depth).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Columns of B (of C).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
     fn panels(n: usize) -> usize {
         n.div_ceil(NR)
     }
@@ -123,7 +136,7 @@ fn pack_a(a: &[f32], lda: usize, i0: usize, rows: usize, p0: usize, kc: usize, o
 
 /// Lane masks for the first `nr` of 32 columns (two zmm).
 #[inline(always)]
-pub(crate) unsafe fn mask(nr: usize) -> (__mmask16, __mmask16) {
+pub(crate) fn mask(nr: usize) -> (__mmask16, __mmask16) {
     let m0 = if nr >= 16 {
         0xffff
     } else {
@@ -295,13 +308,35 @@ pub fn gemm(
     ep: Epilogue,
     parallel: bool,
 ) {
+    if m > 0 && b.n > 0 {
+        assert!(c.len() >= (m - 1) * ldc + b.n, "C too small");
+    }
+    unsafe { gemm_raw(m, a, lda, b, c.as_mut_ptr(), ldc, ep, parallel) }
+}
+
+/// [`gemm`] into C given as a raw pointer, for callers whose threads each write their own
+/// columns of one matrix (attention heads), where no `&mut` slice could cover one thread's part
+/// without overlapping another's.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_raw(
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    b: &PackedB,
+    c: *mut f32,
+    ldc: usize,
+    ep: Epilogue,
+    parallel: bool,
+) {
     assert!(available(), "gemm needs AVX-512F");
     if m == 0 || b.n == 0 {
         return;
     }
     assert!(a.len() >= (m - 1) * lda + b.k, "A too small");
-    assert!(c.len() >= (m - 1) * ldc + b.n, "C too small");
-    let cp = SendPtr(c.as_mut_ptr());
+    if let Some(bias) = ep.bias {
+        assert!(bias.len() >= b.n, "bias shorter than n");
+    }
+    let cp = SendPtr(c);
     let threads = rayon::current_num_threads();
     if !parallel || threads == 1 || m <= MR {
         APACK.with(|buf| unsafe { block(a, lda, b, cp.0, ldc, 0, m, &ep, &mut buf.borrow_mut()) });

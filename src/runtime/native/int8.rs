@@ -27,8 +27,10 @@ pub fn available() -> bool {
 /// (so 16 groups × the first or last 16 channels are one int8 B tile, rows 128 bytes apart).
 #[derive(Debug, Clone)]
 pub struct PackedI8 {
-    pub k: usize,
-    pub n: usize,
+    // Private, like every field here: the kernels read `data`, `scale` and `colsum` as whole
+    // panels sized by `n`, `k4` and `kp4` without bounds checks.
+    k: usize,
+    n: usize,
     k4: usize,
     /// k4 rounded up to 16 (one 64-deep tile step); the padding is zeros.
     kp4: usize,
