@@ -164,7 +164,12 @@ impl StFile {
             let offset = v["data_offsets"][0].as_u64().unwrap_or(0) + 8 + n;
             tensors.insert(name.clone(), TensorRef { dt, shape, offset });
         }
-        // Safety: read-only map of a file checked by the caller; concurrent writers are not ours.
+        // SAFETY: `Mmap::map` is unsafe because the mapped bytes must not change while the map
+        // lives (a rewrite changes them under `&[u8]`, a truncation faults). scorekit never
+        // writes a weight file, and model files are inputs (the hub cache or a folder given by
+        // the user) that nothing rewrites while scorekit runs: the assumption every mmap-based
+        // weight loader makes (candle's VarBuilder, safetensors). The map is only read through
+        // bounds-checked slices (`word_row`).
         let map = unsafe { Mmap::map(&file)? };
         Self::with_prefix(Backing::Mapped { file, map }, tensors, prefixes)
     }
@@ -513,7 +518,9 @@ impl FastBert {
         let eps = self.eps;
         x.par_chunks_mut(self.h * 16).for_each(|rows| {
             for r in rows.chunks_mut(self.h) {
-                // SAFETY: `load_with` refused to build a FastBert without AVX-512F.
+                // SAFETY: `load_with`, FastBert's only constructor, refuses to build one without
+                // AVX-512F; `StFile::layer_norm` checked that gamma and beta hold h values, and
+                // `r` is a chunk of at most h.
                 unsafe { act::layer_norm_row(r, &ln.0, &ln.1, eps) };
             }
         });
@@ -615,7 +622,8 @@ impl FastBert {
                     false,
                 );
                 for r in sbuf.chunks_mut(len) {
-                    // SAFETY: `load_with` refused to build a FastBert without AVX-512F.
+                    // SAFETY: `load_with`, FastBert's only constructor, refuses to build one
+                    // without AVX-512F, softmax_row's one requirement.
                     unsafe { act::softmax_row(r, scale) };
                 }
                 let row0 = if cls { si } else { s0 };
@@ -624,6 +632,11 @@ impl FastBert {
                     off + (mq - 1) * h + d <= ctx_len,
                     "context rows out of range"
                 );
+                // SAFETY: gemm_raw's contract. The assert keeps the mq rows × d columns it
+                // writes at `off` (stride h) inside `ctx`, which is borrowed mutably for the
+                // whole loop and touched only here. Each job writes its own rows (its sequence's
+                // tokens, or row `si` with `cls`) × its own head's columns [hd·d, hd·d + d), so
+                // no element is written by two jobs.
                 unsafe {
                     gemm::gemm_raw(
                         mq,
