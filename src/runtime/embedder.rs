@@ -125,7 +125,9 @@ fn load_dense(dir: &Path, device: &Device, dtype: DType) -> Result<Dense> {
             want.push(("linear.bias".to_string(), vec![outf]));
         }
         weights::expect_shapes(&st, &tensors, &[""], &want)?;
-        // Safety: read-only memory map of a file we just checked.
+        // SAFETY: as in `models::var_builder`: the mapped bytes must not change while candle
+        // holds them; scorekit never writes a weight file and nothing rewrites model folders
+        // (inputs) while it runs. The header was checked just above; candle checks the rest.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&st], dtype, device) }
             .map_err(|e| bad(&st, format!("cannot load: {e}")))?;
         (st, vb)

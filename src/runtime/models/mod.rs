@@ -179,9 +179,11 @@ pub fn weights_error(file: &Path, e: candle_core::Error) -> Error {
 /// candle's view of a weight file: model.safetensors (memory-mapped) or pytorch_model.bin.
 pub fn var_builder(file: &Path, dtype: DType, device: &Device) -> Result<VarBuilder<'static>> {
     let vb = if file.extension().is_some_and(|e| e == "safetensors") {
-        // SAFETY: the file is mapped read-only and model folders are inputs nobody writes while
-        // scorekit runs; a concurrent writer could change tensor bytes, not memory safety of
-        // candle's reads beyond what mmap of a regular file allows.
+        // SAFETY: the call memory-maps the file, and the mapped bytes must not change while
+        // candle holds them (a rewrite changes them under a `&[u8]`, a truncation faults).
+        // scorekit never writes a weight file, and model folders are inputs (the hub cache or
+        // a folder given by the user) that nothing rewrites while scorekit runs: the
+        // assumption every mmap-based weight loader makes.
         unsafe { VarBuilder::from_mmaped_safetensors(&[file], dtype, device) }
     } else {
         VarBuilder::from_pth(file, dtype, device)

@@ -3,13 +3,18 @@
 //! erf uses the Abramowitz–Stegun 7.1.26 form with the exponential (max abs error 1.5e-7), as
 //! PyTorch's vectorised CPU GELU does; exp is a Cephes-style range reduction with a degree-6
 //! polynomial and `vscalefps`.
+//!
+//! Every `unsafe fn` here needs AVX-512F; their callers establish it with `gemm::available()`
+//! (`FastBert::load_with` refuses to build an encoder without it). The slice kernels touch
+//! memory only with masked loads and stores whose lanes stop at the slice's end: masked-off
+//! lanes are neither read nor written and cannot fault.
 
 use std::arch::x86_64::*;
 
 /// e^x for x in [-87, 88] (clamped), relative error ~2 ulp.
 ///
 /// # Safety
-/// The CPU must have AVX-512F (as for every `unsafe fn` of this module).
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
 pub unsafe fn exp_avx512(x: __m512) -> __m512 {
@@ -38,7 +43,7 @@ pub unsafe fn exp_avx512(x: __m512) -> __m512 {
 /// erf(x), max abs error 1.5e-7.
 ///
 /// # Safety
-/// AVX-512F.
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
 pub unsafe fn erf_avx512(x: __m512) -> __m512 {
@@ -62,7 +67,7 @@ pub unsafe fn erf_avx512(x: __m512) -> __m512 {
 /// 0.5·x·(1 + erf(x/√2)).
 ///
 /// # Safety
-/// AVX-512F.
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
 pub unsafe fn gelu_erf_avx512(x: __m512) -> __m512 {
@@ -77,7 +82,7 @@ pub unsafe fn gelu_erf_avx512(x: __m512) -> __m512 {
 }
 
 #[inline(always)]
-unsafe fn mask_for(len: usize) -> __mmask16 {
+fn mask_for(len: usize) -> __mmask16 {
     if len >= 16 {
         0xffff
     } else {
@@ -87,10 +92,16 @@ unsafe fn mask_for(len: usize) -> __mmask16 {
 
 /// In-place exact GELU on a slice.
 pub fn gelu_erf(x: &mut [f32]) {
-    // Safety: callers check `gemm::available()` (AVX-512F) before using this module.
+    assert!(super::gemm::available(), "gelu_erf needs AVX-512F");
+    // SAFETY: AVX-512F is asserted on the line above, the one requirement of gelu_erf_slice.
     unsafe { gelu_erf_slice(x) }
 }
 
+/// [`gelu_erf`] without the CPU check.
+///
+/// # Safety
+/// The CPU must support AVX-512F. Memory needs nothing from the caller: `x` is a slice and only
+/// its lanes `i..x.len()` are loaded and stored (masked).
 #[target_feature(enable = "avx512f")]
 unsafe fn gelu_erf_slice(x: &mut [f32]) {
     let mut i = 0;
@@ -106,7 +117,9 @@ unsafe fn gelu_erf_slice(x: &mut [f32]) {
 /// LayerNorm of one row in place.
 ///
 /// # Safety
-/// AVX-512F; `gamma` and `beta` at least as long as `x`.
+/// The CPU must support AVX-512F, and `gamma` and `beta` must each hold at least `x.len()`
+/// values: they are read through raw pointers with `x`'s lane masks, without bounds checks
+/// (`FastBert` checks its LayerNorm weights hold `hidden_size` values at load).
 #[target_feature(enable = "avx512f")]
 pub unsafe fn layer_norm_row(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let n = x.len();
@@ -144,7 +157,8 @@ pub unsafe fn layer_norm_row(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f3
 /// Softmax of one row in place, after multiplying by `scale`.
 ///
 /// # Safety
-/// AVX-512F.
+/// The CPU must support AVX-512F. Memory needs nothing from the caller: only `x`'s own lanes
+/// are loaded and stored (masked).
 #[target_feature(enable = "avx512f")]
 pub unsafe fn softmax_row(x: &mut [f32], scale: f32) {
     let n = x.len();
@@ -214,6 +228,7 @@ mod tests {
         }
         let mut row: Vec<f32> = (0..37).map(|i| (i as f32 * 0.37).sin() * 5.0).collect();
         let orig = row.clone();
+        // SAFETY: AVX-512F, softmax_row's one requirement, was checked at the top of the test.
         unsafe { softmax_row(&mut row, 0.5) };
         let mx = orig.iter().cloned().fold(f32::MIN, f32::max) as f64 * 0.5;
         let z: f64 = orig.iter().map(|&v| (v as f64 * 0.5 - mx).exp()).sum();

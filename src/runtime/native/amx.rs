@@ -18,6 +18,13 @@
 //! holds k-pair r: 16 × (B[2r][j], B[2r+1][j]) (the pairing `tdpbf16ps` reads). A (the
 //! activations) is packed per call in tiles of 16 rows × 32 k, each tile 1 KiB contiguous.
 //! k is padded to a multiple of 32 with zeros, rows and columns to multiples of 32.
+//!
+//! Unsafe code. The tile instructions are written with `asm!`. They need AMX on the CPU and the
+//! tile state granted to the process ([`available`] checks and requests both), and a tile
+//! configuration loaded on the calling thread ([`configure_tiles`]; tile state is per thread,
+//! saved and restored by the kernel). The compiler never allocates tile registers, so the asm
+//! blocks use tmm0..7 without declaring them clobbered. Memory is reached only through raw
+//! pointers into buffers whose sizes the packing fixes; each function states what it needs.
 
 use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
@@ -57,6 +64,8 @@ fn amx_edx() -> Option<u32> {
             return None;
         }
         // `unsafe` until Rust 1.94 made it safe; the crate builds from 1.89.
+        // SAFETY: CPUID exists on every x86-64 CPU, and leaf 7 exists here: the AVX-512F bit
+        // detected above is in it. The instruction reads and writes registers only.
         #[allow(unused_unsafe)]
         let edx = unsafe { __cpuid_count(7, 0) }.edx;
         (edx & (1 << 24) != 0 && request_tile_state()).then_some(edx)
@@ -68,7 +77,9 @@ fn amx_edx() -> Option<u32> {
 fn request_tile_state() -> bool {
     const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
     const XFEATURE_XTILEDATA: libc::c_long = 18;
-    // SAFETY: a plain syscall with integer arguments.
+    // SAFETY: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) takes two integers and reads
+    // or writes none of this process's memory; it only asks Linux to allow the AMX tile state
+    // (an error code, not a fault, where the kernel or CPU lacks it).
     unsafe {
         libc::syscall(
             libc::SYS_arch_prctl,
@@ -94,6 +105,9 @@ fn split(x: f32) -> (u16, u16) {
 }
 
 /// The same split on 16 lanes: (hi, lo) as 16 bf16 each.
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
@@ -113,12 +127,23 @@ unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
 #[repr(C, align(64))]
 struct Line([u8; 64]);
 
-/// Plain integers: any bytes, zeros included, are a valid value.
-pub(crate) trait Plain: Copy {}
-impl Plain for u8 {}
-impl Plain for i8 {}
-impl Plain for u16 {}
-impl Plain for f32 {}
+/// Plain numbers: any bytes, zeros included, are a valid value, and 64-byte alignment
+/// satisfies theirs.
+///
+/// # Safety
+/// Implement only for types for which every bit pattern of their size is a valid value and
+/// whose alignment divides 64: [`AlignedBuf::as_mut_slice`] hands out its zeroed or
+/// previously written bytes as such values.
+pub(crate) unsafe trait Plain: Copy {}
+// SAFETY: every bit pattern is a valid u8, i8, u16 and f32 (NaNs included); their alignments
+// (1, 1, 2, 4) divide 64.
+unsafe impl Plain for u8 {}
+// SAFETY: as above.
+unsafe impl Plain for i8 {}
+// SAFETY: as above.
+unsafe impl Plain for u16 {}
+// SAFETY: as above.
+unsafe impl Plain for f32 {}
 
 /// Values in cache-line-aligned storage. Tile loads need it: a tile row that straddles two
 /// cache lines makes `tileloadd` about six times slower (2.6 against 16.9 ns per 1 KiB tile,
@@ -154,8 +179,10 @@ impl<T: Plain> AlignedBuf<T> {
     }
 
     pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
-        // SAFETY: the lines hold at least `len` values of T, any bytes are a valid T (`Plain`),
-        // and 64-byte alignment satisfies T's.
+        // SAFETY: `zeroed` sized `lines` to at least `len * size_of::<T>()` bytes, and the
+        // pointer (dangling but 64-aligned and non-null when `lines` is empty and `len` is 0)
+        // is 64-byte aligned, which satisfies T's alignment; every byte pattern there is a
+        // valid T (`Plain`'s contract); `&mut self` makes the slice the only access.
         unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut T, self.len) }
     }
 }
@@ -172,8 +199,10 @@ type Bf16Buf = AlignedBuf<u16>;
 /// Wᵀ split into bf16 hi and lo, packed for the tile products.
 #[derive(Debug, Clone)]
 pub struct PackedSplit {
-    pub k: usize,
-    pub n: usize,
+    // Private, like every field here: the kernels read `hi` and `lo` as whole panels sized by
+    // `n` and `kp` without bounds checks.
+    k: usize,
+    n: usize,
     /// k rounded up to a multiple of 32.
     kp: usize,
     /// Panels of 16 columns (their count even), each kp/2 rows of 16 pairs (B[2r][j], B[2r+1][j]).
@@ -241,7 +270,12 @@ impl PackedSplit {
             let r = rows.min(m - i0);
             APACK.with(|buf| {
                 let (ahi, alo, partial) = &mut *buf.borrow_mut();
-                // SAFETY: AMX is available (asserted); blocks write disjoint rows of `out`.
+                // SAFETY: block's contract: AMX (with AVX-512F/BW) is available, asserted at
+                // the top; `x[i0 * k..]` holds at least r·k values because x.len() ≥ m·k
+                // (asserted) and i0 + r ≤ m; `cp + i0·n` starts row i0 of `out`, which holds
+                // m·n values (asserted), so rows [i0, i0 + r) lie inside it, and the blocks'
+                // row ranges are disjoint, so no two threads touch the same element;
+                // bias.len() ≥ n (asserted).
                 unsafe {
                     self.block(
                         &x[i0 * self.k..],
@@ -265,6 +299,17 @@ impl PackedSplit {
     }
 
     /// Rows [0, r) of x (row stride k) into out (row stride n).
+    ///
+    /// # Safety
+    /// - AMX-TILE, AMX-BF16, AVX-512F and AVX-512BW usable, the tile state granted
+    ///   ([`available`]). The call loads its own tile configuration and releases the tiles on
+    ///   return, so this thread's earlier tile state is lost.
+    /// - `x` holds at least `r * self.k` values (read through raw pointers by `pack_a`).
+    /// - The `r * self.n` f32 at `out` (r rows, stride n) are valid for reads and writes, and no
+    ///   other thread accesses them during the call.
+    /// - `bias.len() >= self.n`.
+    ///
+    /// The weight panels (`hi`, `lo`) and the scratch buffers are sized here or at packing.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn block(
@@ -370,6 +415,12 @@ thread_local! {
 }
 
 /// Every tile 16 rows × 64 bytes (palette 1).
+///
+/// # Safety
+/// The CPU must support AMX-TILE and Linux must have granted this process the tile data state
+/// ([`available`] and [`int8_available`] ensure both; without the grant `ldtilecfg` faults).
+/// Replaces the calling thread's tile configuration and zeroes its tiles; release them with
+/// `tilerelease` on the same thread when done.
 #[inline]
 pub(crate) unsafe fn configure_tiles() {
     #[repr(C, align(64))]
@@ -385,6 +436,10 @@ pub(crate) unsafe fn configure_tiles() {
 
 /// tmm0..3 (the 2×2 accumulator tiles of a 32×32 block of 4-byte sums) from `p`, rows `ld`
 /// bytes apart: tmm0 rows 0–15 / columns 0–15, tmm1 columns 16–31, tmm2 and tmm3 rows 16–31.
+///
+/// # Safety
+/// Tiles configured on this thread by [`configure_tiles`], and for each row i < 32 the 128
+/// bytes at `p.add(i * ld)` valid for reads (no alignment needed; 64 makes loads fast).
 #[inline(always)]
 unsafe fn load_accumulators(p: *const u8, ld: usize) {
     asm!(
@@ -402,6 +457,10 @@ unsafe fn load_accumulators(p: *const u8, ld: usize) {
 }
 
 /// tmm0..3 to `p`, laid out as [`load_accumulators`] reads them.
+///
+/// # Safety
+/// Tiles configured on this thread by [`configure_tiles`], and for each row i < 32 the 128
+/// bytes at `p.add(i * ld)` valid for writes, with no other thread accessing them meanwhile.
 #[inline(always)]
 pub(crate) unsafe fn store_accumulators(p: *mut u8, ld: usize) {
     asm!(
@@ -421,6 +480,11 @@ pub(crate) unsafe fn store_accumulators(p: *mut u8, ld: usize) {
 /// One 32-deep step of the 32×32 output block into tmm0..3: the four hi/lo products, in an
 /// order where each tile is reloaded right after its last reader (tiles are not renamed, so a
 /// load waits for the products that read the old contents) and only Ahi is loaded twice.
+///
+/// # Safety
+/// AMX-BF16 usable and tiles configured on this thread by [`configure_tiles`]; each of the
+/// eight pointers valid for reads of one tile, 1024 bytes (16 rows of 64 bytes, 64 apart).
+/// Adds into tmm0..3 and overwrites tmm4..7.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn tile_step(
@@ -475,6 +539,12 @@ unsafe fn tile_step(
 
 /// Pack rows [0, r) of x (stride k) as `mtiles` × `ktiles` tiles of 16 rows × 32 k, hi and lo;
 /// rows ≥ r and k ≥ k are zeros.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW; `x` must hold at least `r * k` values (rows
+/// are read through raw pointers, masked to their k values); `r <= mtiles * 16` (rows past
+/// the tiles would be written past the end of `hi` and `lo`, which are sized here from
+/// `mtiles` and `ktiles`).
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn pack_a(
     x: &[f32],
@@ -605,8 +675,10 @@ mod speed {
             }
             t.elapsed().as_secs_f64() * 1e9 / (4 * n) as f64
         };
-        // SAFETY (both closures): AMX is available and configured below; `p` points into `buf`.
         let loads_from = |p: *const u16| {
+            // SAFETY: called only inside the block below, after `configure_tiles` on this
+            // thread (AMX is available: checked at the top); `p` is `buf` or `buf + 8` values,
+            // and the four tiles read end 4·1024 bytes (2048 values) later, inside `buf`'s 2560.
             time(&mut || unsafe {
                 asm!(
                     "tileloadd tmm4, [{a} + {s}]",
@@ -621,6 +693,9 @@ mod speed {
                 )
             })
         };
+        // SAFETY: AMX is available (checked at the top), so configuring the tiles, the tile
+        // products on them and `tilerelease` are sound on this thread; the loads are covered
+        // in `loads_from`.
         unsafe {
             configure_tiles();
             let products = time(&mut || {

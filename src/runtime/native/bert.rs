@@ -74,10 +74,10 @@ impl Linear {
             Weight::F32(p) => gemm::gemm(
                 m,
                 x,
-                p.k,
+                p.k(),
                 p,
                 out,
-                p.n,
+                p.n(),
                 Epilogue {
                     bias: Some(&self.b),
                     accumulate,
@@ -164,7 +164,12 @@ impl StFile {
             let offset = v["data_offsets"][0].as_u64().unwrap_or(0) + 8 + n;
             tensors.insert(name.clone(), TensorRef { dt, shape, offset });
         }
-        // Safety: read-only map of a file checked by the caller; concurrent writers are not ours.
+        // SAFETY: `Mmap::map` is unsafe because the mapped bytes must not change while the map
+        // lives (a rewrite changes them under `&[u8]`, a truncation faults). scorekit never
+        // writes a weight file, and model files are inputs (the hub cache or a folder given by
+        // the user) that nothing rewrites while scorekit runs: the assumption every mmap-based
+        // weight loader makes (candle's VarBuilder, safetensors). The map is only read through
+        // bounds-checked slices (`word_row`).
         let map = unsafe { Mmap::map(&file)? };
         Self::with_prefix(Backing::Mapped { file, map }, tensors, prefixes)
     }
@@ -255,11 +260,15 @@ impl StFile {
         }
     }
 
-    fn layer_norm(&self, p: &str) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
+    /// A LayerNorm's weight and bias, each of `hidden` values (the kernel reads that many).
+    fn layer_norm(&self, p: &str, hidden: usize) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
         let h = self
             .get(&format!("{p}.weight"))
             .or_else(|_| self.get(&format!("{p}.gamma")))?;
         let h = h.shape.clone();
+        if h != [hidden] {
+            return Err(err(format!("{p}: shape {h:?}, expected [{hidden}]")));
+        }
         let w = self
             .read(&format!("{p}.weight"), &h)
             .or_else(|_| self.read(&format!("{p}.gamma"), &h))?;
@@ -385,7 +394,7 @@ impl FastBert {
             "embeddings.token_type_embeddings.weight",
             &[cfg.type_vocab_size, h],
         )?;
-        let emb_ln = st.layer_norm("embeddings.LayerNorm")?;
+        let emb_ln = st.layer_norm("embeddings.LayerNorm", h)?;
         let lin = |w: Vec<f32>, b: Vec<f32>, n: usize, k: usize| -> Linear {
             Linear {
                 w: Weight::pack(&w, n, k, products),
@@ -412,10 +421,10 @@ impl FastBert {
                 Ok(Layer {
                     qkv: lin(wqkv, bqkv, 3 * h, h),
                     out: lin(o, ob, h, h),
-                    ln1: st.layer_norm(&format!("{p}attention.output.LayerNorm"))?,
+                    ln1: st.layer_norm(&format!("{p}attention.output.LayerNorm"), h)?,
                     ffn1: lin(f1, f1b, inter, h),
                     ffn2: lin(f2, f2b, h, inter),
-                    ln2: st.layer_norm(&format!("{p}output.LayerNorm"))?,
+                    ln2: st.layer_norm(&format!("{p}output.LayerNorm"), h)?,
                 })
             })
             .collect();
@@ -509,7 +518,9 @@ impl FastBert {
         let eps = self.eps;
         x.par_chunks_mut(self.h * 16).for_each(|rows| {
             for r in rows.chunks_mut(self.h) {
-                // SAFETY: `load_with` refused to build a FastBert without AVX-512F.
+                // SAFETY: `load_with`, FastBert's only constructor, refuses to build one without
+                // AVX-512F; `StFile::layer_norm` checked that gamma and beta hold h values, and
+                // `r` is a chunk of at most h.
                 unsafe { act::layer_norm_row(r, &ln.0, &ln.1, eps) };
             }
         });
@@ -611,15 +622,33 @@ impl FastBert {
                     false,
                 );
                 for r in sbuf.chunks_mut(len) {
-                    // SAFETY: `load_with` refused to build a FastBert without AVX-512F.
+                    // SAFETY: `load_with`, FastBert's only constructor, refuses to build one
+                    // without AVX-512F, softmax_row's one requirement.
                     unsafe { act::softmax_row(r, scale) };
                 }
                 let row0 = if cls { si } else { s0 };
                 let off = row0 * h + hd * d;
-                // Safety: each (sequence, head) writes its own rows × its own d columns.
-                let c =
-                    unsafe { std::slice::from_raw_parts_mut(out.get().add(off), ctx_len - off) };
-                gemm::gemm(mq, sbuf, len, vp, c, h, Epilogue::default(), false);
+                assert!(
+                    off + (mq - 1) * h + d <= ctx_len,
+                    "context rows out of range"
+                );
+                // SAFETY: gemm_raw's contract. The assert keeps the mq rows × d columns it
+                // writes at `off` (stride h) inside `ctx`, which is borrowed mutably for the
+                // whole loop and touched only here. Each job writes its own rows (its sequence's
+                // tokens, or row `si` with `cls`) × its own head's columns [hd·d, hd·d + d), so
+                // no element is written by two jobs.
+                unsafe {
+                    gemm::gemm_raw(
+                        mq,
+                        sbuf,
+                        len,
+                        vp,
+                        out.get().add(off),
+                        h,
+                        Epilogue::default(),
+                        false,
+                    )
+                };
             });
         });
     }

@@ -21,14 +21,27 @@ pub fn available() -> bool {
 }
 
 /// B (k×n) packed in panels of NR columns; each panel holds k rows of NR values.
+///
+/// The fields are private so that `data` always holds `n.div_ceil(NR) * k * NR` values: the
+/// kernels read whole panels through raw pointers without bounds checks.
 #[derive(Debug, Clone, Default)]
 pub struct PackedB {
-    pub k: usize,
-    pub n: usize,
-    pub data: Vec<f32>,
+    k: usize,
+    n: usize,
+    data: Vec<f32>,
 }
 
 impl PackedB {
+    /// Rows of B (the product's depth).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Columns of B (of C).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
     fn panels(n: usize) -> usize {
         n.div_ceil(NR)
     }
@@ -89,7 +102,12 @@ pub struct Epilogue<'a> {
 /// A raw pointer that may cross threads: every task writes a disjoint set of rows.
 #[derive(Clone, Copy)]
 pub(crate) struct SendPtr<T>(pub *mut T);
+// SAFETY: a SendPtr is only an address; moving or sharing it between threads accesses nothing.
+// Every dereference is in an `unsafe` block whose SAFETY comment shows that concurrent tasks
+// touch disjoint elements (rows of C in the products, (row, head) slices of the attention
+// context).
 unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as for Send: `&SendPtr` only gives out the address.
 unsafe impl<T> Sync for SendPtr<T> {}
 
 impl<T> SendPtr<T> {
@@ -123,7 +141,7 @@ fn pack_a(a: &[f32], lda: usize, i0: usize, rows: usize, p0: usize, kc: usize, o
 
 /// Lane masks for the first `nr` of 32 columns (two zmm).
 #[inline(always)]
-pub(crate) unsafe fn mask(nr: usize) -> (__mmask16, __mmask16) {
+pub(crate) fn mask(nr: usize) -> (__mmask16, __mmask16) {
     let m0 = if nr >= 16 {
         0xffff
     } else {
@@ -140,6 +158,15 @@ pub(crate) unsafe fn mask(nr: usize) -> (__mmask16, __mmask16) {
 }
 
 /// The 12×32 register tile over `kc` steps, then the epilogue on the valid mr×nr part.
+///
+/// # Safety
+/// The CPU must support AVX-512F, and (nothing here is bounds-checked):
+/// - `a` is valid for reads of `kc * MR` f32 (a packed A panel: all MR rows are read, also
+///   when `mr < MR`; `pack_a` zero-pads them);
+/// - `b` is valid for reads of `kc * NR` f32 (`kc` rows of one packed B panel);
+/// - `bias` is null or valid for reads of `nr.min(NR)` f32;
+/// - for each row `i < mr.min(MR)`, the `nr.min(NR)` f32 at `c.add(i * ldc)` are valid for
+///   writes, and for reads when `load_c`, and no other thread accesses them during the call.
 #[target_feature(enable = "avx512f")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn kernel(
@@ -184,6 +211,10 @@ pub(crate) struct Columns {
 
 impl Columns {
     /// For the first `nr` of 32 columns; `bias` null or pointing at those columns.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F, and `bias` must be null or valid for reads of
+    /// `nr.min(32)` f32 (the lanes `mask(nr)` selects; the others are not read).
     #[inline]
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn new(nr: usize, bias: *const f32) -> Self {
@@ -206,6 +237,11 @@ impl Columns {
 }
 
 /// The epilogue for one row of a 32-column slice: + bias, + C (`load_c`), GELU, masked store.
+///
+/// # Safety
+/// The CPU must support AVX-512F, and the f32 at `p` in the lanes of `cols`' masks (the first
+/// `nr.min(32)` for `Columns::new(nr, _)`) must be valid for writes, and for reads when
+/// `load_c`, with no other thread accessing them during the call.
 #[inline]
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn finish_row(
@@ -233,8 +269,13 @@ pub(crate) unsafe fn finish_row(
 /// C rows [i0, i0+rows) for all n columns, all k.
 ///
 /// # Safety
-/// `c` must point at an m×n matrix with row stride `ldc` covering the rows given; `a` must hold
-/// the rows given with stride `lda` and at least k columns.
+/// - The CPU must support AVX-512F.
+/// - Rows [i0, i0 + rows) × columns [0, b.n) of C, element (i, j) at `c.add(i * ldc + j)`,
+///   must be valid for reads and writes and not accessed by another thread during the call.
+/// - `ep.bias`, when given, must hold at least `b.n` values (read through a raw pointer).
+///
+/// A needs nothing: `pack_a` reads it as a slice, bounds-checked. B's panels are read
+/// unchecked but are whole by construction (`PackedB`'s fields are private).
 #[allow(clippy::too_many_arguments)]
 unsafe fn block(
     a: &[f32],
@@ -295,15 +336,47 @@ pub fn gemm(
     ep: Epilogue,
     parallel: bool,
 ) {
+    if m > 0 && b.n > 0 {
+        assert!(c.len() >= (m - 1) * ldc + b.n, "C too small");
+    }
+    // SAFETY: `c` is an exclusive borrow, checked just above to hold the m×n matrix at row
+    // stride `ldc` (nothing is accessed when m or n is 0): gemm_raw's contract.
+    unsafe { gemm_raw(m, a, lda, b, c.as_mut_ptr(), ldc, ep, parallel) }
+}
+
+/// [`gemm`] into C given as a raw pointer, for callers whose threads each write their own
+/// columns of one matrix (attention heads), where no `&mut` slice could cover one thread's part
+/// without overlapping another's.
+///
+/// # Safety
+/// Element (i, j) of C, at `c.add(i * ldc + j)` for i < m and j < b.n(), must be valid for
+/// reads and writes, and no other thread may access these elements during the call (others
+/// between them, such as other columns of the same rows, may be in use elsewhere). When m or
+/// b.n() is 0 nothing is accessed. The CPU, A and the bias are checked here (panics).
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm_raw(
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    b: &PackedB,
+    c: *mut f32,
+    ldc: usize,
+    ep: Epilogue,
+    parallel: bool,
+) {
     assert!(available(), "gemm needs AVX-512F");
     if m == 0 || b.n == 0 {
         return;
     }
     assert!(a.len() >= (m - 1) * lda + b.k, "A too small");
-    assert!(c.len() >= (m - 1) * ldc + b.n, "C too small");
-    let cp = SendPtr(c.as_mut_ptr());
+    if let Some(bias) = ep.bias {
+        assert!(bias.len() >= b.n, "bias shorter than n");
+    }
+    let cp = SendPtr(c);
     let threads = rayon::current_num_threads();
     if !parallel || threads == 1 || m <= MR {
+        // SAFETY: AVX-512F and the bias length are asserted above; rows [0, m) of C are valid
+        // and ours alone by this function's contract.
         APACK.with(|buf| unsafe { block(a, lda, b, cp.0, ldc, 0, m, &ep, &mut buf.borrow_mut()) });
         return;
     }
@@ -315,6 +388,9 @@ pub fn gemm(
     (0..nblocks).into_par_iter().for_each(|bi| {
         let i0 = bi * chunk;
         let rows = chunk.min(m - i0);
+        // SAFETY: as in the serial case, for rows [i0, i0 + rows) ⊂ [0, m); the tasks' row
+        // ranges are disjoint, so no element of C is touched by two threads; A, B and the bias
+        // are only read.
         APACK.with(|buf| unsafe {
             block(
                 a,

@@ -27,8 +27,10 @@ pub fn available() -> bool {
 /// (so 16 groups × the first or last 16 channels are one int8 B tile, rows 128 bytes apart).
 #[derive(Debug, Clone)]
 pub struct PackedI8 {
-    pub k: usize,
-    pub n: usize,
+    // Private, like every field here: the kernels read `data`, `scale` and `colsum` as whole
+    // panels sized by `n`, `k4` and `kp4` without bounds checks.
+    k: usize,
+    n: usize,
     k4: usize,
     /// k4 rounded up to 16 (one 64-deep tile step); the padding is zeros.
     kp4: usize,
@@ -115,6 +117,7 @@ impl PackedI8 {
     ) {
         assert!(x.len() >= m * self.k && out.len() >= m * self.n && bias.len() >= self.n);
         assert!(!tiles || amx::int8_available(), "AMX-INT8 is not available");
+        assert!(tiles || available(), "int8 products need AVX-512 VNNI");
         let cp = SendPtr(out.as_mut_ptr());
         let threads = rayon::current_num_threads();
         // Row blocks: whole register tiles (12 rows) or tile pairs (32 rows), a few per thread.
@@ -124,8 +127,11 @@ impl PackedI8 {
         (0..m.div_ceil(chunk)).into_par_iter().for_each(|bi| {
             let i0 = bi * chunk;
             let rows = chunk.min(m - i0);
-            // Safety: AVX-512 VNNI checked at load, AMX-INT8 above; each task owns rows
-            // [i0, i0+rows).
+            // SAFETY: the CPU features are asserted above: AVX-512F/BW/VNNI for `block`,
+            // AMX-INT8 with AVX-512F/BW and the tile state for `block_amx`. out.len() ≥ m·n
+            // and bias.len() ≥ n are asserted, rows [i0, i0 + rows) ⊂ [0, m) lie inside
+            // `out`, and the tasks' row ranges are disjoint, so no element is touched by two
+            // threads. `x` is sliced with bounds checks inside.
             unsafe {
                 if tiles {
                     self.block_amx(x, i0, rows, cp.get(), bias, accumulate, gelu)
@@ -136,6 +142,16 @@ impl PackedI8 {
         });
     }
 
+    /// Rows [i0, i0+rows) on AVX-512 VNNI: quantise them, then 12×32 register tiles.
+    ///
+    /// # Safety
+    /// - The CPU must support AVX-512F, AVX-512BW and AVX-512 VNNI ([`available`]).
+    /// - `out` is the base of the m×n output (row stride n): rows [i0, i0 + rows), element
+    ///   (i, j) at `out.add(i * n + j)` for j < n, must be valid for reads and writes, and no
+    ///   other thread may access them during the call.
+    /// - `bias.len() >= self.n` (read through raw pointers).
+    ///
+    /// `x` is sliced with bounds checks; the packed weights are whole by construction.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn block(
@@ -210,6 +226,12 @@ impl PackedI8 {
 impl PackedI8 {
     /// Rows [i0, i0+rows) on AMX-INT8 tiles: 32×32 output blocks in four i32 C tiles, 64 inputs
     /// per step; then the VNNI path's rescale, so results are bit-identical to it.
+    ///
+    /// # Safety
+    /// - AMX-TILE and AMX-INT8 usable with the tile state granted, and AVX-512F/BW
+    ///   ([`amx::int8_available`]). The call loads its own tile configuration and releases the
+    ///   tiles on return, so this thread's earlier tile state is lost.
+    /// - `out` and `bias` as for [`PackedI8::block`].
     #[target_feature(enable = "avx512f,avx512bw")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn block_amx(
@@ -288,6 +310,11 @@ struct Rescale {
 
 impl Rescale {
     /// Channels [j0, j0 + nr) of `p` (nr ≤ 32; colsum and scale are padded to whole panels).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F; `j0` must be a panel start below `p.n` (a multiple of 32),
+    /// so the 32 unmasked values of `p.colsum` and `p.scale` from `j0` exist (they are padded
+    /// to whole panels); `bias` must hold at least `j0 + nr.min(32)` values (masked reads).
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn new(p: &PackedI8, j0: usize, nr: usize, bias: &[f32]) -> Self {
@@ -304,6 +331,9 @@ impl Rescale {
     }
 
     /// One row's f32 values from its i32 sums, scale `s` and zero point `z`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512F. Nothing else: it computes on registers only.
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn row(&self, acc0: __m512i, acc1: __m512i, s: f32, z: i32) -> (__m512, __m512) {
@@ -326,6 +356,12 @@ thread_local! {
 /// acc (32×32 i32, row stride 32) = 32 rows of `a` (u8, row stride `lda` bytes) · the 32-channel
 /// panel `b`, over `steps` × 64 inputs. Tiles: tmm0..3 C, tmm4/5 A (rows 0–15, 16–31), tmm6/7
 /// B (channels 0–15, 16–31: the panel's rows are 128 bytes, 64 for each half).
+///
+/// # Safety
+/// - AMX-INT8 usable and tiles configured on this thread by [`amx::configure_tiles`].
+/// - `a`: for each row i < 32, the `steps * 64` bytes at `a.add(i * lda)` valid for reads.
+/// - `b`: `steps * 2048` bytes valid for reads (16 rows of 128 bytes per step).
+/// - `acc`: 32 × 32 i32 (4096 bytes) valid for writes, not accessed by another thread meanwhile.
 unsafe fn int8_tiles(a: *const u8, lda: usize, b: *const i8, steps: usize, acc: *mut i32) {
     use std::arch::asm;
     asm!(
@@ -359,6 +395,10 @@ unsafe fn int8_tiles(a: *const u8, lda: usize, b: *const i8, steps: usize, acc: 
 }
 
 /// Quantise one row to u8 = round(x/s) + z over [min(x, 0), max(x, 0)]; returns (s, z).
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW, and `out.len() >= x.len()`: whole groups of 16
+/// are loaded from `x` and stored to `out` through raw pointers (the tail is indexed, checked).
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn quantize_row(x: &[f32], out: &mut [u8]) -> (f32, i32) {
     let (lo, hi) = x

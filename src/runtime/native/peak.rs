@@ -16,6 +16,10 @@ pub struct Peak {
     pub isa: &'static str,
 }
 
+/// `iters` rounds of 12 independent 16-lane FMAs; returns their sum (so the work is kept).
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: registers and locals only.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn fma_loop_avx512(iters: usize) -> f32 {
@@ -35,6 +39,10 @@ unsafe fn fma_loop_avx512(iters: usize) -> f32 {
     _mm512_reduce_add_ps(s)
 }
 
+/// `iters` rounds of 12 independent 8-lane FMAs; returns their sum (so the work is kept).
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA. Nothing else: registers and locals only.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn fma_loop_avx2(iters: usize) -> f32 {
@@ -72,7 +80,8 @@ pub fn measure(threads: usize, seconds: f64) -> Peak {
         };
         if lanes > 1 {
             let run = move |iters: usize| -> f32 {
-                // Safety: the features were detected above.
+                // SAFETY: `lanes` is 16 only where AVX-512F was detected above, and 8 only
+                // where AVX2 and FMA were; the scalar case (1) never reaches here.
                 unsafe {
                     if lanes == 16 {
                         fma_loop_avx512(iters)
