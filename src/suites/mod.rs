@@ -2,4 +2,5 @@
 pub mod grasp;
 pub mod mint;
 pub mod muse;
+pub mod pystr;
 pub mod story;
