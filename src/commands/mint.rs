@@ -3,12 +3,12 @@
 
 use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
-use crate::report::{bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
+use crate::report::{self, bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
 use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
 use crate::suites::mint::layout::{parse_path, FileKey};
 use crate::suites::mint::tables::{self, ConfigStats, TYPES};
-use crate::suites::mint::{mark_duplicates, parse_file_with, svg, Item, Recheck};
+use crate::suites::mint::{mark_duplicates, parse_file_with, Item, Recheck};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashSet};
@@ -274,17 +274,21 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         doc.metrics
             .insert("recheck".into(), recheck_summary.0.clone());
     }
-    let tables_md = tables::render_markdown(&stats);
+    let summary = tables::summary(&stats);
+    let tables_md = report::mint::markdown(&summary);
     let mut files = vec![
-        ("sr.csv".to_string(), tables::sr_csv(&stats).into_bytes()),
+        (
+            "sr.csv".to_string(),
+            report::mint::sr_csv(&summary).into_bytes(),
+        ),
         ("tables.md".to_string(), tables_md.clone().into_bytes()),
         (
             "tables.tex".to_string(),
-            tables::render_latex(&stats).into_bytes(),
+            report::latex::mint_tables(&summary).into_bytes(),
         ),
         (
             "sr_curves.svg".to_string(),
-            svg::sr_curves(&tables::table2(&stats)).into_bytes(),
+            report::svg::sr_curves(&summary.table2).into_bytes(),
         ),
     ];
     if use_recheck {

@@ -9,6 +9,7 @@ pub mod mint;
 pub mod models;
 pub mod muse;
 pub mod story;
+pub mod suite;
 
 use crate::cli::Command;
 use crate::error::Result;

@@ -10,7 +10,6 @@ pub mod exec;
 pub mod layout;
 pub mod pyexpr;
 pub mod pyfloat;
-pub mod svg;
 pub mod tables;
 pub mod theoremqa;
 
