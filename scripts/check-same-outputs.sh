@@ -8,7 +8,8 @@
 #   scripts/check-same-outputs.sh [REV]      # REV defaults to main
 #
 # Runs: the main job (scripts/main-job.sh: MINT on the real trajectories, MuSE on the HuggingGPT
-# plans, story Dissimilarity with all-MiniLM-L6-v2 on the test split), MINT --recheck, GRASP on
+# plans, story Dissimilarity with all-MiniLM-L6-v2 on the test split), MINT --recheck (also on a
+# folder with an incomplete configuration, a misplaced results.jsonl and a stray file), GRASP on
 # results files built from the real prompts (level1-binary cot, level1-open, level2 --pairwise),
 # the story run with the tiny BERT judge the tests use, and two-shard runs of MINT and MuSE put
 # back together by `scorekit merge`.
@@ -74,6 +75,7 @@ run() {
 
 run mint mint "${MINT[@]}"
 run mint-recheck mint "${MINT[@]}" --recheck
+run mint-odd-folder mint --outputs "$IN/mint-odd" --recheck
 run muse muse "${MUSE[@]}"
 run grasp-level1-binary grasp --responses "$IN/grasp/level1-binary/results.csv" --bootstrap 500
 run grasp-level1-open grasp --responses "$IN/grasp/level1-open/results.csv"

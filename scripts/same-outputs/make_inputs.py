@@ -7,6 +7,9 @@ writes, deterministically (no randomness, standard library only):
   grasp/level1-binary/results.csv + test_config.yaml   (cot mode, from the real prompts/inventory)
   grasp/level1-open/results.csv   + test_config.yaml
   grasp/level2/results.csv        + test_config.yaml   (P_/IP_ pairs, for --pairwise)
+  mint-odd/                       a MINT outputs folder with a complete configuration (Llama-3,
+                                  k = 5), an incomplete one (gpt-3.5, k = 2, gsm8k only), a
+                                  results.jsonl that does not fit the layout and a stray file
   judge/                          the tiny BERT multiple-choice judge of tests/data/story/bert_mc
                                   (committed config and tokenizer, weights from the generator of
                                   tests/common/tiny_judge.rs and scripts/reference/judge_reference.py)
@@ -153,5 +156,18 @@ def judge(name="bert_mc"):
             f.write(b)
 
 
+def mint():
+    src = SHARED / "mint/results/data/outputs"
+    d = OUT / "mint-odd"
+    shutil.copytree(src / "Meta-Llama-3-8B-Instruct/F=None/max5_p2+tool+cd",
+                    d / "Meta-Llama-3-8B-Instruct/F=None/max5_p2+tool+cd")
+    gsm = "gpt-3.5-turbo-0613/F=None/max2_p2+tool+cd/reasoning/gsm8k"
+    shutil.copytree(src / gsm, d / gsm)
+    (d / "gpt-3.5-turbo-0613/stray").mkdir(parents=True)
+    shutil.copy(src / gsm / "results.jsonl", d / "gpt-3.5-turbo-0613/stray/results.jsonl")
+    (d / "NOTES.txt").write_text("not a results file\n")
+
+
 grasp()
+mint()
 judge()

@@ -61,16 +61,19 @@ impl Suite for Story {
     }
 }
 
+/// A merge's result: the merged items.jsonl and the rebuilt outputs.
+pub type Rebuilt = (Vec<u8>, Outputs);
+
 /// One registered suite, its item type erased: its name and how a merge rebuilds its results.
 pub struct Registered {
     /// [`Suite::NAME`].
     pub name: &'static str,
     /// Read the items.jsonl of every part folder (in the order given), rebuild metrics and
     /// outputs from the items, and return the merged items.jsonl with the outputs.
-    pub rebuild: fn(&mut MetricsDoc, &[PathBuf]) -> Result<(Vec<u8>, Outputs)>,
+    pub rebuild: fn(&mut MetricsDoc, &[PathBuf]) -> Result<Rebuilt>,
 }
 
-fn rebuild<S: Suite>(doc: &mut MetricsDoc, parts: &[PathBuf]) -> Result<(Vec<u8>, Outputs)> {
+fn rebuild<S: Suite>(doc: &mut MetricsDoc, parts: &[PathBuf]) -> Result<Rebuilt> {
     let mut items = read_items::<S::Item>(parts)?;
     let outputs = S::outputs(doc, &mut items)?;
     Ok((jsonl(&items)?, outputs))

@@ -1,5 +1,5 @@
 //! MINT: the typed summary of a run's tables ([`Tables`]) and its writers: tables.md (the
-//! paper's tables laid out as markdown) and sr.csv. tables.tex is in [`super::latex`],
+//! paper's tables laid out as markdown), sr.csv, and the `--recheck` section and recheck.csv. tables.tex is in [`super::latex`],
 //! sr_curves.svg in [`super::svg`].
 
 use super::Table;
@@ -282,6 +282,108 @@ pub fn markdown(tables: &Tables) -> String {
     out
 }
 
+/// Re-check counts of one task (`scorekit mint --recheck`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecheckTask {
+    /// The task.
+    pub task: String,
+    /// Instances re-checked.
+    pub checked: usize,
+    /// Re-checked verdicts that differ from the stored flag.
+    pub differ: usize,
+    /// Stored false, re-checked true.
+    pub gained: usize,
+    /// Stored true, re-checked false.
+    pub lost: usize,
+    /// Instances with no verdict (a note says why).
+    pub unchecked: usize,
+}
+
+/// One differing or unverifiable instance: a line of recheck.csv.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecheckRow {
+    /// Configuration label.
+    pub config: String,
+    /// The task.
+    pub task: String,
+    /// The instance id.
+    pub task_id: String,
+    /// results.jsonl it came from.
+    pub file: String,
+    /// Its line.
+    pub line: usize,
+    /// The stored success flag.
+    pub stored: bool,
+    /// The re-checked verdict, if any.
+    pub rechecked: Option<bool>,
+    /// Why there is no verdict, or empty.
+    pub note: String,
+}
+
+/// report.md section of `--recheck`: per task, re-checked and differing counts.
+pub fn recheck_markdown(tasks: &[RecheckTask], any_rows: bool) -> String {
+    let mut md = String::from("## Re-check against the stored success flags\n\n");
+    let mut table = Table::new(&[
+        "task",
+        "re-checked",
+        "differ",
+        "stored false → true",
+        "stored true → false",
+        "no verdict",
+    ]);
+    for t in tasks {
+        table.row(&[
+            t.task.clone(),
+            t.checked.to_string(),
+            t.differ.to_string(),
+            t.gained.to_string(),
+            t.lost.to_string(),
+            t.unchecked.to_string(),
+        ]);
+    }
+    md.push_str(&table.render());
+    if any_rows {
+        md.push_str("\nDiffering or unverifiable instances: see recheck.csv.\n");
+    }
+    md
+}
+
+/// recheck.csv: every differing or unverifiable instance.
+pub fn recheck_csv(rows: &[RecheckRow]) -> String {
+    let mut csv = String::from("config,task,task_id,file,line,stored,rechecked,note\n");
+    for r in rows {
+        csv.push_str(&format!(
+            "{},{},{},{},{},{},{},{}\n",
+            csv_field(&r.config),
+            r.task,
+            csv_field(&r.task_id),
+            csv_field(&r.file),
+            r.line,
+            r.stored,
+            r.rechecked.map_or("".into(), |b| b.to_string()),
+            csv_field(&r.note)
+        ));
+    }
+    csv
+}
+
+/// report.md section naming the files under `--outputs` that were not read: (path, why it does
+/// not fit the layout) and other files. Empty when there are none.
+pub fn files_not_used(skipped: &[(&str, &str)], stray: &[&str]) -> String {
+    let mut out = String::new();
+    if skipped.is_empty() && stray.is_empty() {
+        return out;
+    }
+    out.push_str("\n## Files not used\n\n");
+    for (path, reason) in skipped {
+        out.push_str(&format!("- {path} (does not fit the layout: {reason})\n"));
+    }
+    for p in stray {
+        out.push_str(&format!("- {p} (not a results.jsonl)\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,5 +397,30 @@ mod tests {
             ..Stat::default()
         };
         assert_eq!(invalid_cell(&s), ("1.00 / 4.00".into(), true));
+    }
+
+    #[test]
+    fn unused_files_and_recheck_rows_are_listed_and_quoted() {
+        assert_eq!(files_not_used(&[], &[]), "");
+        assert_eq!(
+            files_not_used(&[("a/results.jsonl", "no k=")], &["b/notes.txt"]),
+            "\n## Files not used\n\n- a/results.jsonl (does not fit the layout: no k=)\n\
+             - b/notes.txt (not a results.jsonl)\n"
+        );
+        let row = RecheckRow {
+            config: "gpt/F=None/max5_p2+tool+cd".into(),
+            task: "gsm8k".into(),
+            task_id: "1,2".into(),
+            file: "x/results.jsonl".into(),
+            line: 7,
+            stored: true,
+            rechecked: None,
+            note: "say \"hi\"".into(),
+        };
+        assert_eq!(
+            recheck_csv(&[row]),
+            "config,task,task_id,file,line,stored,rechecked,note\n\
+             gpt/F=None/max5_p2+tool+cd,gsm8k,\"1,2\",x/results.jsonl,7,true,,\"say \"\"hi\"\"\"\n"
+        );
     }
 }
