@@ -1,7 +1,9 @@
 //! scorekit: an offline scorer for LLM evaluation suites (Possible Stories, GRASP, MuSE, MINT).
 //!
 //! Data flows one way: input files -> parsed records -> (optional model runtime) -> per-item
-//! verdicts -> metrics -> report files. Suites are plain functions over plain data.
+//! verdicts -> metrics -> report files. Suites are plain functions over plain data. Layers: main ->
+//! commands -> suites and runtime -> report and input (docs/architecture.md,
+//! scripts/check-layers.sh).
 
 pub mod cli;
 pub mod commands;

@@ -3,12 +3,13 @@
 
 use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
-use crate::report::{bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
+use crate::report::mint::{RecheckRow, RecheckTask};
+use crate::report::{self, bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
 use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
 use crate::suites::mint::layout::{parse_path, FileKey};
 use crate::suites::mint::tables::{self, ConfigStats, TYPES};
-use crate::suites::mint::{mark_duplicates, parse_file_with, svg, Item, Recheck};
+use crate::suites::mint::{mark_duplicates, parse_file_with, Item, Recheck};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashSet};
@@ -292,17 +293,21 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         doc.metrics
             .insert("recheck".into(), recheck_summary.0.clone());
     }
-    let tables_md = tables::render_markdown(&stats);
+    let summary = tables::summary(&stats);
+    let tables_md = report::mint::markdown(&summary);
     let mut files = vec![
-        ("sr.csv".to_string(), tables::sr_csv(&stats).into_bytes()),
+        (
+            "sr.csv".to_string(),
+            report::mint::sr_csv(&summary).into_bytes(),
+        ),
         ("tables.md".to_string(), tables_md.clone().into_bytes()),
         (
             "tables.tex".to_string(),
-            tables::render_latex(&stats).into_bytes(),
+            report::latex::mint_tables(&summary).into_bytes(),
         ),
         (
             "sr_curves.svg".to_string(),
-            svg::sr_curves(&tables::table2(&stats)).into_bytes(),
+            report::svg::sr_curves(&summary.table2).into_bytes(),
         ),
     ];
     if use_recheck {
@@ -325,22 +330,17 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if !skipped.is_empty() || !stray.is_empty() {
-        report.push_str("\n## Files not used\n\n");
-        for s in &skipped {
-            report.push_str(&format!(
-                "- {} (does not fit the layout: {})\n",
+    let skipped: Vec<(&str, &str)> = skipped
+        .iter()
+        .map(|s| {
+            (
                 s["path"].as_str().unwrap_or(""),
-                s["reason"].as_str().unwrap_or("")
-            ));
-        }
-        for p in &stray {
-            report.push_str(&format!(
-                "- {} (not a results.jsonl)\n",
-                p.as_str().unwrap_or("")
-            ));
-        }
-    }
+                s["reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let stray: Vec<&str> = stray.iter().map(|p| p.as_str().unwrap_or("")).collect();
+    report.push_str(&report::mint::files_not_used(&skipped, &stray));
     Ok(Outputs {
         table: report.clone(),
         report,
@@ -477,20 +477,13 @@ fn fill_metrics(
 /// Per task: re-checked, agreeing, differing, unverifiable, and the differing instances.
 /// Returns (metrics value, markdown section, recheck.csv).
 fn recheck_report(items: &[Item]) -> (Value, String, String) {
-    #[derive(Default)]
-    struct T {
-        checked: usize,
-        differ: usize,
-        gained: usize,
-        lost: usize,
-        unchecked: usize,
-    }
-    let mut per: BTreeMap<String, T> = BTreeMap::new();
-    let mut csv = String::from("config,task,task_id,file,line,stored,rechecked,note\n");
-    let mut md = String::from("## Re-check against the stored success flags\n\n");
+    let mut per: BTreeMap<String, RecheckTask> = BTreeMap::new();
     let mut rows = Vec::new();
     for it in items.iter().filter(|i| !i.duplicate) {
-        let t = per.entry(it.task.clone()).or_default();
+        let t = per.entry(it.task.clone()).or_insert_with(|| RecheckTask {
+            task: it.task.clone(),
+            ..RecheckTask::default()
+        });
         match it.rechecked {
             Some(r) => {
                 t.checked += 1;
@@ -511,62 +504,39 @@ fn recheck_report(items: &[Item]) -> (Value, String, String) {
             None => {}
         }
     }
-    let mut table = crate::report::Table::new(&[
-        "task",
-        "re-checked",
-        "differ",
-        "stored false → true",
-        "stored true → false",
-        "no verdict",
-    ]);
+    let tasks: Vec<RecheckTask> = per
+        .into_values()
+        .filter(|t| t.checked + t.unchecked > 0)
+        .collect();
     let mut json_per = Map::new();
-    for (task, t) in &per {
-        if t.checked + t.unchecked == 0 {
-            continue;
-        }
-        table.row(&[
-            task.clone(),
-            t.checked.to_string(),
-            t.differ.to_string(),
-            t.gained.to_string(),
-            t.lost.to_string(),
-            t.unchecked.to_string(),
-        ]);
+    for t in &tasks {
         let ids: Vec<Value> = rows
             .iter()
-            .filter(|i| &i.task == task && i.rechecked.is_some())
+            .filter(|i| i.task == t.task && i.rechecked.is_some())
             .map(|i| json!({"config": i.config.label(), "task_id": i.task_id, "stored": i.success, "rechecked": i.rechecked}))
             .collect();
         json_per.insert(
-            task.clone(),
+            t.task.clone(),
             json!({"rechecked": t.checked, "differ": t.differ, "stored_false_rechecked_true": t.gained,
                    "stored_true_rechecked_false": t.lost, "no_verdict": t.unchecked, "differing": ids}),
         );
     }
-    md.push_str(&table.render());
-    if !rows.is_empty() {
-        md.push_str("\nDiffering or unverifiable instances: see recheck.csv.\n");
-    }
-    for i in rows {
-        csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{}\n",
-            csv_q(&i.config.label()),
-            i.task,
-            csv_q(&i.task_id),
-            csv_q(&i.file),
-            i.line,
-            i.success,
-            i.rechecked.map_or("".into(), |b| b.to_string()),
-            csv_q(i.recheck_note.as_deref().unwrap_or(""))
-        ));
-    }
-    (Value::Object(json_per), md, csv)
-}
-
-fn csv_q(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    let csv_rows: Vec<RecheckRow> = rows
+        .iter()
+        .map(|i| RecheckRow {
+            config: i.config.label(),
+            task: i.task.clone(),
+            task_id: i.task_id.clone(),
+            file: i.file.clone(),
+            line: i.line,
+            stored: i.success,
+            rechecked: i.rechecked,
+            note: i.recheck_note.clone().unwrap_or_default(),
+        })
+        .collect();
+    (
+        Value::Object(json_per),
+        report::mint::recheck_markdown(&tasks, !csv_rows.is_empty()),
+        report::mint::recheck_csv(&csv_rows),
+    )
 }

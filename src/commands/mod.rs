@@ -11,6 +11,7 @@ pub mod model_runtime;
 pub mod models;
 pub mod muse;
 pub mod story;
+pub mod suite;
 
 use crate::cli::Command;
 use crate::error::Result;

@@ -5,7 +5,7 @@ use crate::cli::{MuseArgs, PlanFormat as CliFormat};
 use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_jsonl, read_text};
-use crate::report::{jsonl, MetricsDoc, OutputDir, Outputs};
+use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
 use crate::suites::muse::{
     self, parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, Plan,
     PlanFormat, REVIEWED_FLOW,
@@ -190,8 +190,8 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs
     doc.metrics = summary.metrics.clone();
     doc.groups = summary.groups.clone();
     let verdicts = doc.settings.get("output_verdicts").and_then(|v| v.as_str());
-    let mut report = muse::metrics::report(&summary, items);
-    let mut table = muse::metrics::table(&summary).render();
+    let mut report = report::muse::report(&summary, &muse::metrics::failing_queries(items));
+    let mut table = report::muse::table(&summary).render();
     if let Some(path) = verdicts {
         report.insert_str(
             report.find('\n').map_or(0, |i| i + 2),
@@ -209,8 +209,8 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs
             "embedding_matches".into(),
             semantic::metrics_value(items, th),
         );
-        report.push_str(&semantic::report(items, th));
         let (accepted, rejected) = semantic::name_uses(items);
+        report.push_str(&report::muse::matches_report(&accepted, &rejected, th));
         table.push_str(&format!(
             "task names matched by embeddings: {} (check them in report.md), left unknown: {}\n",
             accepted.len(),

@@ -8,8 +8,8 @@
 pub mod checkers;
 pub mod exec;
 pub mod layout;
+pub mod pyexpr;
 pub mod pyfloat;
-pub mod svg;
 pub mod tables;
 pub mod theoremqa;
 

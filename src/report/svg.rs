@@ -1,6 +1,7 @@
-//! sr_curves.svg: SR_k (micro, %) against k, one line per agent, dependency-free SVG.
+//! SVG writers: MINT's sr_curves.svg, SR_k (micro, %) against k, one line per agent,
+//! dependency-free.
 
-use super::tables::Table2Row;
+use super::mint::Table2Row;
 
 const COLOURS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
