@@ -10,6 +10,7 @@ pub mod input;
 pub mod progress;
 pub mod report;
 pub mod runtime;
+pub mod sandbox;
 pub mod shard;
 pub mod suites;
 

@@ -1,0 +1,46 @@
+//! The private temporary working folder of a program, removed afterwards even when the
+//! program filled it or took away its permissions.
+
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh folder (mode 0700) under the system temporary folder, removed on drop.
+pub struct WorkDir(PathBuf);
+
+impl WorkDir {
+    /// Make a fresh folder.
+    pub fn new() -> std::io::Result<WorkDir> {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("scorekit-exec-{}-{n}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&p)?;
+        Ok(WorkDir(p))
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if std::fs::remove_dir_all(&self.0).is_ok() || !self.0.exists() {
+            return;
+        }
+        // The program may have removed write or search permission from its folders.
+        for e in walkdir::WalkDir::new(&self.0).into_iter().flatten() {
+            if e.file_type().is_dir() {
+                let _ = std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o700));
+            }
+        }
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!(
+                "warning: cannot remove the temporary folder {}: {e}",
+                self.0.display()
+            );
+        }
+    }
+}
