@@ -31,16 +31,27 @@ impl Drop for WorkDir {
             return;
         }
         // The program may have removed write or search permission from its folders.
-        for e in walkdir::WalkDir::new(&self.0).into_iter().flatten() {
-            if e.file_type().is_dir() {
-                let _ = std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o700));
-            }
-        }
+        unlock(&self.0);
         if let Err(e) = std::fs::remove_dir_all(&self.0) {
             eprintln!(
                 "warning: cannot remove the temporary folder {}: {e}",
                 self.0.display()
             );
+        }
+    }
+}
+
+/// Give the owner full access to `dir` and every folder below it (symlinks not followed).
+fn unlock(dir: &Path) {
+    if std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_err() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            unlock(&e.path());
         }
     }
 }
