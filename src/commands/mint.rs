@@ -4,8 +4,8 @@
 use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
 use crate::report::{bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
-use crate::suites::mint::checkers::Tolerance;
 use crate::sandbox::Limits;
+use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
 use crate::suites::mint::layout::{parse_path, FileKey};
 use crate::suites::mint::tables::{self, ConfigStats, TYPES};

@@ -24,12 +24,15 @@ pub struct CgroupBases {
     pub pids: Option<PathBuf>,
     /// cgroup v1 `memory` hierarchy folder of this process.
     pub memory: Option<PathBuf>,
+    /// cgroup v1 `cpu` hierarchy folder of this process: each program gets an equal share of
+    /// the CPU however many processes it starts, so a fork bomb cannot starve the others.
+    pub cpu: Option<PathBuf>,
 }
 
 impl CgroupBases {
     /// Whether any hierarchy is usable.
     pub fn any(&self) -> bool {
-        self.v2.is_some() || self.pids.is_some() || self.memory.is_some()
+        self.v2.is_some() || self.pids.is_some() || self.memory.is_some() || self.cpu.is_some()
     }
 }
 
@@ -74,7 +77,12 @@ pub fn find_bases() -> CgroupBases {
             }
         } else if fstype == "cgroup" {
             let has = |name: &str| opts.split(',').any(|o| o == name);
-            for (name, slot) in [("pids", &mut b.pids), ("memory", &mut b.memory)] {
+            let slots = [
+                ("pids", &mut b.pids),
+                ("memory", &mut b.memory),
+                ("cpu", &mut b.cpu),
+            ];
+            for (name, slot) in slots {
                 if has(name) && slot.is_none() {
                     *slot = own_path(&|c| c.split(',').any(|x| x == name)).and_then(dir);
                 }
@@ -144,6 +152,13 @@ impl ProgramCgroup {
             let d = base.join(&name);
             if fs::create_dir(&d).is_ok() {
                 let _ = fs::write(d.join("memory.limit_in_bytes"), &mem);
+                cg.dirs.push(d);
+            }
+        }
+        if let Some(base) = &bases.cpu {
+            // A new group has the default share (cpu.shares 1024), like every other program.
+            let d = base.join(&name);
+            if fs::create_dir(&d).is_ok() {
                 cg.dirs.push(d);
             }
         }

@@ -121,7 +121,10 @@ pub fn run(program: &Program, limits: &Limits) -> std::io::Result<RunResult> {
     let plan = child::ChildPlan::new(
         iso,
         limits,
-        cgroup.as_ref().map(|c| c.join_handles()).unwrap_or_default(),
+        cgroup
+            .as_ref()
+            .map(|c| c.join_handles())
+            .unwrap_or_default(),
         landlock_rules::ruleset(iso, dir.path()),
     );
     let mut cmd = Command::new(program.executable);
@@ -129,12 +132,12 @@ pub fn run(program: &Program, limits: &Limits) -> std::io::Result<RunResult> {
         Arg::Text(t) => OsString::from(t),
         Arg::File(f) => dir.path().join(f).into_os_string(),
     }))
-        .current_dir(dir.path())
-        .env_clear()
-        .envs(clean_env(dir.path()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    .current_dir(dir.path())
+    .env_clear()
+    .envs(clean_env(dir.path()))
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut plan = Some(plan);
     // SAFETY: the closure runs in the forked child before exec; `ChildPlan::enter` makes only
     // async-signal-safe system calls on data prepared in the parent (no allocation, no locks).

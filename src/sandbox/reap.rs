@@ -113,9 +113,17 @@ impl<'a> Tracker<'a> {
             }
             let sigkill = 1u64 << (libc::SIGKILL - 1);
             let pending = |k: &str| u64::from_str_radix(field(k), 16).unwrap_or(0) & sigkill != 0;
-            found.push((pid, pending("SigPnd:") || pending("ShdPnd:")));
+            let ns_init =
+                self.pid_ns.is_some() && field("NSpid:").split_whitespace().last() == Some("1");
+            found.push((pid, pending("SigPnd:") || pending("ShdPnd:"), ns_init));
         }
+        // While the namespace's first process lives (it is being killed), the kernel has yet to
+        // kill the rest of the namespace: they count as dying.
+        let init_alive = found.iter().any(|f| f.2);
         found
+            .into_iter()
+            .map(|(pid, dying, _)| (pid, dying || init_alive))
+            .collect()
     }
 
     fn is_ours(&self, pid: libc::pid_t, dir: &Path, cg_pids: &[libc::pid_t]) -> bool {
