@@ -89,7 +89,31 @@ pub fn find_bases() -> CgroupBases {
             }
         }
     }
+    for base in [&b.v2, &b.pids, &b.memory, &b.cpu].into_iter().flatten() {
+        remove_stale(base);
+    }
     b
+}
+
+/// Remove the (empty) program cgroups a killed scorekit left behind: `scorekit-<pid>-<n>`
+/// whose scorekit is gone. Its programs died with it (PDEATHSIG); a cgroup that still holds a
+/// process is not removable and stays.
+fn remove_stale(base: &Path) {
+    let Ok(rd) = fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let owner = name
+            .strip_prefix("scorekit-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = owner {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = fs::remove_dir(e.path());
+            }
+        }
+    }
 }
 
 /// Whether a child cgroup can be made (and removed) in `d`.
