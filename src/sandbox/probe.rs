@@ -43,6 +43,7 @@ pub fn isolation() -> &'static Isolation {
 }
 
 fn probe() -> Isolation {
+    super::workdir::remove_stale();
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let ns = namespaces();

@@ -41,6 +41,27 @@ impl Drop for WorkDir {
     }
 }
 
+/// Remove the working folders a killed scorekit left behind: `scorekit-exec-<pid>-<n>` under
+/// the temporary folder whose scorekit is gone.
+pub fn remove_stale() {
+    let tmp = std::env::temp_dir();
+    let Ok(rd) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let owner = name
+            .strip_prefix("scorekit-exec-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = owner {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                drop(WorkDir(e.path()));
+            }
+        }
+    }
+}
+
 /// Give the owner full access to `dir` and every folder below it (symlinks not followed).
 fn unlock(dir: &Path) {
     if std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_err() {
