@@ -281,6 +281,12 @@ pub struct MintArgs {
     /// Seconds allowed per code execution.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub exec_timeout: u64,
+    /// Address-space limit per program of --exec-code, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 2048)]
+    pub exec_memory: u64,
+    /// Programs of --exec-code run at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Numeric tolerance of the GSM8K/MATH/HotpotQA re-check: `head` (5 % of |ref|, upstream
     /// HEAD) or `pre` (5 % of ref, the checker behind the stored flags).
     #[arg(long, value_name = "RULE", default_value = "head", value_parser = ["head", "pre"])]

@@ -14,6 +14,7 @@ pub mod net;
 pub mod progress;
 pub mod report;
 pub mod runtime;
+pub mod sandbox;
 pub mod shard;
 pub mod suites;
 

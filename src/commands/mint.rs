@@ -5,6 +5,7 @@ use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
 use crate::report::mint::{RecheckRow, RecheckTask};
 use crate::report::{self, bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
+use crate::sandbox::Limits;
 use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
 use crate::suites::mint::layout::{parse_path, FileKey};
@@ -37,6 +38,9 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     }
     if args.exec_timeout == 0 {
         return Err(Error::usage("--exec-timeout must be at least 1 second"));
+    }
+    if args.jobs == Some(0) {
+        return Err(Error::usage("--jobs must be at least 1"));
     }
     let started = Instant::now();
 
@@ -76,10 +80,13 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         Tolerance::Head
     };
     let recheck_on = args.recheck || args.exec_code;
-    let exec = args.exec_code.then(|| ExecConfig {
-        python: "python3".into(),
-        timeout: Duration::from_secs(args.exec_timeout),
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
+    let exec = match args.exec_code {
+        true => Some(exec_config(&args, jobs)?),
+        false => None,
+    };
     let python = match &exec {
         Some(cfg) => Some(
             python_version(&cfg.python)
@@ -135,6 +142,10 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     settings.insert("exec_code".into(), json!(args.exec_code));
     settings.insert("exec_timeout_s".into(), json!(args.exec_timeout));
     settings.insert("python".into(), json!(python));
+    if args.exec_code {
+        settings.insert("exec_memory_mib".into(), json!(args.exec_memory));
+        settings.insert("exec_isolation".into(), json!(crate::sandbox::isolation()));
+    }
     settings.insert(
         "verdict".into(),
         json!(if recheck_on {
@@ -174,16 +185,23 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     };
 
     let bar = crate::progress::bar(files.len() as u64, "mint", args.output.quiet);
-    let parsed: Vec<std::result::Result<Vec<Item>, InputError>> = files
-        .par_iter()
-        .zip(contents)
-        .map(|((path, key), b)| {
-            let name = path.display().to_string();
-            let items = parse_file_with(&name, key, b, &recheck, &keep, &finished)?;
-            bar.inc(1);
-            Ok(items)
-        })
-        .collect();
+    // Programs wait on python: with --jobs above the core count, more threads than cores.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(rayon::current_num_threads()))
+        .build()
+        .map_err(|e| Error::usage(format!("cannot start {jobs} threads: {e}")))?;
+    let parsed: Vec<std::result::Result<Vec<Item>, InputError>> = pool.install(|| {
+        files
+            .par_iter()
+            .zip(contents)
+            .map(|((path, key), b)| {
+                let name = path.display().to_string();
+                let items = parse_file_with(&name, key, b, &recheck, &keep, &finished)?;
+                bar.inc(1);
+                Ok(items)
+            })
+            .collect()
+    });
     bar.finish_and_clear();
     if let Some(e) = write_error.into_inner().expect("error slot") {
         return Err(e);
@@ -242,6 +260,21 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         print!("{}", outputs.report);
     }
     Ok(())
+}
+
+/// The `--exec-code` runner: limits from the flags; says on stderr which isolation is missing.
+fn exec_config(args: &MintArgs, jobs: usize) -> Result<ExecConfig> {
+    let limits = Limits {
+        timeout: Duration::from_secs(args.exec_timeout),
+        memory_bytes: args.exec_memory.saturating_mul(1 << 20),
+        ..Limits::default()
+    };
+    let cfg = ExecConfig::new("python3", limits, jobs)
+        .map_err(|e| Error::usage(format!("--exec-code needs python3: {e}")))?;
+    for gap in &crate::sandbox::isolation().missing {
+        eprintln!("warning: --exec-code isolation: {gap}");
+    }
+    Ok(cfg)
 }
 
 /// The key `--shard` splits by: configuration, task and task id, so that repeats of one
