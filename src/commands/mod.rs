@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_judge;
 pub mod embed;
 pub mod grasp;
+pub mod judge;
 pub mod merge;
 pub mod mint;
 pub mod model_runtime;
@@ -25,5 +26,6 @@ pub fn run(command: Command) -> Result<()> {
         Command::Models(a) => models::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Judge(c) => judge::run(c),
     }
 }

@@ -1,6 +1,7 @@
 //! Output files of every scoring command: metrics.json, items.jsonl, report.md.
 
 mod bootstrap;
+pub mod judge;
 mod markdown;
 mod metrics;
 mod output;
