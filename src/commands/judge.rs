@@ -97,6 +97,10 @@ struct RunLog {
     /// Dev logits of the kept weights.
     best_logits: Vec<Vec<f32>>,
     early_stopped: bool,
+    /// Wall-clock seconds from the previous step's end (or the loop's start) to each step's
+    /// end, evaluations and checkpoints included: for benchmarks, never compared.
+    #[serde(default)]
+    step_seconds: Vec<f64>,
 }
 
 fn check_recipe(a: &JudgeTrainArgs) -> Result<()> {
@@ -249,6 +253,7 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
     bar.set_position(trainer.pos.step);
     let best_file = out.join("model.safetensors");
     let mut stepped = 0u64;
+    let mut clock = std::time::Instant::now();
     let mut interrupted = false;
     let evaluate = |t: &mut Trainer, log: &mut RunLog| -> Result<Control> {
         let Some(dev) = &dev_data else {
@@ -285,6 +290,8 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
         match event {
             Event::Step(l) => {
                 log.steps.push(l.clone());
+                log.step_seconds.push(clock.elapsed().as_secs_f64());
+                clock = std::time::Instant::now();
                 bar.set_position(l.step);
                 bar.set_message(format!("loss {:.4}", l.loss));
                 stepped += 1;
@@ -371,6 +378,7 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
         "steps_done": trainer.pos.step,
         "early_stopped": log.early_stopped,
         "steps": log.steps,
+        "step_seconds": log.step_seconds,
         "evals": log.evals,
         "kept": kept,
     });
