@@ -157,6 +157,12 @@ fn resume_ends_with_the_weights_of_an_uninterrupted_run() {
     // Starting over without --resume or --force is refused.
     let r = run(&train_args(j, &train, p, &extra));
     assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    // Resuming with another recipe is refused.
+    let mut other = extra.to_vec();
+    other.extend(["--resume", "--seed", "7"]);
+    let r = run(&train_args(j, &train, p, &other));
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(stderr(&r).contains("another recipe"), "{}", stderr(&r));
     let mut again = extra.to_vec();
     again.push("--resume");
     let r = run(&train_args(j, &train, p, &again));

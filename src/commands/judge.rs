@@ -101,6 +101,9 @@ struct RunLog {
     /// end, evaluations and checkpoints included: for benchmarks, never compared.
     #[serde(default)]
     step_seconds: Vec<f64>,
+    /// The recipe and training data of the run, checked on `--resume`.
+    #[serde(default)]
+    identity: Value,
 }
 
 fn check_recipe(a: &JudgeTrainArgs) -> Result<()> {
@@ -238,10 +241,29 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
     };
     let mut trainer =
         Trainer::new(&model, recipe.clone(), data.len()).map_err(|e| anyhow!("optimiser: {e}"))?;
-    let mut log = RunLog::default();
+    let identity = json!({
+        "recipe": recipe,
+        "base_sha256": base_ref.sha256,
+        "train_sha256": train_files.iter().map(|f| f.sha256.clone()).collect::<Vec<_>>(),
+        "dev_sha256": dev.as_ref().map(|(_, f)| f[0].sha256.clone()),
+        "max_length": tok.max_length,
+    });
+    let mut log = RunLog {
+        identity: identity.clone(),
+        ..RunLog::default()
+    };
     if a.resume {
         let extra = checkpoint::load(&ckpt, &mut trainer)?;
         log = serde_json::from_value(extra).map_err(|e| anyhow!("checkpoint log: {e}"))?;
+        if log.identity != identity {
+            return Err(Error::usage(format!(
+                "--resume: the run in {} was started with another recipe, base or data \
+                 (checkpoint: {}; now: {}); use the same flags, or --force to start over",
+                out.display(),
+                log.identity,
+                identity
+            )));
+        }
         eprintln!(
             "resuming at step {} of {}",
             trainer.pos.step, trainer.schedule.total
