@@ -259,3 +259,29 @@ fn eval_reports_accuracy_and_consistency_on_the_test_split() {
         .unwrap()
         .contains("consistency"));
 }
+
+#[test]
+fn a_base_whose_weights_do_not_fit_its_config_is_refused_before_training() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = tmp.path().join("base");
+    build_judge("bert_mc", &judge, true);
+    let cfg_path = judge.join("config.json");
+    let mut cfg = read_json(&cfg_path);
+    cfg["num_hidden_layers"] = 1.into();
+    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let train = lines(tmp.path(), "dev", 0, 4, "train.jsonl");
+    let out = tmp.path().join("out");
+    let r = run(&train_args(
+        judge.to_str().unwrap(),
+        &train,
+        out.to_str().unwrap(),
+        &[],
+    ));
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    let e = stderr(&r);
+    assert!(
+        e.contains("model.safetensors") && e.contains("num_hidden_layers"),
+        "{e}"
+    );
+    assert!(!out.join("training.json").exists() && !out.join("model.safetensors").exists());
+}
