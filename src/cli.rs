@@ -56,6 +56,122 @@ pub enum Command {
         after_help = "Example:\n  scorekit merge --parts out/shard-0 out/shard-1 --out out/all"
     )]
     Merge(MergeArgs),
+    /// Train and evaluate multiple-choice judges (the IFSM judge).
+    #[command(subcommand)]
+    Judge(JudgeCommand),
+}
+
+/// `scorekit judge ...`.
+#[derive(Debug, Subcommand)]
+pub enum JudgeCommand {
+    /// Fine-tune a BERT / RoBERTa / XLM-R checkpoint as a multiple-choice judge.
+    #[command(
+        after_help = "Example:\n  scorekit judge train --base roberta-base --train train.jsonl --dev dev.jsonl --out judge/"
+    )]
+    Train(JudgeTrainArgs),
+    /// Accuracy and consistency of a judge on Possible Stories (or RACE) questions.
+    #[command(
+        after_help = "Example:\n  scorekit judge eval --judge judge/ --dataset test.jsonl --out out/judge-eval"
+    )]
+    Eval(JudgeEvalArgs),
+}
+
+/// `scorekit judge train`.
+#[derive(Debug, Args)]
+pub struct JudgeTrainArgs {
+    /// The checkpoint to start from: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL")]
+    pub base: String,
+    /// Training questions, JSONL: Possible Stories or RACE lines (detected per line).
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    pub train: Vec<PathBuf>,
+    /// Dev questions for evaluation, best-checkpoint choice and early stopping.
+    #[arg(long, value_name = "FILE")]
+    pub dev: Option<PathBuf>,
+    /// Output folder (a Hugging Face model folder plus training.json and report.md).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Epochs.
+    #[arg(long, default_value_t = 5)]
+    pub epochs: u64,
+    /// Optimiser steps in all (overrides --epochs).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// Peak learning rate.
+    #[arg(long, default_value_t = 1e-5)]
+    pub lr: f64,
+    /// Questions per micro-batch.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub batch_questions: usize,
+    /// Micro-batches per optimiser step.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub grad_accum: usize,
+    /// Decoupled weight decay (not on biases and LayerNorm weights).
+    #[arg(long, default_value_t = 0.01)]
+    pub weight_decay: f64,
+    /// Share of the optimiser steps spent in linear warm-up.
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup_ratio: f64,
+    /// Clip gradients to this global L2 norm (0: no clipping).
+    #[arg(long, default_value_t = 1.0)]
+    pub max_grad_norm: f64,
+    /// Evaluate on --dev (and save a checkpoint) every N optimiser steps, and after each epoch.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub eval_every: u64,
+    /// Stop after this many dev evaluations without a gain in accuracy.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub patience: u64,
+    /// Seed of the shuffles, dropout masks and a new head.
+    #[arg(long, default_value_t = 2022)]
+    pub seed: u64,
+    /// Take questions in file order (else a seeded shuffle per epoch).
+    #[arg(long)]
+    pub no_shuffle: bool,
+    /// Dropout probability everywhere (default: the model's config.json).
+    #[arg(long, value_name = "P")]
+    pub dropout: Option<f64>,
+    /// Truncate pairs to this many tokens (default: the model's limit).
+    #[arg(long, value_name = "N")]
+    pub max_length: Option<usize>,
+    /// auto, cpu, cuda, cuda:N, metal or metal:N.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Continue the run in --out from its last checkpoint.
+    #[arg(long)]
+    pub resume: bool,
+    /// Overwrite a finished run in --out.
+    #[arg(long)]
+    pub force: bool,
+    /// Never touch the network (also HF_HUB_OFFLINE=1).
+    #[arg(long)]
+    pub offline: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Stop (as if killed) after N optimiser steps of this invocation, checkpoint written: for
+    /// testing --resume.
+    #[arg(long, hide = true, value_name = "N")]
+    pub stop_after: Option<u64>,
+}
+
+/// `scorekit judge eval`.
+#[derive(Debug, Args)]
+pub struct JudgeEvalArgs {
+    /// The judge: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL")]
+    pub judge: String,
+    /// Questions, JSONL: Possible Stories or RACE lines.
+    #[arg(long, value_name = "FILE")]
+    pub dataset: PathBuf,
+    /// For a binary sequence-classification judge: the label that means "follows".
+    #[arg(long, value_name = "LABEL")]
+    pub follow_label: Option<String>,
+    /// Where results go.
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Device and engine.
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// Flags shared by every scoring command: where results go and how intervals are computed.

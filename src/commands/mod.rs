@@ -5,6 +5,7 @@ pub mod bench_judge;
 pub mod data;
 pub mod embed;
 pub mod grasp;
+pub mod judge;
 pub mod merge;
 pub mod mint;
 pub mod model_runtime;
@@ -28,5 +29,6 @@ pub fn run(command: Command) -> Result<()> {
         Command::Data(a) => data::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Judge(c) => judge::run(c),
     }
 }

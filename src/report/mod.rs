@@ -5,6 +5,7 @@
 mod bootstrap;
 pub mod grasp;
 pub mod latex;
+pub mod judge;
 mod markdown;
 mod metrics;
 pub mod mint;

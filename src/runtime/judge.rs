@@ -41,10 +41,7 @@ pub struct Judge {
     head: Head,
     encoder: Box<dyn Encoder>,
     classifier: ClassifierHead,
-    tokenizer: Tokenizer,
-    max_length: usize,
-    /// Whether token type ids reach the model (BERT) or are all zeros (RoBERTa, DeBERTa-v3).
-    type_ids: bool,
+    tokenizer: PairTokenizer,
     /// (layers, hidden size, feed-forward size) from config.json.
     dims: (usize, usize, usize),
 }
@@ -81,35 +78,13 @@ impl Judge {
         let classifier = ClassifierHead::load(encoder.as_ref(), &arch.head(kind), hidden, n_out)
             .map_err(|e| models::weights_error(&weights, e))?;
         encoder.release_unused();
-        let model_limit = cfg
-            .max_tokens
-            .min(tokenizer_limit(dir).unwrap_or(usize::MAX));
-        let max_length = max_length.unwrap_or(model_limit).min(model_limit);
-        let tokenizer = load_tokenizer(dir, arch, max_length)?;
-        // A tokenizer of another model gives ids past the embedding table: refuse it here.
-        let vocab = cfg.bert.vocab_size;
-        let tokens = tokenizer.get_vocab_size(true);
-        if tokens > vocab {
-            let file = if dir.join("tokenizer.json").exists() {
-                "tokenizer.json"
-            } else {
-                "vocab.json"
-            };
-            return Err(Error::Input(InputError::file(
-                dir.join(file),
-                format!(
-                    "has {tokens} tokens but config.json's vocab_size is {vocab} (a tokenizer of another model?)"
-                ),
-            )));
-        }
+        let tokenizer = PairTokenizer::load(dir, arch, &cfg, max_length)?;
         Ok(Judge {
             model_type: cfg.model_type.clone(),
             head,
             encoder,
             classifier,
             tokenizer,
-            max_length,
-            type_ids: cfg.type_ids,
             dims: (
                 cfg.bert.num_hidden_layers,
                 hidden,
@@ -140,31 +115,12 @@ impl Judge {
 
     /// Tokens per input after truncation.
     pub fn max_length(&self) -> usize {
-        self.max_length
+        self.tokenizer.max_length
     }
 
-    /// Tokenize pairs as the dataset authors did: `tokenizer(first, second, truncation=True)`
-    /// (longest-first truncation to the model's limit).
+    /// Tokenize pairs as the dataset authors did (see [`PairTokenizer::encode`]).
     pub fn encode(&self, pairs: &[(String, String)]) -> Result<Vec<Tokens>> {
-        let inputs: Vec<tokenizers::EncodeInput> = pairs
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.as_str()).into())
-            .collect();
-        let encodings: Vec<Encoding> = self
-            .tokenizer
-            .encode_batch(inputs, true)
-            .map_err(|e| anyhow!("judge tokenizer failed: {e}"))?;
-        Ok(encodings
-            .into_iter()
-            .map(|e| Tokens {
-                ids: e.get_ids().to_vec(),
-                type_ids: if self.type_ids {
-                    e.get_type_ids().to_vec()
-                } else {
-                    vec![0; e.get_ids().len()]
-                },
-            })
-            .collect())
+        self.tokenizer.encode(pairs)
     }
 
     /// Raw head outputs per pair: 1 logit (multiple choice) or one per label (classifier).
@@ -197,6 +153,80 @@ impl Judge {
             .map(|row| match &self.head {
                 Head::MultipleChoice => row[0],
                 Head::Binary { follow, .. } => log_odds(row, *follow),
+            })
+            .collect())
+    }
+}
+
+/// A judge's tokenizer: (first, second) text pairs to token ids, as the dataset's authors
+/// tokenised them. Shared by scoring ([`Judge`]) and training (`runtime::train`), so both see the
+/// same ids for the same pair.
+pub struct PairTokenizer {
+    tokenizer: Tokenizer,
+    /// Tokens per input after truncation.
+    pub max_length: usize,
+    /// Whether token type ids reach the model (BERT) or are all zeros (RoBERTa, DeBERTa-v3).
+    type_ids: bool,
+}
+
+impl PairTokenizer {
+    /// The tokenizer of model folder `dir` (tokenizer.json, or the architecture's older files),
+    /// truncating to `max_length` capped by the model's own limit; refused when it has more
+    /// tokens than the model's vocabulary.
+    pub fn load(
+        dir: &Path,
+        arch: &dyn models::Architecture,
+        cfg: &models::ModelConfig,
+        max_length: Option<usize>,
+    ) -> Result<Self> {
+        let model_limit = cfg
+            .max_tokens
+            .min(tokenizer_limit(dir).unwrap_or(usize::MAX));
+        let max_length = max_length.unwrap_or(model_limit).min(model_limit);
+        let tokenizer = load_tokenizer(dir, arch, max_length)?;
+        // A tokenizer of another model gives ids past the embedding table: refuse it here.
+        let vocab = cfg.bert.vocab_size;
+        let tokens = tokenizer.get_vocab_size(true);
+        if tokens > vocab {
+            let file = if dir.join("tokenizer.json").exists() {
+                "tokenizer.json"
+            } else {
+                "vocab.json"
+            };
+            return Err(Error::Input(InputError::file(
+                dir.join(file),
+                format!(
+                    "has {tokens} tokens but config.json's vocab_size is {vocab} (a tokenizer of another model?)"
+                ),
+            )));
+        }
+        Ok(PairTokenizer {
+            tokenizer,
+            max_length,
+            type_ids: cfg.type_ids,
+        })
+    }
+
+    /// Tokenize pairs as the dataset authors did: `tokenizer(first, second, truncation=True)`
+    /// (longest-first truncation to the model's limit).
+    pub fn encode(&self, pairs: &[(String, String)]) -> Result<Vec<Tokens>> {
+        let inputs: Vec<tokenizers::EncodeInput> = pairs
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()).into())
+            .collect();
+        let encodings: Vec<Encoding> = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| anyhow!("judge tokenizer failed: {e}"))?;
+        Ok(encodings
+            .into_iter()
+            .map(|e| Tokens {
+                ids: e.get_ids().to_vec(),
+                type_ids: if self.type_ids {
+                    e.get_type_ids().to_vec()
+                } else {
+                    vec![0; e.get_ids().len()]
+                },
             })
             .collect())
     }

@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod models;
 pub mod native;
 pub mod tokenize;
+pub mod train;
 pub mod weights;
 
 pub use device::{device_name, select_device, select_dtype};

@@ -2,6 +2,7 @@
 //! Suites fill the typed summaries of `report/` and leave the writing to it; `pystr` holds the
 //! Python string semantics that more than one suite reproduces (docs/architecture.md).
 pub mod grasp;
+pub mod judge_data;
 pub mod mint;
 pub mod muse;
 pub mod pystr;

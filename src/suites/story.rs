@@ -49,6 +49,12 @@ impl Question {
             format!("{} {}", self.question, option),
         )
     }
+
+    /// The (document, question + option) pairs of the human options, in option order (what the
+    /// judge is trained and evaluated on).
+    pub fn gold_pairs(&self) -> Vec<(String, String)> {
+        self.options.iter().map(|o| self.pair(o)).collect()
+    }
 }
 
 /// Parse dataset records (dev.jsonl / test.jsonl). Malformed records are input errors.

@@ -9,14 +9,15 @@
 //! The embeddings (private in candle) are rebuilt with the same weights and arithmetic, plus what
 //! the relatives need: a position offset (RoBERTa) and a projection (ELECTRA's embedding size).
 
+use super::bert_layers::{BertLayers, Norm, Train};
 use super::NativeLayout;
 use super::{bad, usize_field, Activation, Architecture, HeadKind, HeadLayout, ModelConfig};
 use crate::error::Result;
 use crate::runtime::encoder::{Batch, Encoder, Hidden, Linear};
 use crate::runtime::weights;
 use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{embedding, layer_norm, Embedding, LayerNorm, VarBuilder};
-use candle_transformers::models::bert::{BertEncoder, Config, HiddenAct, PositionEmbeddingType};
+use candle_nn::{embedding, Embedding, VarBuilder};
+use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -44,6 +45,14 @@ impl Architecture for Bert {
         cfg: &ModelConfig,
     ) -> candle_core::Result<Box<dyn Encoder>> {
         Ok(Box::new(CandleBert::load(vb, cfg, 0, None)?))
+    }
+
+    fn trainable(
+        &self,
+        vb: VarBuilder<'static>,
+        cfg: &ModelConfig,
+    ) -> Option<candle_core::Result<CandleBert>> {
+        Some(CandleBert::load(vb, cfg, 0, None))
     }
 
     fn head(&self, _kind: HeadKind) -> HeadLayout {
@@ -239,15 +248,17 @@ pub fn check_bert_layout(w: &Path, cfg: &ModelConfig, projection: Option<&str>) 
     Ok(())
 }
 
-/// candle's BERT layers behind our embeddings and f16-safe mask: BERT, RoBERTa, XLM-R, ELECTRA.
+/// The BERT-layout encoder in candle (our embeddings, f16-safe mask and [`BertLayers`]): BERT,
+/// RoBERTa, XLM-R, ELECTRA. Scoring runs it as an [`Encoder`]; training runs
+/// [`CandleBert::forward_train`] on the same definition, built from a `VarMap`.
 pub struct CandleBert {
     word: Embedding,
     position: Embedding,
     token_type: Embedding,
-    norm: LayerNorm,
+    norm: Norm,
     /// ELECTRA: embedding width → hidden size.
     project: Option<candle_nn::Linear>,
-    encoder: BertEncoder,
+    encoder: BertLayers,
     /// Position of the first token.
     pos_offset: usize,
     pad_id: u32,
@@ -288,9 +299,9 @@ impl CandleBert {
             word: embedding(c.vocab_size, e, emb.pp("word_embeddings"))?,
             position: embedding(c.max_position_embeddings, e, emb.pp("position_embeddings"))?,
             token_type: embedding(c.type_vocab_size, e, emb.pp("token_type_embeddings"))?,
-            norm: layer_norm(e, c.layer_norm_eps, emb.pp("LayerNorm"))?,
+            norm: Norm::load(e, c.layer_norm_eps, emb.pp("LayerNorm"))?,
             project,
-            encoder: BertEncoder::load(vb.pp("encoder"), c)?,
+            encoder: BertLayers::load(vb.pp("encoder"), c)?,
             pos_offset,
             pad_id: cfg.pad_id,
             root,
@@ -304,17 +315,42 @@ impl CandleBert {
         token_type_ids: &Tensor,
         attention_mask: &Tensor,
     ) -> candle_core::Result<Tensor> {
+        self.run(input_ids, token_type_ids, attention_mask, None)
+    }
+
+    /// [`CandleBert::forward_padded`] in training mode: differentiable LayerNorm and dropout
+    /// with `train`'s probabilities and generator.
+    pub fn forward_train(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: &Tensor,
+        train: &mut Train,
+    ) -> candle_core::Result<Tensor> {
+        self.run(input_ids, token_type_ids, attention_mask, Some(train))
+    }
+
+    fn run(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: &Tensor,
+        mut train: Option<&mut Train>,
+    ) -> candle_core::Result<Tensor> {
         let (_, seq_len) = input_ids.dims2()?;
         let start = self.pos_offset as u32;
         let positions = Tensor::arange(start, start + seq_len as u32, input_ids.device())?;
         let x = (self.word.forward(input_ids)? + self.token_type.forward(token_type_ids)?)?
             .broadcast_add(&self.position.forward(&positions)?)?;
-        let mut x = self.norm.forward(&x)?;
+        let mut x = self.norm.forward(&x, train.is_some())?;
+        if let Some(t) = train.as_deref_mut() {
+            x = t.dropout(&x, t.hidden)?;
+        }
         if let Some(p) = &self.project {
             x = Module::forward(p, &x)?;
         }
         let mask = additive_mask(attention_mask, x.dtype())?;
-        self.encoder.forward(&x, &mask)
+        self.encoder.forward(&x, &mask, train)
     }
 }
 
@@ -354,8 +390,14 @@ pub fn additive_mask(mask: &Tensor, dtype: DType) -> candle_core::Result<Tensor>
         DType::F64 => f64::MIN,
         _ => f32::MIN as f64,
     };
-    // Computed in f32 (1 - mask is exactly 0 or 1), then scaled and cast: no 0 * -inf anywhere.
-    let inverted = (1.0 - mask.to_dtype(DType::F32)?)?;
+    // Computed in f32 (f64 for f64 models, whose minimum f32 cannot hold), 1 - mask exactly 0
+    // or 1, then scaled and cast: no 0 * -inf anywhere.
+    let wide = if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let inverted = (1.0 - mask.to_dtype(wide)?)?;
     (inverted * min)?
         .to_dtype(dtype)?
         .unsqueeze(1)?
@@ -382,6 +424,10 @@ mod tests {
             assert_eq!(v[1], 0.0, "{dt:?}");
             assert!(v[2].is_finite() && v[2] < -6e4, "{dt:?}: {}", v[2]);
         }
+        // f64 (exactness tests of training): f64's own minimum, not f32's cast (-inf, NaN).
+        let a = additive_mask(&m, DType::F64).unwrap();
+        let v: Vec<f64> = a.flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!((v[0], v[2]), (0.0, f64::MIN));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! [`ARCHITECTURES`], and a parity test against PyTorch (see docs/architecture.md).
 
 pub mod bert;
+pub mod bert_layers;
 pub mod deberta_v2;
 pub mod electra;
 pub mod heads;
@@ -113,6 +114,15 @@ pub trait Architecture: Sync {
     ) -> candle_core::Result<Box<dyn Encoder>>;
     /// The tensor names and activation of a head.
     fn head(&self, kind: HeadKind) -> HeadLayout;
+    /// The encoder as a trainable module (candle's layers built from `vb`, typically backed by
+    /// a `VarMap`), where scorekit can train this architecture.
+    fn trainable(
+        &self,
+        _vb: VarBuilder<'static>,
+        _cfg: &ModelConfig,
+    ) -> Option<candle_core::Result<bert::CandleBert>> {
+        None
+    }
     /// A tokenizer for folders without tokenizer.json (RoBERTa's vocab.json + merges.txt).
     fn legacy_tokenizer(&self, _dir: &Path) -> Option<Result<Tokenizer>> {
         None

@@ -32,12 +32,15 @@ pub fn load_roberta(
     vb: VarBuilder<'static>,
     cfg: &ModelConfig,
 ) -> candle_core::Result<Box<dyn Encoder>> {
-    Ok(Box::new(CandleBert::load(
-        vb,
-        cfg,
-        position_offset(&cfg.bert, true),
-        None,
-    )?))
+    Ok(Box::new(roberta_layers(vb, cfg)?))
+}
+
+/// The RoBERTa encoder as a concrete (trainable) module.
+pub fn roberta_layers(
+    vb: VarBuilder<'static>,
+    cfg: &ModelConfig,
+) -> candle_core::Result<CandleBert> {
+    CandleBert::load(vb, cfg, position_offset(&cfg.bert, true), None)
 }
 
 /// RoBERTa's heads: `...ForMultipleChoice` pools with `roberta.pooler` then `classifier`;
@@ -76,6 +79,14 @@ impl Architecture for Roberta {
         cfg: &ModelConfig,
     ) -> candle_core::Result<Box<dyn Encoder>> {
         load_roberta(vb, cfg)
+    }
+
+    fn trainable(
+        &self,
+        vb: VarBuilder<'static>,
+        cfg: &ModelConfig,
+    ) -> Option<candle_core::Result<CandleBert>> {
+        Some(roberta_layers(vb, cfg))
     }
 
     fn head(&self, kind: HeadKind) -> HeadLayout {

@@ -1,7 +1,8 @@
 //! XLM-RoBERTa: RoBERTa's architecture and tensor names (`transformers`' XLM-R classes keep the
 //! `roberta.` prefix) with a SentencePiece vocabulary, which tokenizer.json carries.
 
-use super::roberta::{load_roberta, roberta_config, roberta_head};
+use super::bert::CandleBert;
+use super::roberta::{load_roberta, roberta_config, roberta_head, roberta_layers};
 use super::{Architecture, HeadKind, HeadLayout, ModelConfig};
 use crate::error::Result;
 use crate::runtime::encoder::Encoder;
@@ -31,6 +32,14 @@ impl Architecture for XlmRoberta {
         cfg: &ModelConfig,
     ) -> candle_core::Result<Box<dyn Encoder>> {
         load_roberta(vb, cfg)
+    }
+
+    fn trainable(
+        &self,
+        vb: VarBuilder<'static>,
+        cfg: &ModelConfig,
+    ) -> Option<candle_core::Result<CandleBert>> {
+        Some(roberta_layers(vb, cfg))
     }
 
     fn head(&self, kind: HeadKind) -> HeadLayout {

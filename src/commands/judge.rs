@@ -1,0 +1,520 @@
+//! `scorekit judge train` and `scorekit judge eval`: read questions, train or score a judge,
+//! write the folder and reports. The loop is `runtime::train`; the pairs come from
+//! `suites::story::Question::pair` (through `suites::judge_data`), as the story judge's do.
+
+use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs};
+use crate::commands::model_runtime::ModelRuntime;
+use crate::commands::story::JUDGE_FILES;
+use crate::error::{Error, Result};
+use crate::input::read_jsonl;
+use crate::report::judge as render;
+use crate::report::{bootstrap_mean, sha256_file, OutputDir};
+use crate::runtime::judge::{Judge, PairTokenizer};
+use crate::runtime::train::checkpoint;
+use crate::runtime::train::model::{Dropouts, McModel};
+use crate::runtime::train::trainer::{
+    argmax, predict, Control, Event, Example, Recipe, StepLog, Trainer,
+};
+use crate::runtime::{self, ResolveOptions};
+use crate::suites::judge_data::{self, Parsed};
+use crate::suites::story::Question;
+use anyhow::{anyhow, Context};
+use candle_core::{DType, Tensor};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Run a `scorekit judge` subcommand.
+pub fn run(c: JudgeCommand) -> Result<()> {
+    match c {
+        JudgeCommand::Train(a) => train(a),
+        JudgeCommand::Eval(a) => eval(a),
+    }
+}
+
+/// A question file as read: path, sha256 and per-format counts.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileInfo {
+    /// The path as given.
+    pub path: String,
+    /// sha256 of its bytes.
+    pub sha256: String,
+    /// Possible Stories lines.
+    pub possible_stories: usize,
+    /// RACE lines.
+    pub race: usize,
+}
+
+/// Read question files; every question must have `choices` options (None: the first line's).
+fn read_questions(
+    files: &[PathBuf],
+    mut choices: Option<usize>,
+) -> Result<(Vec<Question>, Vec<FileInfo>)> {
+    let mut all = Vec::new();
+    let mut infos = Vec::new();
+    for f in files {
+        let Parsed {
+            questions,
+            possible_stories,
+            race,
+        } = judge_data::parse_file(&read_jsonl(f)?, choices)?;
+        if questions.is_empty() {
+            return Err(Error::usage(format!("{}: no questions", f.display())));
+        }
+        choices.get_or_insert(questions[0].options.len());
+        infos.push(FileInfo {
+            path: f.display().to_string(),
+            sha256: sha256_file(f).with_context(|| format!("cannot hash {}", f.display()))?,
+            possible_stories,
+            race,
+        });
+        all.extend(questions);
+    }
+    Ok((all, infos))
+}
+
+/// One dev evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalLog {
+    /// Optimiser step after which it ran.
+    pub step: u64,
+    /// Epochs completed (fractional within an epoch).
+    pub epoch: f64,
+    /// Dev accuracy.
+    pub accuracy: f64,
+}
+
+/// What a run has recorded so far (saved in checkpoints).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct RunLog {
+    steps: Vec<StepLog>,
+    evals: Vec<EvalLog>,
+    /// (step, accuracy) of the kept weights.
+    best: Option<(u64, f64)>,
+    /// Evaluations since the best.
+    since_best: u64,
+    /// Dev logits of the kept weights.
+    best_logits: Vec<Vec<f32>>,
+    early_stopped: bool,
+    /// Wall-clock seconds from the previous step's end (or the loop's start) to each step's
+    /// end, evaluations and checkpoints included: for benchmarks, never compared.
+    #[serde(default)]
+    step_seconds: Vec<f64>,
+    /// The recipe and training data of the run, checked on `--resume`.
+    #[serde(default)]
+    identity: Value,
+}
+
+fn check_recipe(a: &JudgeTrainArgs) -> Result<()> {
+    let bad = |m: &str| Err(Error::usage(m.to_string()));
+    if a.batch_questions == 0 || a.grad_accum == 0 || a.eval_every == 0 {
+        return bad("--batch-questions, --grad-accum and --eval-every must be at least 1");
+    }
+    if !(a.lr > 0.0 && a.lr.is_finite()) {
+        return bad("--lr must be a positive number");
+    }
+    if !(0.0..=1.0).contains(&a.warmup_ratio) {
+        return bad("--warmup-ratio must be between 0 and 1");
+    }
+    if a.dropout.is_some_and(|p| !(0.0..1.0).contains(&p)) {
+        return bad("--dropout must be in [0, 1)");
+    }
+    if a.max_steps == Some(0) || (a.max_steps.is_none() && a.epochs == 0) {
+        return bad("nothing to train: --epochs or --max-steps is 0");
+    }
+    Ok(())
+}
+
+/// The `...ForMultipleChoice` class of a model type, for config.json.
+fn mc_class(model_type: &str) -> &'static str {
+    match model_type {
+        "roberta" => "RobertaForMultipleChoice",
+        "xlm-roberta" => "XLMRobertaForMultipleChoice",
+        _ => "BertForMultipleChoice",
+    }
+}
+
+/// Tokenizer and vocabulary files copied from the base into the trained folder.
+const TOKENIZER_FILES: &[&str] = &[
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+];
+
+fn save_weights(model: &McModel, file: &Path) -> Result<()> {
+    let map: HashMap<String, Tensor> = model
+        .named_vars()
+        .into_iter()
+        .map(|(n, v)| (n, v.as_tensor().clone()))
+        .collect();
+    let tmp = file.with_extension("partial");
+    candle_core::safetensors::save(&map, &tmp)
+        .map_err(|e| anyhow!("writing {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))?;
+    Ok(())
+}
+
+fn accuracy(logits: &[Vec<f32>], data: &[Example]) -> f64 {
+    let right = logits
+        .iter()
+        .zip(data)
+        .filter(|(l, e)| argmax(l) == e.label)
+        .count();
+    right as f64 / data.len().max(1) as f64
+}
+
+/// `scorekit judge train`.
+fn train(a: JudgeTrainArgs) -> Result<()> {
+    check_recipe(&a)?;
+    // Every input is read and checked before anything is loaded or trained.
+    let (questions, train_files) = read_questions(&a.train, None)?;
+    let choices = questions[0].options.len();
+    let dev = match &a.dev {
+        Some(d) => Some(read_questions(std::slice::from_ref(d), Some(choices))?),
+        None => None,
+    };
+    let out = &a.out;
+    let ckpt = out.join("checkpoint");
+    if a.resume && !ckpt.join("state.json").exists() {
+        return Err(Error::usage(format!(
+            "--resume: {} holds no checkpoint",
+            out.display()
+        )));
+    }
+    if !a.resume && !a.force && (out.join("training.json").exists() || ckpt.exists()) {
+        return Err(Error::usage(format!(
+            "--out {}: already holds a training run; --resume to continue it, --force to start over",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let device = runtime::select_device(&a.device)?;
+    let opts = ResolveOptions {
+        offline: a.offline,
+        quiet: a.quiet,
+    };
+    let base = runtime::resolve(&a.base, JUDGE_FILES, &opts)?;
+    let base_ref = base.model_ref()?;
+    let model = McModel::load(&base.dir, &device, DType::F32, a.seed)?;
+    if !model.new_head.is_empty() {
+        eprintln!(
+            "base {} has no multiple-choice head: {} initialised as transformers does (normal(0, {}), zero bias, seed {})",
+            base_ref.id,
+            model.new_head.join(", "),
+            model.cfg.bert.initializer_range,
+            a.seed
+        );
+    }
+    let tok = PairTokenizer::load(&base.dir, model.arch, &model.cfg, a.max_length)?;
+    let encode = |qs: &[Question]| -> Result<Vec<Example>> {
+        qs.iter()
+            .map(|q| {
+                Ok(Example {
+                    choices: tok.encode(&q.gold_pairs())?,
+                    label: q.gold,
+                })
+            })
+            .collect()
+    };
+    let data = encode(&questions)?;
+    let dev_data = match &dev {
+        Some((qs, _)) => Some(encode(qs)?),
+        None => None,
+    };
+    let recipe = Recipe {
+        lr: a.lr,
+        batch_questions: a.batch_questions,
+        grad_accum: a.grad_accum,
+        weight_decay: a.weight_decay,
+        warmup_ratio: a.warmup_ratio,
+        max_grad_norm: a.max_grad_norm,
+        epochs: a.epochs,
+        max_steps: a.max_steps,
+        shuffle: !a.no_shuffle,
+        seed: a.seed,
+        dropouts: a.dropout.map_or(model.config_dropouts, Dropouts::all),
+    };
+    let mut trainer =
+        Trainer::new(&model, recipe.clone(), data.len()).map_err(|e| anyhow!("optimiser: {e}"))?;
+    let identity = json!({
+        "recipe": recipe,
+        "base_sha256": base_ref.sha256,
+        "train_sha256": train_files.iter().map(|f| f.sha256.clone()).collect::<Vec<_>>(),
+        "dev_sha256": dev.as_ref().map(|(_, f)| f[0].sha256.clone()),
+        "max_length": tok.max_length,
+    });
+    let mut log = RunLog {
+        identity: identity.clone(),
+        ..RunLog::default()
+    };
+    if a.resume {
+        let extra = checkpoint::load(&ckpt, &mut trainer)?;
+        log = serde_json::from_value(extra).map_err(|e| anyhow!("checkpoint log: {e}"))?;
+        if log.identity != identity {
+            return Err(Error::usage(format!(
+                "--resume: the run in {} was started with another recipe, base or data \
+                 (checkpoint: {}; now: {}); use the same flags, or --force to start over",
+                out.display(),
+                log.identity,
+                identity
+            )));
+        }
+        eprintln!(
+            "resuming at step {} of {}",
+            trainer.pos.step, trainer.schedule.total
+        );
+    }
+    let total = trainer.schedule.total;
+    let per_epoch = recipe.steps_per_epoch(data.len());
+    let bar = crate::progress::bar(total, "training", a.quiet);
+    bar.set_position(trainer.pos.step);
+    let best_file = out.join("model.safetensors");
+    let mut stepped = 0u64;
+    let mut clock = std::time::Instant::now();
+    let mut interrupted = false;
+    let evaluate = |t: &mut Trainer, log: &mut RunLog| -> Result<Control> {
+        let Some(dev) = &dev_data else {
+            return Ok(Control::Continue);
+        };
+        if log.evals.last().is_some_and(|e| e.step == t.pos.step) {
+            return Ok(Control::Continue);
+        }
+        let logits =
+            predict(t.model, dev, a.batch_questions).map_err(|e| anyhow!("dev evaluation: {e}"))?;
+        let acc = accuracy(&logits, dev);
+        log.evals.push(EvalLog {
+            step: t.pos.step,
+            epoch: t.pos.step as f64 / per_epoch as f64,
+            accuracy: acc,
+        });
+        if log.best.is_none_or(|(_, b)| acc > b) {
+            log.best = Some((t.pos.step, acc));
+            log.since_best = 0;
+            log.best_logits = logits;
+            save_weights(t.model, &best_file)?;
+        } else {
+            log.since_best += 1;
+        }
+        if log.since_best >= a.patience {
+            log.early_stopped = true;
+            return Ok(Control::Stop);
+        }
+        Ok(Control::Continue)
+    };
+    trainer.run(&data, |t, event| {
+        let mut control = Control::Continue;
+        let mut save = false;
+        match event {
+            Event::Step(l) => {
+                log.steps.push(l.clone());
+                log.step_seconds.push(clock.elapsed().as_secs_f64());
+                clock = std::time::Instant::now();
+                bar.set_position(l.step);
+                bar.set_message(format!("loss {:.4}", l.loss));
+                stepped += 1;
+                if l.step % a.eval_every == 0 {
+                    control = evaluate(t, &mut log)?;
+                    save = true;
+                }
+                if a.stop_after.is_some_and(|n| stepped >= n) {
+                    interrupted = true;
+                    control = Control::Stop;
+                    save = true;
+                }
+            }
+            Event::EpochEnd(_) => {
+                control = evaluate(t, &mut log)?;
+                save = true;
+            }
+        }
+        if save {
+            let extra = serde_json::to_value(&log).map_err(|e| anyhow!("{e}"))?;
+            checkpoint::save(&ckpt, t, extra)?;
+        }
+        Ok(control)
+    })?;
+    bar.finish_and_clear();
+    if interrupted {
+        eprintln!(
+            "stopped after step {} of {}; continue with --resume",
+            trainer.pos.step, total
+        );
+        return Ok(());
+    }
+    if dev_data.is_some() {
+        if !log.early_stopped {
+            evaluate(&mut trainer, &mut log)?;
+        }
+    } else {
+        save_weights(&model, &best_file)?;
+    }
+    // config.json: the base's own file with the multiple-choice class.
+    let config_path = base.dir.join("config.json");
+    let mut config: Value = serde_json::from_str(
+        &std::fs::read_to_string(&config_path)
+            .with_context(|| format!("reading {}", config_path.display()))?,
+    )
+    .map_err(|e| anyhow!("{}: {e}", config_path.display()))?;
+    config["architectures"] = json!([mc_class(&model.cfg.model_type)]);
+    if let Some(p) = a.dropout {
+        for k in ["hidden_dropout_prob", "attention_probs_dropout_prob"] {
+            config[k] = json!(p);
+        }
+    }
+    std::fs::write(
+        out.join("config.json"),
+        serde_json::to_string_pretty(&config).unwrap_or_default(),
+    )
+    .with_context(|| format!("writing {}", out.display()))?;
+    for f in TOKENIZER_FILES {
+        let src = base.dir.join(f);
+        if src.exists() {
+            std::fs::copy(&src, out.join(f))
+                .with_context(|| format!("copying {}", src.display()))?;
+        }
+    }
+    let kept = match log.best {
+        Some((step, acc)) => {
+            json!({"step": step, "dev_accuracy": acc, "dev_logits": log.best_logits})
+        }
+        None => json!({"step": trainer.pos.step, "dev_accuracy": null}),
+    };
+    let training = json!({
+        "base": {"id": base_ref.id, "revision": base_ref.revision, "sha256": base_ref.sha256,
+                 "new_head": model.new_head},
+        "train_files": train_files,
+        "dev_file": dev.as_ref().map(|(_, f)| f[0].clone()),
+        "questions": {"train": data.len(), "dev": dev_data.as_ref().map(Vec::len), "choices": choices},
+        "recipe": recipe,
+        "max_length": tok.max_length,
+        "device": runtime::device_name(&device),
+        "encoder_dropout": "applied with the recipe's probabilities (scorekit's seeded masks)",
+        "total_steps": total,
+        "warmup_steps": trainer.schedule.warmup,
+        "steps_per_epoch": per_epoch,
+        "steps_done": trainer.pos.step,
+        "early_stopped": log.early_stopped,
+        "steps": log.steps,
+        "step_seconds": log.step_seconds,
+        "evals": log.evals,
+        "kept": kept,
+    });
+    std::fs::write(
+        out.join("training.json"),
+        serde_json::to_string_pretty(&training).unwrap_or_default(),
+    )
+    .with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(out.join("report.md"), render::train_report(&training))
+        .with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(out.join("curves.svg"), render::curves_svg(&training))
+        .with_context(|| format!("writing {}", out.display()))?;
+    if ckpt.exists() {
+        std::fs::remove_dir_all(&ckpt).with_context(|| format!("removing {}", ckpt.display()))?;
+    }
+    eprintln!(
+        "trained {} steps; kept step {}{}; folder {}",
+        trainer.pos.step,
+        training["kept"]["step"],
+        log.best.map_or(String::new(), |(_, acc)| format!(
+            " (dev accuracy {:.1}%)",
+            100.0 * acc
+        )),
+        out.display()
+    );
+    Ok(())
+}
+
+/// One line of `judge eval`'s items.jsonl.
+#[derive(Debug, Clone, Serialize)]
+struct EvalItem {
+    line: usize,
+    question_id: String,
+    passage_id: String,
+    gold: usize,
+    pick: usize,
+    correct: bool,
+    scores: Vec<f32>,
+}
+
+/// `scorekit judge eval`.
+fn eval(a: JudgeEvalArgs) -> Result<()> {
+    let o = &a.output;
+    let (questions, files) = read_questions(std::slice::from_ref(&a.dataset), None)?;
+    let dir = OutputDir::prepare(&o.out, o.force)?;
+    let rt = ModelRuntime::new(&a.model, o.quiet)?;
+    let model = rt.resolve(&a.judge, JUDGE_FILES)?;
+    let judge = Judge::load(
+        &model.dir,
+        &rt.device,
+        rt.dtype,
+        rt.max_length,
+        a.follow_label.as_deref(),
+        &rt.engine,
+    )?;
+    let model_ref = model.model_ref()?;
+    eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
+    let pairs: Vec<(String, String)> = questions.iter().flat_map(|q| q.gold_pairs()).collect();
+    let bar = crate::progress::bar(pairs.len() as u64, "judge", o.quiet);
+    let scores = judge.score(&pairs, rt.batch_tokens, &bar)?;
+    bar.finish_and_clear();
+    let mut items = Vec::with_capacity(questions.len());
+    let mut offset = 0;
+    for (i, q) in questions.iter().enumerate() {
+        let s = scores[offset..offset + q.options.len()].to_vec();
+        offset += q.options.len();
+        let pick = argmax(&s);
+        items.push(EvalItem {
+            line: i + 1,
+            question_id: q.id.clone(),
+            passage_id: q.passage_id.clone(),
+            gold: q.gold,
+            pick,
+            correct: pick == q.gold,
+            scores: s,
+        });
+    }
+    let correct: Vec<f64> = items
+        .iter()
+        .map(|i| f64::from(u8::from(i.correct)))
+        .collect();
+    let mut passages: BTreeMap<&str, bool> = BTreeMap::new();
+    for it in &items {
+        *passages.entry(&it.passage_id).or_insert(true) &= it.correct;
+    }
+    let consistent: Vec<f64> = passages.values().map(|&c| f64::from(u8::from(c))).collect();
+    let acc = bootstrap_mean(&correct, o.bootstrap, o.seed);
+    let cons = bootstrap_mean(&consistent, o.bootstrap, o.seed);
+    let metrics = json!({
+        "suite": "judge-eval",
+        "judge": model_ref,
+        "engine": judge.engine(),
+        "dataset": files[0],
+        "questions": items.len(),
+        "passages": passages.len(),
+        "chance": 1.0 / questions[0].options.len() as f64,
+        "accuracy": acc,
+        "consistency": cons,
+        "consistency_definition": "share of passages (question_id before the first '_') with every question answered right",
+        "bootstrap": {"resamples": o.bootstrap, "seed": o.seed},
+    });
+    let mut jsonl = Vec::new();
+    for it in &items {
+        jsonl.extend(serde_json::to_vec(it).map_err(|e| anyhow!("{e}"))?);
+        jsonl.push(b'\n');
+    }
+    let metrics_text = serde_json::to_string_pretty(&metrics).map_err(|e| anyhow!("{e}"))?;
+    dir.write("items.jsonl", &jsonl)?;
+    dir.write("report.md", render::eval_report(&metrics).as_bytes())?;
+    dir.write("metrics.json", metrics_text.as_bytes())?;
+    if o.json {
+        println!("{metrics_text}");
+    } else {
+        println!("{}", render::eval_table(&metrics));
+    }
+    Ok(())
+}

@@ -1,0 +1,287 @@
+//! `scorekit judge train` and `scorekit judge eval` end to end on the real Possible Stories data
+//! with the tiny judges of tests/data/story.
+
+mod common;
+
+use common::{read_json, run, shared_data, stderr, tiny_judge::build_judge, write};
+use std::path::Path;
+
+/// The first `n` lines of a shared Possible Stories split, as a file under `dir`.
+fn lines(dir: &Path, split: &str, skip: usize, n: usize, name: &str) -> String {
+    let text =
+        std::fs::read_to_string(shared_data(&format!("possible-stories/{split}.jsonl"))).unwrap();
+    let picked: Vec<&str> = text.lines().skip(skip).take(n).collect();
+    write(dir, name, picked.join("\n") + "\n")
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+fn train_args<'a>(judge: &'a str, train: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "judge",
+        "train",
+        "--base",
+        judge,
+        "--train",
+        train,
+        "--out",
+        out,
+        "--device",
+        "cpu",
+        "--quiet",
+        "--batch-questions",
+        "4",
+        "--grad-accum",
+        "2",
+        "--lr",
+        "1e-3",
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn trained_folder_scores_in_the_story_judge_as_in_training() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = tmp.path().join("base");
+    build_judge("bert_mc", &judge, true);
+    let train = lines(tmp.path(), "dev", 0, 24, "train.jsonl");
+    let dev = lines(tmp.path(), "dev", 24, 12, "dev.jsonl");
+    let out = tmp.path().join("out");
+    let (j, o) = (judge.to_str().unwrap(), out.to_str().unwrap());
+    let r = run(&train_args(
+        j,
+        &train,
+        o,
+        &[
+            "--dev",
+            &dev,
+            "--epochs",
+            "2",
+            "--eval-every",
+            "2",
+            "--no-shuffle",
+            "--dropout",
+            "0",
+        ],
+    ));
+    assert!(r.status.success(), "{}", stderr(&r));
+    for f in [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "training.json",
+        "report.md",
+        "curves.svg",
+    ] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    assert!(
+        !out.join("checkpoint").exists(),
+        "checkpoint removed after a finished run"
+    );
+    let config = read_json(&out.join("config.json"));
+    assert_eq!(config["architectures"][0], "BertForMultipleChoice");
+    let t = read_json(&out.join("training.json"));
+    // 24 questions, 4 a micro-batch, 2 micro-batches a step: 3 steps an epoch, 2 epochs.
+    assert_eq!(t["total_steps"], 6);
+    assert_eq!(t["steps"].as_array().unwrap().len(), 6);
+    assert_eq!(t["train_files"][0]["possible_stories"], 24);
+    assert_eq!(t["train_files"][0]["sha256"].as_str().unwrap().len(), 64);
+    // Evaluations at steps 2, 3 (epoch end), 4, 6 (step and epoch end once).
+    let evals: Vec<u64> = t["evals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(evals, vec![2, 3, 4, 6]);
+    let kept_logits: Vec<Vec<f64>> =
+        serde_json::from_value(t["kept"]["dev_logits"].clone()).unwrap();
+    assert_eq!(kept_logits.len(), 12);
+    // The kept folder through the story judge (scorekit's scoring engine): the trainer's logits.
+    let eval_out = tmp.path().join("eval");
+    let r = run(&[
+        "judge",
+        "eval",
+        "--judge",
+        o,
+        "--dataset",
+        &dev,
+        "--out",
+        eval_out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--quiet",
+        "--bootstrap",
+        "100",
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let items = std::fs::read_to_string(eval_out.join("items.jsonl")).unwrap();
+    let mut worst = 0f64;
+    for (line, want) in items.lines().zip(&kept_logits) {
+        let it: serde_json::Value = serde_json::from_str(line).unwrap();
+        let got: Vec<f64> = serde_json::from_value(it["scores"].clone()).unwrap();
+        for (g, w) in got.iter().zip(want) {
+            worst = worst.max((g - w).abs());
+            assert!((g - w).abs() < 1e-4 * w.abs().max(1.0), "{g} vs {w}");
+        }
+    }
+    let m = read_json(&eval_out.join("metrics.json"));
+    let kept_acc = t["kept"]["dev_accuracy"].as_f64().unwrap();
+    assert!((m["accuracy"]["value"].as_f64().unwrap() - kept_acc).abs() < 1e-12);
+    eprintln!("round trip: worst |logit diff| {worst:.2e}, kept dev accuracy {kept_acc}");
+}
+
+#[test]
+fn resume_ends_with_the_weights_of_an_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = tmp.path().join("base");
+    build_judge("roberta_mc", &judge, true);
+    let train = lines(tmp.path(), "dev", 0, 20, "train.jsonl");
+    let j = judge.to_str().unwrap();
+    // Seeded shuffle and dropout on: the resumed run must restore the generator and position.
+    let extra = ["--epochs", "2", "--dropout", "0.1", "--eval-every", "1000"];
+    let whole = tmp.path().join("whole");
+    let r = run(&train_args(j, &train, whole.to_str().unwrap(), &extra));
+    assert!(r.status.success(), "{}", stderr(&r));
+    let parts = tmp.path().join("parts");
+    let p = parts.to_str().unwrap();
+    let mut first = extra.to_vec();
+    first.extend(["--stop-after", "4"]);
+    let r = run(&train_args(j, &train, p, &first));
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert!(parts.join("checkpoint/state.json").exists());
+    assert!(!parts.join("training.json").exists());
+    // Starting over without --resume or --force is refused.
+    let r = run(&train_args(j, &train, p, &extra));
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    // Resuming with another recipe is refused.
+    let mut other = extra.to_vec();
+    other.extend(["--resume", "--seed", "7"]);
+    let r = run(&train_args(j, &train, p, &other));
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(stderr(&r).contains("another recipe"), "{}", stderr(&r));
+    let mut again = extra.to_vec();
+    again.push("--resume");
+    let r = run(&train_args(j, &train, p, &again));
+    assert!(r.status.success(), "{}", stderr(&r));
+    let a = std::fs::read(whole.join("model.safetensors")).unwrap();
+    let b = std::fs::read(parts.join("model.safetensors")).unwrap();
+    assert!(
+        a == b,
+        "resumed weights differ from the uninterrupted run's"
+    );
+    let (ta, tb) = (
+        read_json(&whole.join("training.json")),
+        read_json(&parts.join("training.json")),
+    );
+    assert_eq!(ta["steps"], tb["steps"]);
+    assert_eq!(ta["steps"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn bad_training_lines_exit_2_naming_file_line_field_and_train_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = tmp.path().join("base");
+    build_judge("bert_mc", &judge, true);
+    let good = lines(tmp.path(), "dev", 0, 3, "good.jsonl");
+    let mut text = std::fs::read_to_string(&good).unwrap();
+    text.push_str(
+        r#"{"article": "A", "question": "Q", "options": ["a", "b", "c", "d"], "answer": "F"}"#,
+    );
+    text.push('\n');
+    let bad = write(tmp.path(), "bad.jsonl", text);
+    let out = tmp.path().join("out");
+    let r = run(&train_args(
+        judge.to_str().unwrap(),
+        &good,
+        out.to_str().unwrap(),
+        &["--train", bad.to_str().unwrap()],
+    ));
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    let e = stderr(&r);
+    assert!(
+        e.contains("bad.jsonl") && e.contains('4') && e.contains("answer"),
+        "{e}"
+    );
+    assert!(!out.join("model.safetensors").exists() && !out.join("training.json").exists());
+}
+
+#[test]
+fn eval_reports_accuracy_and_consistency_on_the_test_split() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = tmp.path().join("judge");
+    build_judge("bert_mc", &judge, true);
+    let out = tmp.path().join("out");
+    let test = shared_data("possible-stories/test.jsonl");
+    let r = run(&[
+        "judge",
+        "eval",
+        "--judge",
+        judge.to_str().unwrap(),
+        "--dataset",
+        test.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--quiet",
+        "--bootstrap",
+        "200",
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let m = read_json(&out.join("metrics.json"));
+    assert_eq!(m["questions"], 671);
+    let items = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = items
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 671);
+    let right = rows.iter().filter(|r| r["correct"] == true).count();
+    let acc = &m["accuracy"];
+    assert!((acc["value"].as_f64().unwrap() - right as f64 / 671.0).abs() < 1e-12);
+    assert!(acc["ci_low"].as_f64().unwrap() <= acc["value"].as_f64().unwrap());
+    // Consistency recomputed from the picks: passages with every question right.
+    let mut passages: std::collections::BTreeMap<String, bool> = Default::default();
+    for r in &rows {
+        *passages
+            .entry(r["passage_id"].as_str().unwrap().to_string())
+            .or_insert(true) &= r["correct"] == true;
+    }
+    let cons = passages.values().filter(|&&c| c).count() as f64 / passages.len() as f64;
+    assert_eq!(m["passages"].as_u64().unwrap() as usize, passages.len());
+    assert!((m["consistency"]["value"].as_f64().unwrap() - cons).abs() < 1e-12);
+    assert!(cons <= acc["value"].as_f64().unwrap());
+    assert!(std::fs::read_to_string(out.join("report.md"))
+        .unwrap()
+        .contains("consistency"));
+}
+
+#[test]
+fn a_base_whose_weights_do_not_fit_its_config_is_refused_before_training() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = tmp.path().join("base");
+    build_judge("bert_mc", &judge, true);
+    let cfg_path = judge.join("config.json");
+    let mut cfg = read_json(&cfg_path);
+    cfg["num_hidden_layers"] = 1.into();
+    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let train = lines(tmp.path(), "dev", 0, 4, "train.jsonl");
+    let out = tmp.path().join("out");
+    let r = run(&train_args(
+        judge.to_str().unwrap(),
+        &train,
+        out.to_str().unwrap(),
+        &[],
+    ));
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    let e = stderr(&r);
+    assert!(
+        e.contains("model.safetensors") && e.contains("num_hidden_layers"),
+        "{e}"
+    );
+    assert!(!out.join("training.json").exists() && !out.join("model.safetensors").exists());
+}
