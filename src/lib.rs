@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod input;
+pub mod ordered;
 pub mod progress;
 pub mod report;
 pub mod runtime;

@@ -6,6 +6,7 @@ pub mod embed;
 pub mod grasp;
 pub mod merge;
 pub mod mint;
+pub mod mint_scan;
 pub mod models;
 pub mod muse;
 pub mod story;

@@ -5,7 +5,9 @@ mod markdown;
 mod metrics;
 mod output;
 
-pub use bootstrap::{bootstrap_mean, Estimate};
+pub use bootstrap::{bootstrap_mean, bootstrap_rate, Estimate};
 pub use markdown::{percent, Table};
 pub use metrics::{sha256_file, sha256_hex, InputFile, MetricsDoc, ModelRef};
-pub use output::{atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, METRICS_FILE, RUN_FILE};
+pub use output::{
+    atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, StagedFile, METRICS_FILE, RUN_FILE,
+};

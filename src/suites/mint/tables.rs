@@ -30,7 +30,8 @@ pub struct Stat {
 }
 
 impl Stat {
-    fn add(&mut self, it: &Item, ok: bool) {
+    /// Count one trajectory with its verdict.
+    pub fn add(&mut self, it: &Item, ok: bool) {
         self.n += 1;
         self.success += ok as usize;
         self.invalid += it.invalid_actions;
@@ -102,23 +103,29 @@ pub fn config_stats(items: &[Item], use_recheck: bool) -> Vec<ConfigStats> {
         c.by_task.entry(it.task.clone()).or_default().add(it, ok);
     }
     for c in map.values_mut() {
-        for (t, tasks, want) in TASK_TYPES {
-            let got = c.by_type.get(t).map_or(0, |s| s.n);
-            if got != want {
-                let absent: Vec<&str> = tasks
-                    .iter()
-                    .copied()
-                    .filter(|k| !c.by_task.contains_key(*k))
-                    .collect();
-                let mut m = format!("{t}: {got} of {} instances", expected(t));
-                if !absent.is_empty() {
-                    m.push_str(&format!(" (no {} file)", absent.join(", ")));
-                }
-                c.missing.push(m);
-            }
-        }
+        fill_missing(c);
     }
     map.into_values().collect()
+}
+
+/// Say what a configuration lacks for completeness (`c.missing`), from its counts.
+pub fn fill_missing(c: &mut ConfigStats) {
+    c.missing.clear();
+    for (t, tasks, want) in TASK_TYPES {
+        let got = c.by_type.get(t).map_or(0, |s| s.n);
+        if got != want {
+            let absent: Vec<&str> = tasks
+                .iter()
+                .copied()
+                .filter(|k| !c.by_task.contains_key(*k))
+                .collect();
+            let mut m = format!("{t}: {got} of {} instances", expected(t));
+            if !absent.is_empty() {
+                m.push_str(&format!(" (no {} file)", absent.join(", ")));
+            }
+            c.missing.push(m);
+        }
+    }
 }
 
 /// sr.csv: one row per complete configuration and task type.
