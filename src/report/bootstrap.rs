@@ -120,6 +120,7 @@ unsafe fn count_block_avx2(bytes: &[u8], seed: u64, first: u64) -> [u64; LANES] 
 /// [`Xoshiro256::below`] computed from 32-bit halves (exact for `n < 2^32`), so that every
 /// step is a plain lane-wise operation the compiler can vectorise.
 #[inline(always)]
+#[allow(clippy::needless_range_loop)] // lane-wise indexing of several arrays is the point
 fn count_block_lanes(bytes: &[u8], seed: u64, first: u64) -> [u64; LANES] {
     let n = bytes.len() as u64;
     let mut s = [[0u64; LANES]; 4];
