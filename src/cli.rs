@@ -41,6 +41,11 @@ pub enum Command {
     /// Get, inspect and verify models for offline use.
     #[command(after_help = "Example:\n  scorekit models pull labse && scorekit models path labse")]
     Models(ModelsArgs),
+    /// Get, inspect and verify benchmark data (pinned upstream files) for offline use.
+    #[command(
+        after_help = "Example:\n  scorekit data pull possible-stories:test && scorekit data path possible-stories:test"
+    )]
+    Data(DataArgs),
     /// Measure embedding throughput on a real corpus.
     #[command(
         after_help = "Example:\n  scorekit bench --model labse --input endings.jsonl\n  scorekit bench --judge roberta-large-race --input dev.jsonl --limit 32"
@@ -80,7 +85,7 @@ pub struct OutputArgs {
     pub shard: crate::shard::Shard,
 }
 
-/// Compute device.
+/// Float type of the weights and activations (`--dtype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DType {
     /// 32-bit float (default on CPU).
@@ -92,12 +97,44 @@ pub enum DType {
     Bf16,
 }
 
+/// Which implementation runs the encoders (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Engine {
+    /// scorekit's CPU kernels where they apply (x86-64 with AVX-512F, f32, BERT-layout
+    /// models), else candle's layers.
+    #[default]
+    Auto,
+    /// scorekit's CPU kernels; an error where they cannot run the model.
+    Native,
+    /// candle's layers everywhere.
+    Candle,
+}
+
+/// Whether scorekit's CPU products use AMX tiles (`--amx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Amx {
+    /// Where the CPU has AMX and Linux grants the tile state.
+    #[default]
+    #[value(alias = "on", alias = "1")]
+    Auto,
+    /// AVX-512 kernels only (f32, and VNNI for --quantize).
+    #[value(alias = "0")]
+    Off,
+}
+
 /// Flags shared by every command that runs a model.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// cpu, cuda, cuda:N, metal or auto.
-    #[arg(long, default_value = "cpu")]
+    /// auto (CUDA or Metal when this build has it and a device is present, else the CPU), cpu,
+    /// cuda, cuda:N, metal or metal:N.
+    #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Encoder implementation (also SCOREKIT_ENCODER).
+    #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_ENCODER")]
+    pub engine: Engine,
+    /// AMX tiles in scorekit's CPU products: auto or off (also SCOREKIT_AMX).
+    #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_AMX")]
+    pub amx: Amx,
     /// Floating-point type of the weights and activations.
     #[arg(long, value_enum)]
     pub dtype: Option<DType>,
@@ -119,8 +156,9 @@ pub struct ModelArgs {
 /// `scorekit story`.
 #[derive(Debug, Args)]
 pub struct StoryArgs {
-    /// Possible Stories questions (dev.jsonl / test.jsonl).
-    #[arg(long, value_name = "FILE")]
+    /// Possible Stories questions (dev.jsonl / test.jsonl), or a dataset name
+    /// (`possible-stories:test`, `scorekit data list`).
+    #[arg(long, value_name = "FILE|NAME")]
     pub dataset: PathBuf,
     /// Generated endings, JSONL: {"question_id", "ending"} (optional "model", "instruction").
     #[arg(long, value_name = "FILE")]
@@ -200,8 +238,8 @@ pub enum PlanFormat {
 /// `scorekit muse`.
 #[derive(Debug, Args)]
 pub struct MuseArgs {
-    /// MuSE queries.json.
-    #[arg(long, value_name = "FILE")]
+    /// MuSE queries.json, or the dataset name `muse` (`muse:queries`).
+    #[arg(long, value_name = "FILE|NAME")]
     pub queries: PathBuf,
     /// Gold flow annotation (default: the reviewed annotation shipped with scorekit).
     #[arg(long, value_name = "FILE")]
@@ -230,8 +268,9 @@ pub struct MuseArgs {
 /// `scorekit mint`.
 #[derive(Debug, Args)]
 pub struct MintArgs {
-    /// Folder of MINT outputs in the upstream layout (searched for **/results.jsonl).
-    #[arg(long, value_name = "DIR")]
+    /// Folder of MINT outputs in the upstream layout (searched for **/results.jsonl), or a
+    /// dataset name (`mint:gpt-3.5-turbo-0613`, `scorekit data list`).
+    #[arg(long, value_name = "DIR|NAME")]
     pub outputs: PathBuf,
     /// Re-score reasoning instances with native checkers.
     #[arg(long)]
@@ -242,6 +281,12 @@ pub struct MintArgs {
     /// Seconds allowed per code execution.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub exec_timeout: u64,
+    /// Address-space limit per program of --exec-code, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 2048)]
+    pub exec_memory: u64,
+    /// Programs of --exec-code run at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Numeric tolerance of the GSM8K/MATH/HotpotQA re-check: `head` (5 % of |ref|, upstream
     /// HEAD) or `pre` (5 % of ref, the checker behind the stored flags).
     #[arg(long, value_name = "RULE", default_value = "head", value_parser = ["head", "pre"])]
@@ -250,6 +295,9 @@ pub struct MintArgs {
     /// write) and the peak memory to stderr.
     #[arg(long)]
     pub timings: bool,
+    /// Never touch the network when --outputs names a dataset (also HF_HUB_OFFLINE=1).
+    #[arg(long)]
+    pub offline: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -309,6 +357,47 @@ pub enum ModelsAction {
     Path {
         /// Hub id[@rev], manifest name or folder.
         model: String,
+    },
+}
+
+/// `scorekit data`.
+#[derive(Debug, Args)]
+pub struct DataArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: DataAction,
+}
+
+/// `scorekit data` actions. NAME[:PART] is a dataset of `data/manifests/` (`possible-stories:test`,
+/// `mint:gpt-3.5-turbo-0613`); NAME alone is its default part, `NAME:all` every file.
+#[derive(Debug, Subcommand)]
+pub enum DataAction {
+    /// List the known datasets, their parts and what is in the cache.
+    List,
+    /// Fetch a dataset's files into the cache, checking each against its pin.
+    Pull {
+        /// NAME[:PART].
+        spec: String,
+        /// Take the files from this copy of the upstream repository (by upstream path), not
+        /// from the network.
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        /// Never touch the network (also HF_HUB_OFFLINE=1): only report what is missing.
+        #[arg(long)]
+        offline: bool,
+        /// No progress bars.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Re-check cached files: sha256, or the git blob id of files pinned by blob.
+    Verify {
+        /// NAME (every cached file) or NAME:PART (every file of the part).
+        spec: String,
+    },
+    /// Print where a dataset's files lie in the cache, one path a line (fetches nothing).
+    Path {
+        /// NAME[:PART].
+        spec: String,
     },
 }
 

@@ -7,7 +7,9 @@ fn main() {
     // Rust ignores SIGPIPE, so `scorekit ... | head` would panic in println! once the reader
     // goes away; restore the default (end quietly), as cat and grep do.
     #[cfg(unix)]
-    // Safety: setting a signal disposition before any thread exists.
+    // SAFETY: `signal` with a valid signal number and SIG_DFL installs no handler of ours (so
+    // no code runs in signal context); it only resets the process's disposition, here before
+    // any other thread exists that could rely on SIGPIPE being ignored.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }

@@ -334,7 +334,7 @@ fn bad_shard_flags_are_usage_errors() {
 
 #[test]
 fn embed_shards_split_the_sentences_by_id() {
-    use scorekit::runtime::fixture::{self, BertFixture};
+    use crate::common::fixture::{self, BertFixture};
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("tiny");
     fixture::write_bert_fixture(&model, &BertFixture::tiny(fixture::tiny_vocab(), 7)).unwrap();

@@ -4,11 +4,10 @@
 
 mod common;
 
+use crate::common::fixture::{self, BertFixture};
+use common::http::Reply;
 use common::{repo, run, scorekit, stderr};
-use scorekit::runtime::fixture::{self, BertFixture};
 use scorekit::runtime::{self, cosine, Embedder, ResolveOptions};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -60,7 +59,14 @@ fn load(dir: &Path) -> Embedder {
         },
     )
     .unwrap();
-    Embedder::load(&m, &candle_core::Device::Cpu, candle_core::DType::F32, None).unwrap()
+    Embedder::load(
+        &m,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        None,
+        &Default::default(),
+    )
+    .unwrap()
 }
 
 /// Compare with a reference file: same token ids, cosine ≥ 0.99999 per sentence.
@@ -154,9 +160,9 @@ fn embed_command_runs_both_f32_kernels_like_pytorch() {
         let meta = common::read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
         engines.push(meta["engine"].as_str().unwrap().to_string());
     }
-    if runtime::ops::kernels_available() {
+    if runtime::native::kernels_available() {
         assert_eq!(engines[1], "scorekit encoder, f32 AVX-512");
-        if runtime::ops::amx_available() {
+        if runtime::native::amx_available() {
             assert_eq!(
                 engines[0],
                 "scorekit encoder, f32 as split-bf16 AMX products"
@@ -461,107 +467,87 @@ fn sha256_hex(b: &[u8]) -> String {
 /// `/cdn/<sha256>` with X-Linked-Etag, as the Hub does for LFS files), Range requests honoured.
 /// The first full transfer of each LFS file is cut off halfway when `interrupt` is set.
 fn serve(files: Vec<(String, Vec<u8>)>, interrupt: bool) -> Hub {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let log2 = log.clone();
-    std::thread::spawn(move || {
-        let mut interrupted = std::collections::HashSet::new();
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut first = String::new();
-            if r.read_line(&mut first).is_err() {
-                continue;
+    let mut interrupted = std::collections::HashSet::new();
+    let server = common::http::serve(move |req, port| {
+        let (path, range) = (&req.path, req.range);
+        let lfs = |name: &str| name.ends_with(".safetensors");
+        let partial = |data: &[u8], mut headers: Vec<String>| {
+            let (a, b) = range
+                .map(|(a, b)| (a, b.unwrap_or(data.len() as u64 - 1)))
+                .unwrap_or((0, data.len() as u64 - 1));
+            headers.push(format!("Content-Range: bytes {a}-{b}/{}", data.len()));
+            Reply {
+                status: "206 Partial Content".into(),
+                headers,
+                body: data[a as usize..=b as usize].to_vec(),
+                cut: None,
             }
-            let mut range: Option<(u64, Option<u64>)> = None;
-            loop {
-                let mut h = String::new();
-                if r.read_line(&mut h).is_err() || h.trim().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = h.split_once(':') {
-                    if k.eq_ignore_ascii_case("range") {
-                        let v = v.trim().trim_start_matches("bytes=");
-                        let (a, b) = v.split_once('-').unwrap();
-                        range = Some((a.parse().unwrap(), b.parse().ok()));
-                    }
-                }
-            }
-            let path = first.split_whitespace().nth(1).unwrap_or("").to_string();
-            log2.lock().unwrap().push(format!("{path} {range:?}"));
-            let lfs = |name: &str| name.ends_with(".safetensors");
-            let mut head: String;
-            let mut body: Vec<u8> = Vec::new();
-            let mut cut = None;
-            if let Some(rest) = path.strip_prefix("/api/models/org/tiny/revision/") {
-                let _ = rest;
-                let sib: Vec<_> = files
-                    .iter()
-                    .map(|(n, _)| serde_json::json!({"rfilename": n}))
-                    .collect();
-                body = serde_json::json!({"sha": COMMIT, "siblings": sib, "id": "org/tiny"})
+        };
+        if path.starts_with("/api/models/org/tiny/revision/") {
+            let sib: Vec<_> = files
+                .iter()
+                .map(|(n, _)| serde_json::json!({"rfilename": n}))
+                .collect();
+            let mut r = Reply::ok(
+                serde_json::json!({"sha": COMMIT, "siblings": sib, "id": "org/tiny"})
                     .to_string()
-                    .into_bytes();
-                head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n".into();
-            } else if let Some(rest) = path.strip_prefix("/org/tiny/resolve/") {
-                let (_rev, name) = rest.split_once('/').unwrap();
-                match files.iter().find(|(n, _)| n == name) {
-                    None => {
-                        head = "HTTP/1.1 404 Not Found\r\nX-Error-Code: EntryNotFound\r\n".into()
-                    }
-                    Some((n, data)) if lfs(n) => {
-                        let sha = sha256_hex(data);
-                        head = format!(
-                            "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{port}/cdn/{sha}\r\nX-Repo-Commit: {COMMIT}\r\nX-Linked-Etag: \"{sha}\"\r\nX-Linked-Size: {}\r\nETag: \"deadbeef\"\r\n",
-                            data.len()
-                        );
-                    }
-                    Some((_, data)) => {
-                        let (a, b) = range
-                            .map(|(a, b)| (a, b.unwrap_or(data.len() as u64 - 1)))
-                            .unwrap_or((0, data.len() as u64 - 1));
-                        let etag = &sha256_hex(data)[..40];
-                        head = format!(
-                            "HTTP/1.1 206 Partial Content\r\nX-Repo-Commit: {COMMIT}\r\nETag: \"{etag}\"\r\nContent-Range: bytes {a}-{b}/{}\r\n",
-                            data.len()
-                        );
-                        body = data[a as usize..=b as usize].to_vec();
+                    .into_bytes(),
+            );
+            r.headers.push("Content-Type: application/json".into());
+            r
+        } else if let Some(rest) = path.strip_prefix("/org/tiny/resolve/") {
+            let (_rev, name) = rest.split_once('/').unwrap();
+            match files.iter().find(|(n, _)| n == name) {
+                None => {
+                    let mut r = Reply::not_found();
+                    r.headers.push("X-Error-Code: EntryNotFound".into());
+                    r
+                }
+                Some((n, data)) if lfs(n) => {
+                    let sha = sha256_hex(data);
+                    Reply {
+                        status: "302 Found".into(),
+                        headers: vec![
+                            format!("Location: http://127.0.0.1:{port}/cdn/{sha}"),
+                            format!("X-Repo-Commit: {COMMIT}"),
+                            format!("X-Linked-Etag: \"{sha}\""),
+                            format!("X-Linked-Size: {}", data.len()),
+                            "ETag: \"deadbeef\"".into(),
+                        ],
+                        body: Vec::new(),
+                        cut: None,
                     }
                 }
-            } else if let Some(sha) = path.strip_prefix("/cdn/") {
-                if let Some((_, data)) = files.iter().find(|(_, d)| sha256_hex(d) == sha) {
-                    let (a, b) = range
-                        .map(|(a, b)| (a, b.unwrap_or(data.len() as u64 - 1)))
-                        .unwrap_or((0, data.len() as u64 - 1));
-                    head = format!(
-                        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{}\r\n",
-                        data.len()
-                    );
-                    body = data[a as usize..=b as usize].to_vec();
-                    if interrupt && a == 0 && body.len() > 1 && interrupted.insert(sha.to_string())
-                    {
-                        cut = Some(body.len() / 2);
-                    }
-                } else {
-                    head = "HTTP/1.1 404 Not Found\r\n".into();
+                Some((_, data)) => {
+                    let etag = &sha256_hex(data)[..40];
+                    let mut r = partial(data, vec![format!("X-Repo-Commit: {COMMIT}")]);
+                    r.headers.push(format!("ETag: \"{etag}\""));
+                    r
                 }
-            } else {
-                head = "HTTP/1.1 404 Not Found\r\n".into();
             }
-            head.push_str(&format!(
-                "Content-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            ));
-            let _ = s.write_all(head.as_bytes());
-            let _ = s.write_all(&body[..cut.unwrap_or(body.len())]);
-            let _ = s.flush();
-            let _ = s.shutdown(std::net::Shutdown::Both);
-            let mut sink = Vec::new();
-            let _ = r.read_to_end(&mut sink);
+        } else if let Some(sha) = path.strip_prefix("/cdn/") {
+            match files.iter().find(|(_, d)| sha256_hex(d) == sha) {
+                Some((_, data)) => {
+                    let mut r = partial(data, Vec::new());
+                    if interrupt
+                        && range.is_none_or(|(a, _)| a == 0)
+                        && r.body.len() > 1
+                        && interrupted.insert(sha.to_string())
+                    {
+                        r.cut = Some(r.body.len() / 2);
+                    }
+                    r
+                }
+                None => Reply::not_found(),
+            }
+        } else {
+            Reply::not_found()
         }
     });
-    Hub { port, log }
+    Hub {
+        port: server.port,
+        log: server.log,
+    }
 }
 
 fn model_files(dir: &Path) -> Vec<(String, Vec<u8>)> {

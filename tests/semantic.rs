@@ -32,7 +32,7 @@ fn load() -> Embedder {
     };
     let model = runtime::resolve(
         minilm().to_str().unwrap(),
-        scorekit::commands::embed::EMBEDDER_FILES,
+        scorekit::runtime::EMBEDDER_FILES,
         &opts,
     )
     .unwrap();
@@ -41,6 +41,7 @@ fn load() -> Embedder {
         &candle_core::Device::Cpu,
         candle_core::DType::F32,
         None,
+        &Default::default(),
     )
     .unwrap()
 }

@@ -7,11 +7,12 @@
 
 mod common;
 
+use crate::common::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
 use candle_core::{DType, Device};
 use common::tiny_judge::{build_judge, data};
 use common::*;
-use scorekit::runtime::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
 use scorekit::runtime::judge::{Head, Judge};
+use scorekit::runtime::{EngineChoice, EngineOptions};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -57,11 +58,24 @@ fn parity_of(name: &str, follow: Option<&str>, fast: bool, pytorch_bin: bool) ->
         )
         .unwrap();
     }
-    let judge = Judge::load_with(tmp.path(), &Device::Cpu, DType::F32, None, follow, fast).unwrap();
+    let engine = EngineOptions {
+        engine: if fast {
+            EngineChoice::Auto
+        } else {
+            EngineChoice::Candle
+        },
+        ..EngineOptions::default()
+    };
+    let judge = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, follow, &engine).unwrap();
     let engine = judge.engine();
-    if !fast || name.starts_with("deberta") || !scorekit::runtime::ops::kernels_available() {
-        assert_eq!(engine, "candle");
-    } else if scorekit::runtime::ops::amx_available() {
+    if name.starts_with("deberta") {
+        assert_eq!(engine, "candle DeBERTa-v2 layers");
+    } else if name == "electra_mc" {
+        // Embeddings narrower than the hidden size: only candle's layers have the projection.
+        assert_eq!(engine, "candle BERT layers");
+    } else if !fast || !scorekit::runtime::native::kernels_available() {
+        assert_eq!(engine, "candle BERT layers");
+    } else if scorekit::runtime::native::amx_available() {
         assert_eq!(engine, "scorekit encoder, f32 as split-bf16 AMX products");
     } else {
         assert_eq!(engine, "scorekit encoder, f32 AVX-512");
@@ -73,7 +87,7 @@ fn parity_of(name: &str, follow: Option<&str>, fast: bool, pytorch_bin: bool) ->
     for (i, e) in enc.iter().enumerate() {
         assert_eq!(e.ids, want_ids[i], "{name}: token ids of pair {i}");
     }
-    if name.starts_with("bert") {
+    if name.starts_with("bert") || name.starts_with("electra") {
         let want_types = u32s(&r["type_ids"]);
         for (i, e) in enc.iter().enumerate() {
             assert_eq!(e.type_ids, want_types[i], "{name}: type ids of pair {i}");
@@ -119,6 +133,45 @@ fn deberta_v3_multiple_choice_matches_pytorch() {
     parity("deberta_mc", None);
 }
 
+/// ELECTRA arrived as one file (`runtime/models/electra.rs`): its multiple-choice judge (with the
+/// embedding projection, on candle) and its binary classifier (embeddings as wide as the hidden
+/// size, on both engines) within 1e-5 of PyTorch, every pick equal.
+#[test]
+fn electra_judges_match_pytorch() {
+    for (name, follow) in [("electra_mc", None), ("electra_binary", Some("follow"))] {
+        for fast in [true, false] {
+            let max = parity_of(name, follow, fast, false);
+            assert!(max <= 1e-5, "{name}: max abs diff {max}");
+        }
+    }
+    // The picks: argmax over each question's four choices, ours and PyTorch's.
+    let tmp = tempfile::tempdir().unwrap();
+    build_judge("electra_mc", tmp.path(), true);
+    let judge = Judge::load(
+        tmp.path(),
+        &Device::Cpu,
+        DType::F32,
+        None,
+        None,
+        &EngineOptions::default(),
+    )
+    .unwrap();
+    let r = reference("electra_mc");
+    let want: Vec<Vec<f32>> = serde_json::from_value(r["logits"].clone()).unwrap();
+    let got = judge
+        .score(&pairs_of(&r), 8192, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    let argmax = |v: &[f32]| {
+        (0..v.len())
+            .max_by(|&a, &b| v[a].total_cmp(&v[b]).then(b.cmp(&a)))
+            .unwrap()
+    };
+    let want: Vec<f32> = want.iter().map(|row| row[0]).collect();
+    for (q, (g, w)) in got.chunks(4).zip(want.chunks(4)).enumerate() {
+        assert_eq!(argmax(g), argmax(w), "electra_mc: pick of question {q}");
+    }
+}
+
 #[test]
 fn binary_classifiers_match_pytorch() {
     for name in ["bert_binary", "roberta_binary", "deberta_binary"] {
@@ -130,7 +183,15 @@ fn binary_classifiers_match_pytorch() {
 fn binary_scores_are_follow_log_odds() {
     let tmp = tempfile::tempdir().unwrap();
     build_judge("bert_binary", tmp.path(), true);
-    let judge = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, Some("follow")).unwrap();
+    let judge = Judge::load(
+        tmp.path(),
+        &Device::Cpu,
+        DType::F32,
+        None,
+        Some("follow"),
+        &EngineOptions::default(),
+    )
+    .unwrap();
     assert!(matches!(judge.head(), Head::Binary { follow: 1, .. }));
     let pairs = pairs_of(&reference("bert_binary"));
     let bar = indicatif::ProgressBar::hidden();
@@ -140,9 +201,16 @@ fn binary_scores_are_follow_log_odds() {
         assert!((s - (l[1] - l[0])).abs() < 1e-6);
     }
     // A classifier without the flag, or with a label it does not have, is a usage error.
-    let e = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, None)
-        .err()
-        .unwrap();
+    let e = Judge::load(
+        tmp.path(),
+        &Device::Cpu,
+        DType::F32,
+        None,
+        None,
+        &EngineOptions::default(),
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("not_follow, follow"), "{e}");
 }
@@ -153,7 +221,15 @@ fn roberta_without_tokenizer_json_uses_vocab_and_merges() {
     let tmp = tempfile::tempdir().unwrap();
     build_judge("roberta_mc", tmp.path(), false);
     assert!(!tmp.path().join("tokenizer.json").exists());
-    let judge = Judge::load(tmp.path(), &Device::Cpu, DType::F32, None, None).unwrap();
+    let judge = Judge::load(
+        tmp.path(),
+        &Device::Cpu,
+        DType::F32,
+        None,
+        None,
+        &EngineOptions::default(),
+    )
+    .unwrap();
     let r = reference("roberta_mc");
     let enc = judge.encode(&pairs_of(&r)).unwrap();
     let want = u32s(&r["ids"]);
@@ -548,10 +624,10 @@ fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
         .map(|q| serde_json::json!({"question_id": q["question_id"], "ending": q["options"][1]}))
         .collect();
     let gens = gen_file(&f, "q.jsonl", &rows);
-    if scorekit::runtime::ops::int8_available() {
+    if scorekit::runtime::native::int8_available() {
         let (m, items) = story(&f, &gens, "q-out", &["--quantize"]);
         assert_eq!(m["settings"]["quantize"], "int8 encoder products");
-        let engine = if scorekit::runtime::ops::amx_int8_available() {
+        let engine = if scorekit::runtime::native::amx_int8_available() {
             "scorekit encoder, int8 AMX products"
         } else {
             "scorekit encoder, int8 VNNI products"

@@ -3,9 +3,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use scorekit::suites::grasp::rules::{
-    binary_answer, binary_token, judge_open, last_turn, py_split, strip_ascii_punctuation,
-    OPEN_CHOICES,
+    binary_answer, binary_token, judge_open, last_turn, strip_ascii_punctuation, OPEN_CHOICES,
 };
+use scorekit::suites::pystr::py_split;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {

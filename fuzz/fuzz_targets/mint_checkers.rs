@@ -8,7 +8,8 @@ use scorekit::suites::mint::checkers::{
     mmlu_options, mmlu_success, model_output, proposal, reasoning_success, Tolerance,
 };
 use scorekit::suites::mint::pyfloat::py_float;
-use scorekit::suites::mint::theoremqa::{eval, normalise, theoremqa_success};
+use scorekit::suites::mint::pyexpr::eval;
+use scorekit::suites::mint::theoremqa::{normalise, theoremqa_success};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {

@@ -54,7 +54,9 @@ fuzz_target!(|data: &[u8]| {
             .iter()
             .map(|c| {
                 let q = &qs[c.question.expect("scored")];
-                let _ = q.gold_pairs();
+                for o in &q.options {
+                    let _ = q.pair(o);
+                }
                 let gold: Vec<f32> = q.options.iter().map(|o| score(o)).collect();
                 story::judge_verdict(&gold, q.gold, score(&gs[c.generation].ending))
             })

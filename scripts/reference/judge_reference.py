@@ -18,7 +18,7 @@ Weights: tensor `name` with n elements gets, for j = 1..n, z = splitmix64_mix(fn
 (64-bit wrapping), u = (z >> 40) / 2**24, v = 2u - 1; value = 0.1 v, or 1 + 0.1 v for LayerNorm
 weights. Rust: tests/story.rs `tiny_weight`.
 
-Run: /work/venv-dev/bin/python scripts/reference/judge_reference.py   (from the repository root)
+Run: /work/venv-dev/bin/python scripts/reference/judge_reference.py [NAME...]   (from the repository root)
 """
 import json
 import os
@@ -125,6 +125,11 @@ def config_for(arch, vocab, pad_id, head, labels):
                   pad_token_id=pad_id)
     if arch == "bert":
         cfg = AutoConfig.for_model("bert", max_position_embeddings=MAX_POS, type_vocab_size=2, **common)
+    elif arch == "electra":
+        # electra_mc: embeddings narrower than the hidden size (the projection); electra_binary:
+        # as wide (the shape ELECTRA-base/large have, which scorekit's native encoder runs).
+        cfg = AutoConfig.for_model("electra", max_position_embeddings=MAX_POS, type_vocab_size=2,
+                                   embedding_size=16 if head == "mc" else 32, **common)
     elif arch == "roberta":
         cfg = AutoConfig.for_model("roberta", max_position_embeddings=MAX_POS + pad_id + 1, type_vocab_size=1,
                                    bos_token_id=0, eos_token_id=2, **common)
@@ -148,7 +153,7 @@ def build(name, arch, head, rows, texts):
     # One tokenizer per architecture; the binary fixtures reuse the multiple-choice one's files.
     if arch not in TOKENIZERS:
         TOKENIZERS[arch] = {"bert": bert_tokenizer, "roberta": roberta_tokenizer,
-                            "deberta-v2": deberta_tokenizer}[arch](texts)
+                            "deberta-v2": deberta_tokenizer, "electra": bert_tokenizer}[arch](texts)
     tok, special = TOKENIZERS[arch]
     hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=MAX_POS, **special)
     labels = ["not_follow", "follow"]
@@ -222,12 +227,20 @@ def build(name, arch, head, rows, texts):
     print(f"{name}: {len(tensors)} tensors, vocab {tok.get_vocab_size()}, logits[0] {logits[0].tolist()}")
 
 
+FIXTURES = [("bert_mc", "bert", "mc"), ("roberta_mc", "roberta", "mc"),
+            ("deberta_mc", "deberta-v2", "mc"), ("bert_binary", "bert", "binary"),
+            ("roberta_binary", "roberta", "binary"), ("deberta_binary", "deberta-v2", "binary"),
+            ("electra_mc", "electra", "mc"), ("electra_binary", "electra", "binary")]
+
+
 def main():
+    # Names on the command line build only those fixtures (e.g. a new architecture's), leaving
+    # the committed others as they are.
+    wanted = set(sys.argv[1:])
     rows, texts = corpus()
-    for name, arch, head in [("bert_mc", "bert", "mc"), ("roberta_mc", "roberta", "mc"),
-                             ("deberta_mc", "deberta-v2", "mc"), ("bert_binary", "bert", "binary"),
-                             ("roberta_binary", "roberta", "binary"), ("deberta_binary", "deberta-v2", "binary")]:
-        build(name, arch, head, rows, texts)
+    for name, arch, head in FIXTURES:
+        if not wanted or name in wanted:
+            build(name, arch, head, rows, texts)
 
 
 if __name__ == "__main__":

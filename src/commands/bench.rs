@@ -4,10 +4,10 @@
 //! through sentence-transformers and ONNX Runtime for ratios.
 
 use crate::cli::BenchArgs;
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, InputError, Result};
-use crate::runtime::embedder::bert_config;
-use crate::runtime::load::ModelRuntime;
-use crate::runtime::{self, plan_batches, Embedder};
+use crate::runtime::batching::plan_batches;
+use crate::runtime::{self, Embedder};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -119,7 +119,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let rss_before = peak_rss_bytes().unwrap_or(0);
     let t_load = Instant::now();
     let model = rt.resolve_embedder(&args.model)?;
-    let embedder = Embedder::load(&model, device, dtype, args.runtime.max_length)?;
+    let embedder = Embedder::load(&model, device, dtype, args.runtime.max_length, &rt.engine)?;
     let load_s = t_load.elapsed().as_secs_f64();
     let hidden = crate::progress::bar(0, "bench", true);
     // Time to the first batch: the shortest 32 sentences, as a first request would be.
@@ -128,7 +128,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     embedder.embed(&first, args.runtime.batch_tokens, &hidden)?;
     let first_batch_s = load_s + t_first.elapsed().as_secs_f64();
 
-    let cfg = bert_config(&model.file("config.json"))?;
+    let cfg = runtime::models::read_config(&model.file("config.json"), "bert")?
+        .1
+        .bert;
     let tokens = embedder.tokenize(&texts)?;
     let lengths: Vec<usize> = tokens.iter().map(|t| t.len()).collect();
     let plan = plan_batches(&lengths, args.runtime.batch_tokens);
@@ -167,7 +169,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .map(|m| m.len())
         .unwrap_or(0);
     let threads = rayon::current_num_threads();
-    let peak = runtime::ops::peak::measure(threads, 0.6);
+    let peak = runtime::native::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
         let body = super::embed::npy_bytes(&last, embedder.dim());
         crate::report::atomic_write(path, &body)?;
@@ -186,6 +188,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "dtype": format!("{dtype:?}").to_lowercase(),
         "int8": args.runtime.quantize,
         "encoder": embedder.engine(),
+        "device": runtime::device_name(device),
         "threads": threads,
         "repeats_s": times,
         "median_s": med,

@@ -6,11 +6,11 @@
 use super::bench::{bert_flops, median, peak_rss_bytes};
 use super::story::JUDGE_FILES;
 use crate::cli::BenchArgs;
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::Result;
 use crate::input::read_jsonl;
 use crate::runtime;
 use crate::runtime::judge::Judge;
-use crate::runtime::load::ModelRuntime;
 use crate::suites::story;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -36,7 +36,14 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let dtype = rt.dtype;
     let t_load = Instant::now();
     let model = rt.resolve(judge_spec, JUDGE_FILES)?;
-    let judge = Judge::load(&model.dir, &rt.device, dtype, rt.max_length, None)?;
+    let judge = Judge::load(
+        &model.dir,
+        &rt.device,
+        dtype,
+        rt.max_length,
+        None,
+        &rt.engine,
+    )?;
     let load_s = t_load.elapsed().as_secs_f64();
     let hidden = crate::progress::bar(0, "bench", true);
     let batch_tokens = args.runtime.batch_tokens;
@@ -64,7 +71,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let med = median(&mut times.clone());
     let peak_rss = peak_rss_bytes().unwrap_or(0);
     let threads = rayon::current_num_threads();
-    let peak = runtime::ops::peak::measure(threads, 0.6);
+    let peak = runtime::native::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
         let rows: Vec<Vec<f32>> = last.iter().map(|&s| vec![s]).collect();
         crate::report::atomic_write(path, &super::embed::npy_bytes(&rows, 1))?;
@@ -73,7 +80,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let out = serde_json::json!({
         "judge": judge_spec,
         "engine": judge.engine(),
-        "arch": format!("{:?}", judge.arch()),
+        "arch": judge.arch(),
         "dataset": input.display().to_string(),
         "questions": questions.len(),
         "pairs": pairs.len(),

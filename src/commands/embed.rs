@@ -3,18 +3,12 @@
 //! recording the model id, revision and weight sha256, the input's sha256 and the ids in order.
 
 use crate::cli::EmbedArgs;
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, InputError, Result};
 use crate::report::{atomic_write, InputFile};
 use crate::runtime::weights::f32_safetensors_header;
-use crate::runtime::{self, Embedder, ResolveOptions};
+use crate::runtime::{self, Embedder, EMBEDDER_FILES};
 use std::path::Path;
-
-/// Files an embedder needs; sentence-transformers module files come along when the repo has them.
-pub const EMBEDDER_FILES: &[&str] = &[
-    "config.json",
-    "tokenizer.json",
-    "model.safetensors|pytorch_model.bin",
-];
 
 /// Output formats, by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,14 +172,15 @@ pub fn run(args: EmbedArgs) -> Result<()> {
             args.input.display()
         )));
     }
-    let device = runtime::select_device(&args.runtime.device)?;
-    let dtype = runtime::select_dtype(args.runtime.dtype, &device);
-    let opts = ResolveOptions {
-        offline: args.runtime.offline,
-        quiet: args.quiet,
-    };
-    let model = runtime::resolve(&args.model, EMBEDDER_FILES, &opts)?;
-    let embedder = Embedder::load(&model, &device, dtype, args.runtime.max_length)?;
+    let rt = ModelRuntime::new(&args.runtime, args.quiet)?;
+    let model = rt.resolve(&args.model, EMBEDDER_FILES)?;
+    let embedder = Embedder::load(
+        &model,
+        &rt.device,
+        rt.dtype,
+        args.runtime.max_length,
+        &rt.engine,
+    )?;
     let model_ref = model.model_ref()?;
     let bar = crate::progress::bar(texts.len() as u64, "embed", args.quiet);
     let vectors = embedder.embed(&texts, args.runtime.batch_tokens, &bar)?;
@@ -208,8 +203,12 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         "max_length".into(),
         embedder.tokenizer().max_length().into(),
     );
-    meta.insert("dtype".into(), format!("{dtype:?}").to_lowercase().into());
+    meta.insert(
+        "dtype".into(),
+        format!("{:?}", rt.dtype).to_lowercase().into(),
+    );
     meta.insert("engine".into(), embedder.engine().into());
+    meta.insert("device".into(), runtime::device_name(&rt.device).into());
     if args.shard.count > 1 {
         meta.insert("shard".into(), args.shard.to_string().into());
     }

@@ -2,12 +2,12 @@
 //! items.jsonl, metrics.json and report.md.
 
 use crate::cli::{GraspArgs, GraspTest};
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_csv, read_jsonl, read_text, Record};
-use crate::report::{jsonl, percent, Estimate, MetricsDoc, OutputDir, Outputs, Table};
-use crate::runtime::load::ModelRuntime;
+use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
 use crate::suites::grasp::semantic::{self, Thresholds};
-use crate::suites::grasp::{self, Group, Row, RowIssue, Summary, SummaryOptions, TestKind};
+use crate::suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -179,8 +179,13 @@ fn outputs_with(
         .first()
         .map(|i| i.path.clone())
         .unwrap_or_default();
-    let mut report = render_report(&summary, &test, Path::new(&file));
-    let mut table = render_tables(&summary);
+    let mut report = report::grasp::report(
+        &summary,
+        &test.source,
+        test.mode.as_deref(),
+        Path::new(&file),
+    );
+    let mut table = report::grasp::tables(&summary);
     if let Some(s) = &semantic {
         let th: Option<Thresholds> = doc
             .settings
@@ -195,14 +200,18 @@ fn outputs_with(
             .insert("semantic_accuracy".into(), json!(s.all.semantic_accuracy));
         doc.metrics
             .insert("semantic".into(), semantic::metrics_value(s, th));
-        report.push_str(&semantic::report(
+        report.push_str(&report::grasp::semantic_report(
             s,
-            items,
+            &semantic::reread_rows(items),
             &strict,
             summary.accuracy.value,
             th,
         ));
-        table.push_str(&semantic::table(s, &strict, summary.accuracy.value));
+        table.push_str(&report::grasp::semantic_table(
+            s,
+            &strict,
+            summary.accuracy.value,
+        ));
     }
     Ok(Outputs {
         report,
@@ -480,173 +489,4 @@ fn headline(s: &Summary) -> serde_json::Map<String, Value> {
         );
     }
     m
-}
-
-fn ci(e: &Estimate) -> String {
-    format!("[{}, {}]", percent(e.ci_low), percent(e.ci_high))
-}
-
-/// The per-test table(s) as the paper lays them out (also printed on stdout).
-fn render_tables(s: &Summary) -> String {
-    let mut out = String::new();
-    if s.test.is_open() {
-        let mut t = Table::new(&[
-            "Scene",
-            "Label",
-            "n",
-            "Correct",
-            "False",
-            "?",
-            "Acc",
-            "Acc (comb)",
-            "95% CI (comb)",
-            "Chance",
-        ]);
-        for (scene, g) in &s.groups {
-            let Group::Open(g) = g else { continue };
-            for (label, c) in &g.labels {
-                t.row(&[
-                    scene.clone(),
-                    label.clone(),
-                    c.n.to_string(),
-                    c.correct.to_string(),
-                    c.wrong.to_string(),
-                    c.invalid.to_string(),
-                    percent(c.accuracy),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
-            }
-            t.row(&[
-                scene.clone(),
-                "(comb)".into(),
-                g.n.to_string(),
-                g.correct.to_string(),
-                g.wrong.to_string(),
-                g.invalid.to_string(),
-                String::new(),
-                percent(g.accuracy.value),
-                ci(&g.accuracy),
-                percent(g.chance),
-            ]);
-        }
-        t.row(&[
-            "All".to_string(),
-            "(comb)".into(),
-            s.n.to_string(),
-            s.correct.to_string(),
-            s.wrong.to_string(),
-            s.invalid.to_string(),
-            String::new(),
-            percent(s.accuracy.value),
-            ci(&s.accuracy),
-            String::new(),
-        ]);
-        out.push_str(&t.render());
-    } else {
-        // Upstream's layout: a (pos.) and a (neg.) row per test, Acc (comb) repeated on both.
-        let mut t = Table::new(&[
-            "Test",
-            "Yes",
-            "No",
-            "?",
-            "Acc",
-            "Acc (comb)",
-            "95% CI (comb)",
-        ]);
-        for (name, g) in &s.groups {
-            let Group::Binary(g) = g else { continue };
-            for (side, c, acc) in [("pos.", &g.pos, &g.acc_pos), ("neg.", &g.neg, &g.acc_neg)] {
-                t.row(&[
-                    format!("{name} ({side})"),
-                    c.yes.to_string(),
-                    c.no.to_string(),
-                    c.invalid.to_string(),
-                    percent(acc.value),
-                    percent(g.accuracy.value),
-                    ci(&g.accuracy),
-                ]);
-            }
-        }
-        let (yes, no) = s.groups.values().fold((0, 0), |(y, n), g| match g {
-            Group::Binary(g) => (y + g.pos.yes + g.neg.yes, n + g.pos.no + g.neg.no),
-            Group::Open(_) => (y, n),
-        });
-        t.row(&[
-            format!("All ({} rows)", s.n),
-            yes.to_string(),
-            no.to_string(),
-            s.invalid.to_string(),
-            String::new(),
-            percent(s.accuracy.value),
-            ci(&s.accuracy),
-        ]);
-        out.push_str(&t.render());
-    }
-    if let Some(p) = &s.pairwise {
-        out.push_str(
-            "\nPaired accuracy (MVPBench-style, NOT the GRASP paper's metric: a P/IP pair of \
-             the same test and video index counts only if both are right)\n\n",
-        );
-        let mut t = Table::new(&["Test", "Pairs", "Paired acc", "95% CI"]);
-        for (name, e) in &p.groups {
-            t.row(&[name.clone(), e.n.to_string(), percent(e.value), ci(e)]);
-        }
-        t.row(&[
-            "All".to_string(),
-            p.pairs.to_string(),
-            percent(p.paired_accuracy.value),
-            ci(&p.paired_accuracy),
-        ]);
-        out.push_str(&t.render());
-        if !p.unpaired_rows.is_empty() {
-            out.push_str(&format!(
-                "\n{} row(s) without a P/IP twin are left out of the pairs (they count in the table above).\n",
-                p.unpaired_rows.len()
-            ));
-        }
-    }
-    out
-}
-
-fn render_report(s: &Summary, test: &ResolvedTest, file: &Path) -> String {
-    let mut r = format!(
-        "# GRASP {}\n\nResponses: `{}` ({} rows; test type from {}{}).\n\n",
-        test.kind.name(),
-        file.display(),
-        s.n,
-        test.source,
-        test.mode
-            .as_deref()
-            .map(|m| format!(", mode {m}"))
-            .unwrap_or_default()
-    );
-    if s.test.is_open() {
-        r.push_str(
-            "Open-ended scorer: Correct = only the gold label named, False = only other labels, \
-             ? = both or none (counted wrong). Acc(comb) of a scene and of All = Σ correct / Σ rows \
-             (upstream prints Σ correct over the scene / rows of the current label instead). \
-             Percentages.\n\n",
-        );
-    } else {
-        r.push_str(
-            "Binary scorer: first word of the last turn must be yes or no; ? = anything else \
-             (counted wrong). (pos.) = gold yes rows, (neg.) = gold no rows; Acc of a row = \
-             its share answered right, Acc (comb) = correct / rows of the test. Percentages; \
-             chance level 50%.\n\n",
-        );
-    }
-    r.push_str(&render_tables(s));
-    if !s.gt_mismatch_rows.is_empty() {
-        let rows: Vec<String> = s.gt_mismatch_rows.iter().map(|r| r.to_string()).collect();
-        r.push_str(&format!(
-            "\n**Warning:** {} row(s) have a gt that contradicts the P_/IP_ scene prefix \
-             (scored with the given gt, as upstream; results written before upstream 10ac5f2 \
-             have gt=no everywhere): rows {}.\n",
-            rows.len(),
-            rows.join(", ")
-        ));
-    }
-    r
 }

@@ -4,14 +4,14 @@
 //! Each part's metrics.json carries its inputs (sha256), models (revisions), settings and shard.
 //! Parts must agree on all of them except the shard; the shards must be `0/N` .. `N-1/N`, each
 //! once. The items of all parts are put back into the single-run order and the suite's metrics
-//! are recomputed from them by the same function the suite's command calls, so numbers and
+//! are recomputed from them by the same function the suite's command calls (its
+//! [`Suite`](super::suite::Suite) in the [`REGISTRY`](super::suite::REGISTRY)), so numbers and
 //! bootstrap intervals are bit-identical to a single run.
 
 use crate::cli::MergeArgs;
 use crate::error::{Error, InputError, Result};
-use crate::report::{jsonl, MetricsDoc, OutputDir, METRICS_FILE, RUN_FILE};
+use crate::report::{MetricsDoc, OutputDir, METRICS_FILE, RUN_FILE};
 use crate::shard::Shard;
-use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,34 +44,15 @@ pub fn run(args: MergeArgs) -> Result<()> {
     doc.settings.remove("shard");
     doc.settings.insert("merged_shards".into(), json!(count));
 
-    let (items, outputs) = match doc.suite.as_str() {
-        "muse" => {
-            let mut items = read_items::<crate::suites::muse::Item>(&parts)?;
-            let o = super::muse::outputs(&mut doc, &mut items)?;
-            (jsonl(&items)?, o)
-        }
-        "grasp" => {
-            let mut items = read_items::<crate::suites::grasp::Item>(&parts)?;
-            let o = super::grasp::outputs(&mut doc, &mut items)?;
-            (jsonl(&items)?, o)
-        }
-        "mint" => {
-            let mut items = read_items::<crate::suites::mint::Item>(&parts)?;
-            let o = super::mint::outputs(&mut doc, &mut items)?;
-            (jsonl(&items)?, o)
-        }
-        "story" => {
-            let mut items = read_items::<super::story::StoryItem>(&parts)?;
-            let o = super::story::outputs(&mut doc, &mut items)?;
-            (jsonl(&items)?, o)
-        }
-        other => {
-            return Err(Error::usage(format!(
-                "{}: suite {other:?} cannot be merged by this version of scorekit",
-                parts[0].dir.join(METRICS_FILE).display()
-            )))
-        }
-    };
+    let suite = super::suite::find(&doc.suite).ok_or_else(|| {
+        Error::usage(format!(
+            "{}: suite {:?} cannot be merged by this version of scorekit",
+            parts[0].dir.join(METRICS_FILE).display(),
+            doc.suite
+        ))
+    })?;
+    let dirs: Vec<PathBuf> = parts.iter().map(|p| p.dir.clone()).collect();
+    let (items, outputs) = (suite.rebuild)(&mut doc, &dirs)?;
     let dir = OutputDir::prepare(&args.out, args.force)?;
     let metrics_json = doc.to_json();
     dir.finish(&items, &outputs, &metrics_json)?;
@@ -240,25 +221,4 @@ fn check_parts(parts: &[Part]) -> Result<MetricsDoc> {
         )));
     }
     Ok(first.doc.clone())
-}
-
-/// Every part's items.jsonl, parsed as the suite's items (order: parts, then lines; the suite's
-/// `outputs` puts them back into the single-run order).
-fn read_items<T: DeserializeOwned>(parts: &[Part]) -> Result<Vec<T>> {
-    let mut items = Vec::new();
-    for p in parts {
-        let path = p.dir.join("items.jsonl");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| InputError::file(&path, format!("cannot read: {e}")))?;
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let item: T = serde_json::from_str(line).map_err(|e| {
-                InputError::line(&path, i + 1, format!("not an item of this suite: {e}"))
-            })?;
-            items.push(item);
-        }
-    }
-    Ok(items)
 }

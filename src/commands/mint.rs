@@ -9,15 +9,17 @@
 use super::mint_scan::{pass, Reading, Scanned, Source};
 use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
+use crate::report::mint::{RecheckRow, RecheckTask};
 use crate::report::{
-    bootstrap_rate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs, StagedFile,
+    self, bootstrap_rate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs, StagedFile,
 };
+use crate::sandbox::Limits;
 use crate::suites::mint::aggregate::{Aggregate, Totals};
 use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
 use crate::suites::mint::layout::{parse_path, ConfigKey, FileKey};
 use crate::suites::mint::tables::{self, TYPES};
-use crate::suites::mint::{svg, Item, Recheck};
+use crate::suites::mint::{Item, Recheck};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -112,7 +114,16 @@ fn peak_rss() -> Option<u64> {
 }
 
 /// Run `scorekit mint`.
-pub fn run(args: MintArgs) -> Result<()> {
+pub fn run(mut args: MintArgs) -> Result<()> {
+    // `--outputs mint:gpt-3.5-turbo-0613` names pinned upstream data (scorekit data).
+    let dataset = crate::data::resolve_arg(
+        &args.outputs,
+        &crate::data::Options {
+            offline: args.offline,
+            quiet: args.output.quiet,
+        },
+    )?;
+    args.outputs = dataset.path.clone();
     let root = &args.outputs;
     if !root.is_dir() {
         return Err(Error::usage(format!(
@@ -123,13 +134,23 @@ pub fn run(args: MintArgs) -> Result<()> {
     if args.exec_timeout == 0 {
         return Err(Error::usage("--exec-timeout must be at least 1 second"));
     }
+    if args.jobs == Some(0) {
+        return Err(Error::usage("--jobs must be at least 1"));
+    }
     let started = Instant::now();
     let mut timings = Timings {
         threads: rayon::current_num_threads(),
         ..Timings::default()
     };
 
-    let (files, misfits, stray) = discover(root)?;
+    let (mut files, mut misfits, mut stray) = discover(root)?;
+    if let Some(d) = &dataset.dataset {
+        // The cache folder may hold other parts of the dataset too: keep this part's files.
+        let part: HashSet<&Path> = d.files.iter().map(|f| f.local.as_path()).collect();
+        files.retain(|(p, _)| part.contains(p.as_path()));
+        misfits.retain(|(p, _)| part.contains(p.as_path()));
+        stray.retain(|p| part.contains(p.as_path()));
+    }
     timings.walk = started.elapsed();
     if files.is_empty() {
         return Err(InputError::file(
@@ -160,10 +181,13 @@ pub fn run(args: MintArgs) -> Result<()> {
         Tolerance::Head
     };
     let recheck_on = args.recheck || args.exec_code;
-    let exec = args.exec_code.then(|| ExecConfig {
-        python: "python3".into(),
-        timeout: Duration::from_secs(args.exec_timeout),
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
+    let exec = match args.exec_code {
+        true => Some(exec_config(&args, jobs)?),
+        false => None,
+    };
     let python = match &exec {
         Some(cfg) => Some(
             python_version(&cfg.python)
@@ -177,12 +201,18 @@ pub fn run(args: MintArgs) -> Result<()> {
     };
     let shard = args.output.shard;
     let mut doc = MetricsDoc::new("mint");
+    doc.datasets
+        .extend(dataset.dataset.as_ref().map(|d| d.record()));
     let settings = &mut doc.settings;
     settings.insert("recheck".into(), json!(recheck_on));
     settings.insert("tolerance".into(), json!(tolerance.name()));
     settings.insert("exec_code".into(), json!(args.exec_code));
     settings.insert("exec_timeout_s".into(), json!(args.exec_timeout));
     settings.insert("python".into(), json!(python));
+    if args.exec_code {
+        settings.insert("exec_memory_mib".into(), json!(args.exec_memory));
+        settings.insert("exec_isolation".into(), json!(crate::sandbox::isolation()));
+    }
     settings.insert(
         "verdict".into(),
         json!(if recheck_on {
@@ -279,10 +309,15 @@ pub fn run(args: MintArgs) -> Result<()> {
                 write_error.lock().expect("error slot").get_or_insert(e);
             }
         };
+        // Programs wait on python: with --jobs above the core count, more threads than cores.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs.max(threads))
+            .build()
+            .map_err(|e| Error::usage(format!("cannot start {jobs} threads: {e}")))?;
         let pass_started = Instant::now();
         pass(
             &sources,
-            Reading::Full(&recheck),
+            Reading::Full(&recheck, &pool),
             threads,
             &keep,
             &finished,
@@ -450,6 +485,21 @@ fn take(
     Ok(())
 }
 
+/// The `--exec-code` runner: limits from the flags; says on stderr which isolation is missing.
+fn exec_config(args: &MintArgs, jobs: usize) -> Result<ExecConfig> {
+    let limits = Limits {
+        timeout: Duration::from_secs(args.exec_timeout),
+        memory_bytes: args.exec_memory.saturating_mul(1 << 20),
+        ..Limits::default()
+    };
+    let cfg = ExecConfig::new("python3", limits, jobs)
+        .map_err(|e| Error::usage(format!("--exec-code needs python3: {e}")))?;
+    for gap in &crate::sandbox::isolation().missing {
+        eprintln!("warning: --exec-code isolation: {gap}");
+    }
+    Ok(cfg)
+}
+
 /// The key `--shard` splits by: configuration, task and task id, so that repeats of one
 /// instance (marked duplicate, first kept) stay in one shard.
 pub fn shard_key(i: &Item) -> String {
@@ -513,17 +563,21 @@ pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Re
         doc.metrics
             .insert("recheck".into(), recheck_summary.0.clone());
     }
-    let tables_md = tables::render_markdown(stats);
+    let summary = tables::summary(stats);
+    let tables_md = report::mint::markdown(&summary);
     let mut files = vec![
-        ("sr.csv".to_string(), tables::sr_csv(stats).into_bytes()),
+        (
+            "sr.csv".to_string(),
+            report::mint::sr_csv(&summary).into_bytes(),
+        ),
         ("tables.md".to_string(), tables_md.clone().into_bytes()),
         (
             "tables.tex".to_string(),
-            tables::render_latex(stats).into_bytes(),
+            report::latex::mint_tables(&summary).into_bytes(),
         ),
         (
             "sr_curves.svg".to_string(),
-            svg::sr_curves(&tables::table2(stats)).into_bytes(),
+            report::svg::sr_curves(&summary.table2).into_bytes(),
         ),
     ];
     if use_recheck {
@@ -546,22 +600,17 @@ pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Re
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if !skipped.is_empty() || !stray.is_empty() {
-        report.push_str("\n## Files not used\n\n");
-        for s in &skipped {
-            report.push_str(&format!(
-                "- {} (does not fit the layout: {})\n",
+    let skipped: Vec<(&str, &str)> = skipped
+        .iter()
+        .map(|s| {
+            (
                 s["path"].as_str().unwrap_or(""),
-                s["reason"].as_str().unwrap_or("")
-            ));
-        }
-        for p in &stray {
-            report.push_str(&format!(
-                "- {} (not a results.jsonl)\n",
-                p.as_str().unwrap_or("")
-            ));
-        }
-    }
+                s["reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let stray: Vec<&str> = stray.iter().map(|p| p.as_str().unwrap_or("")).collect();
+    report.push_str(&report::mint::files_not_used(&skipped, &stray));
     Ok(Outputs {
         table: report.clone(),
         report,
@@ -679,66 +728,49 @@ fn fill_metrics(doc: &mut MetricsDoc, totals: &Totals, bootstrap: usize, seed: u
 /// Per task: re-checked, agreeing, differing, unverifiable, and the differing instances.
 /// Returns (metrics value, markdown section, recheck.csv).
 fn recheck_report(totals: &Totals) -> (Value, String, String) {
-    let per = &totals.recheck;
     let rows = &totals.recheck_rows;
-    let mut csv = String::from("config,task,task_id,file,line,stored,rechecked,note\n");
-    let mut md = String::from("## Re-check against the stored success flags\n\n");
-    let mut table = crate::report::Table::new(&[
-        "task",
-        "re-checked",
-        "differ",
-        "stored false → true",
-        "stored true → false",
-        "no verdict",
-    ]);
+    let tasks: Vec<RecheckTask> = totals
+        .recheck
+        .iter()
+        .filter(|(_, t)| t.checked + t.unchecked > 0)
+        .map(|(task, t)| RecheckTask {
+            task: task.clone(),
+            checked: t.checked,
+            differ: t.differ,
+            gained: t.gained,
+            lost: t.lost,
+            unchecked: t.unchecked,
+        })
+        .collect();
     let mut json_per = Map::new();
-    for (task, t) in per {
-        if t.checked + t.unchecked == 0 {
-            continue;
-        }
-        table.row(&[
-            task.clone(),
-            t.checked.to_string(),
-            t.differ.to_string(),
-            t.gained.to_string(),
-            t.lost.to_string(),
-            t.unchecked.to_string(),
-        ]);
+    for t in &tasks {
         let ids: Vec<Value> = rows
             .iter()
-            .filter(|i| &i.task == task && i.rechecked.is_some())
+            .filter(|i| i.task == t.task && i.rechecked.is_some())
             .map(|i| json!({"config": i.config, "task_id": i.task_id, "stored": i.stored, "rechecked": i.rechecked}))
             .collect();
         json_per.insert(
-            task.clone(),
+            t.task.clone(),
             json!({"rechecked": t.checked, "differ": t.differ, "stored_false_rechecked_true": t.gained,
                    "stored_true_rechecked_false": t.lost, "no_verdict": t.unchecked, "differing": ids}),
         );
     }
-    md.push_str(&table.render());
-    if !rows.is_empty() {
-        md.push_str("\nDiffering or unverifiable instances: see recheck.csv.\n");
-    }
-    for i in rows {
-        csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{}\n",
-            csv_q(&i.config),
-            i.task,
-            csv_q(&i.task_id),
-            csv_q(&i.file),
-            i.line,
-            i.stored,
-            i.rechecked.map_or("".into(), |b| b.to_string()),
-            csv_q(i.note.as_deref().unwrap_or(""))
-        ));
-    }
-    (Value::Object(json_per), md, csv)
-}
-
-fn csv_q(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    let csv_rows: Vec<RecheckRow> = rows
+        .iter()
+        .map(|i| RecheckRow {
+            config: i.config.clone(),
+            task: i.task.clone(),
+            task_id: i.task_id.clone(),
+            file: i.file.clone(),
+            line: i.line,
+            stored: i.stored,
+            rechecked: i.rechecked,
+            note: i.note.clone().unwrap_or_default(),
+        })
+        .collect();
+    (
+        Value::Object(json_per),
+        report::mint::recheck_markdown(&tasks, !csv_rows.is_empty()),
+        report::mint::recheck_csv(&csv_rows),
+    )
 }

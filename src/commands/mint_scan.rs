@@ -28,8 +28,9 @@ pub struct Source {
 pub enum Reading<'a> {
     /// Only what the tables need (stored flags).
     Stored,
-    /// In full, and re-checked as asked.
-    Full(&'a Recheck),
+    /// In full, and re-checked as asked, the re-checks running on `pool` (sized by `--jobs`:
+    /// programs wait on python, so it may have more threads than there are cores).
+    Full(&'a Recheck, &'a rayon::ThreadPool),
 }
 
 /// One file, read.
@@ -67,7 +68,7 @@ pub fn scan(
             Reading::Stored => {
                 parse_stored(&src.name, &src.key, line, row, text).map(|i| (i, None))
             }
-            Reading::Full(_) => {
+            Reading::Full(..) => {
                 parse_full(&src.name, &src.key, line, row, text).map(|(i, p)| (i, Some(p)))
             }
         };
@@ -90,19 +91,21 @@ pub fn scan(
     let started = Instant::now();
     match reading {
         Reading::Stored => items.iter().for_each(finished),
-        Reading::Full(recheck) => {
-            let results: Vec<Result<(), InputError>> = items
-                .par_iter_mut()
-                .zip(pending.par_iter())
-                .map(|(item, p)| {
-                    let p = p
-                        .as_ref()
-                        .expect("full reading keeps what the re-check needs");
-                    apply_recheck(&src.name, &src.key, item, p, recheck)?;
-                    finished(item);
-                    Ok(())
-                })
-                .collect();
+        Reading::Full(recheck, pool) => {
+            let results: Vec<Result<(), InputError>> = pool.install(|| {
+                items
+                    .par_iter_mut()
+                    .zip(pending.par_iter())
+                    .map(|(item, p)| {
+                        let p = p
+                            .as_ref()
+                            .expect("full reading keeps what the re-check needs");
+                        apply_recheck(&src.name, &src.key, item, p, recheck)?;
+                        finished(item);
+                        Ok(())
+                    })
+                    .collect()
+            });
             results.into_iter().collect::<Result<(), InputError>>()?;
         }
     }

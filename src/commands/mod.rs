@@ -2,14 +2,17 @@
 
 pub mod bench;
 pub mod bench_judge;
+pub mod data;
 pub mod embed;
 pub mod grasp;
 pub mod merge;
 pub mod mint;
 pub mod mint_scan;
+pub mod model_runtime;
 pub mod models;
 pub mod muse;
 pub mod story;
+pub mod suite;
 
 use crate::cli::Command;
 use crate::error::Result;
@@ -23,6 +26,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Mint(a) => mint::run(a),
         Command::Embed(a) => embed::run(a),
         Command::Models(a) => models::run(a),
+        Command::Data(a) => data::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
     }

@@ -2,10 +2,10 @@
 //! MuSE suite; write items.jsonl, metrics.json and report.md.
 
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, InputError, Result};
 use crate::input::{read_jsonl, read_text};
-use crate::report::{jsonl, MetricsDoc, OutputDir, Outputs};
-use crate::runtime::load::ModelRuntime;
+use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
 use crate::suites::muse::{
     self, parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, Plan,
     PlanFormat, REVIEWED_FLOW,
@@ -15,7 +15,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Run `scorekit muse`.
-pub fn run(args: MuseArgs) -> Result<()> {
+pub fn run(mut args: MuseArgs) -> Result<()> {
+    // `--queries muse` names pinned upstream data (scorekit data).
+    let dataset = crate::data::resolve_arg(
+        &args.queries,
+        &crate::data::Options {
+            offline: args.model.offline,
+            quiet: args.output.quiet,
+        },
+    )?;
+    args.queries = dataset.path.clone();
     let qfile = read_text(&args.queries)?;
     let queries = parse_queries(&qfile.name(), &qfile.text)?;
     let (flow, flow_source) = match &args.flow {
@@ -75,6 +84,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
     let mut doc = MetricsDoc::new("muse");
     doc.add_input(&args.queries)?;
     doc.add_input(&args.plans)?;
+    doc.datasets.extend(dataset.dataset.map(|d| d.record()));
     for p in [&args.flow, &args.aliases, &args.output_verdicts]
         .into_iter()
         .flatten()
@@ -111,7 +121,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
     );
     if let (Some(spec), Some((model_ref, _, _, th))) = (&args.embedder, &matched) {
         s.insert("embedder".into(), json!(spec));
-        crate::runtime::load::record_quantize(args.model.quantize, s);
+        crate::commands::model_runtime::record_quantize(args.model.quantize, s);
         s.insert("embedder_thresholds".into(), json!(th));
         s.insert(
             "embedder_descriptions".into(),
@@ -180,8 +190,8 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs
     doc.metrics = summary.metrics.clone();
     doc.groups = summary.groups.clone();
     let verdicts = doc.settings.get("output_verdicts").and_then(|v| v.as_str());
-    let mut report = muse::metrics::report(&summary, items);
-    let mut table = muse::metrics::table(&summary).render();
+    let mut report = report::muse::report(&summary, &muse::metrics::failing_queries(items));
+    let mut table = report::muse::table(&summary).render();
     if let Some(path) = verdicts {
         report.insert_str(
             report.find('\n').map_or(0, |i| i + 2),
@@ -199,8 +209,8 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs
             "embedding_matches".into(),
             semantic::metrics_value(items, th),
         );
-        report.push_str(&semantic::report(items, th));
         let (accepted, rejected) = semantic::name_uses(items);
+        report.push_str(&report::muse::matches_report(&accepted, &rejected, th));
         table.push_str(&format!(
             "task names matched by embeddings: {} (check them in report.md), left unknown: {}\n",
             accepted.len(),

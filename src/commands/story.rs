@@ -2,18 +2,18 @@
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
 use crate::cli::StoryArgs;
+use crate::commands::model_runtime::ModelRuntime;
 use crate::error::{Error, Result};
 use crate::input::read_jsonl;
 use crate::progress::bar;
-use crate::report::{jsonl, percent, Estimate, MetricsDoc, OutputDir, Outputs, Table};
+use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
 use crate::runtime::judge::{Head, Judge};
-use crate::runtime::load::ModelRuntime;
 use crate::runtime::Embedder;
 use crate::suites::story::{
-    self, Checked, Generation, GroupMetrics, ItemResult, JudgeVerdict, PairValue, Question, Status,
+    self, Checked, Counts, Generation, GroupMetrics, Item, JudgeVerdict, PairValue, Question,
+    Status,
 };
 use indicatif::ProgressBar;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -26,59 +26,22 @@ pub const JUDGE_FILES: &[&str] = &[
     "model.safetensors|pytorch_model.bin",
 ];
 
-/// One line of items.jsonl (read back by `scorekit merge`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoryItem {
-    row: usize,
-    line: usize,
-    question_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    passage_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    model: Option<String>,
-    group: String,
-    status: Status,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    duplicate_of_row: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    gold_label: Option<usize>,
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    judge: Option<JudgeVerdict>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    dissimilarity_pairs: Option<Vec<PairValue>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    dissimilarity_mean: Option<f64>,
-}
-
-/// Counts of generations per status in one group.
-#[derive(Debug, Default, Clone, Serialize)]
-struct Counts {
-    generations: usize,
-    scored: usize,
-    unknown_question: usize,
-    duplicate: usize,
-    empty_ending: usize,
-}
-
-impl Counts {
-    fn add(&mut self, s: Status) {
-        self.generations += 1;
-        match s {
-            Status::Scored => self.scored += 1,
-            Status::UnknownQuestion => self.unknown_question += 1,
-            Status::Duplicate => self.duplicate += 1,
-            Status::EmptyEnding => self.empty_ending += 1,
-        }
-    }
-}
-
 /// Run `scorekit story`.
-pub fn run(args: StoryArgs) -> Result<()> {
+pub fn run(mut args: StoryArgs) -> Result<()> {
     if args.skip_judge && args.skip_embedder {
         return Err(Error::usage(
             "--skip-judge and --skip-embedder together leave nothing to score",
         ));
     }
+    // `--dataset possible-stories:test` names pinned upstream data (scorekit data).
+    let dataset = crate::data::resolve_arg(
+        &args.dataset,
+        &crate::data::Options {
+            offline: args.model.offline,
+            quiet: args.output.quiet,
+        },
+    )?;
+    args.dataset = dataset.path.clone();
     let out = &args.output;
     let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
@@ -93,6 +56,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
     let mut doc = MetricsDoc::new("story");
     doc.add_input(&args.dataset)?;
     doc.add_input(&args.generations)?;
+    doc.datasets.extend(dataset.dataset.map(|d| d.record()));
     // `--shard I/N` by story: Dissimilarity pairs endings of one story, so a story's
     // generations stay in one shard (a generation of an unknown question goes by its id).
     let shard = out.shard;
@@ -133,12 +97,13 @@ pub fn run(args: StoryArgs) -> Result<()> {
                 rt.dtype,
                 args.model.max_length,
                 args.follow_label.as_deref(),
+                &rt.engine,
             )?;
             let model_ref = model.model_ref()?;
             eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
             doc.models.push(model_ref);
             settings.insert("judge".into(), json!(args.judge));
-            settings.insert("judge_arch".into(), json!(format!("{:?}", judge.arch())));
+            settings.insert("judge_arch".into(), json!(judge.arch()));
             settings.insert("judge_engine".into(), json!(judge.engine()));
             settings.insert(
                 "judge_head".into(),
@@ -183,7 +148,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
     // Everything that decides the results is known now: an unfinished run of the same
     // identity in --out is continued, its finished items kept as they are.
     let (dir, done) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
-    let mut items: Vec<StoryItem> = done
+    let mut items: Vec<Item> = done
         .into_iter()
         .map(serde_json::from_value)
         .collect::<std::result::Result<_, _>>()
@@ -268,13 +233,13 @@ fn story_item(
     generations: &[Generation],
     verdict: Option<&JudgeVerdict>,
     pairs: Option<&Vec<PairValue>>,
-) -> StoryItem {
+) -> Item {
     let g = &generations[c.generation];
     let q = c.question.map(|i| &questions[i]);
     let mean = pairs
         .filter(|p| !p.is_empty())
         .map(|p| p.iter().map(|v| v.dissimilarity).sum::<f64>() / p.len() as f64);
-    StoryItem {
+    Item {
         row: g.row,
         line: g.line,
         question_id: g.question_id.clone(),
@@ -449,7 +414,7 @@ impl<'a> ChunkPlan<'a> {
 /// the items in the single-run order (by row), counts statuses and computes IFSM, the ceiling and
 /// Dissimilarity per group with the bootstrap and seed of `doc.settings` (keeping
 /// `dataset_questions` from `doc.metrics`), and renders the table and report.
-pub fn outputs(doc: &mut MetricsDoc, items: &mut [StoryItem]) -> Result<Outputs> {
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     items.sort_by_key(|i| i.row);
     let bootstrap = doc.setting_u64("bootstrap")? as usize;
     let seed = doc.setting_u64("seed")?;
@@ -458,32 +423,14 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [StoryItem]) -> Result<Outputs>
         .get("dataset_questions")
         .and_then(Value::as_u64)
         .unwrap_or(0) as usize;
-    let mut group_items: BTreeMap<&str, Vec<ItemResult>> = BTreeMap::new();
-    let mut counts: BTreeMap<&str, Counts> = BTreeMap::new();
-    for it in items.iter() {
-        counts.entry(&it.group).or_default().add(it.status);
-        if let (Status::Scored, Some(p)) = (it.status, &it.passage_id) {
-            group_items.entry(&it.group).or_default().push(ItemResult {
-                passage_id: p,
-                question_id: &it.question_id,
-                judge: it.judge.as_ref(),
-                pairs: it.dissimilarity_pairs.as_deref(),
-            });
-        }
-    }
-    let mut results: BTreeMap<&str, (GroupMetrics, Counts)> = BTreeMap::new();
-    for (name, c) in &counts {
-        let items = group_items.get(name).map(Vec::as_slice).unwrap_or(&[]);
-        let m = story::group_metrics(items, bootstrap, seed);
-        results.insert(name, (m, c.clone()));
-    }
+    let results = story::summarize(items, bootstrap, seed);
     doc.groups.clear();
     for (name, (m, c)) in &results {
         doc.groups.insert(name.to_string(), group_json(m, c));
     }
     doc.metrics = headline(&results, dataset_questions);
-    let table = render_table(&results);
-    let report = render_report(doc, &results, &table);
+    let table = report::story::table(&results);
+    let report = report::story::report(doc, &results, &table);
     Ok(Outputs {
         report,
         table,
@@ -527,7 +474,7 @@ fn group_json(m: &GroupMetrics, c: &Counts) -> Value {
 
 /// Headline metrics: the only group's metrics when there is one, plus counts over all groups.
 fn headline(
-    results: &BTreeMap<&str, (GroupMetrics, Counts)>,
+    results: &BTreeMap<String, (GroupMetrics, Counts)>,
     dataset_questions: usize,
 ) -> Map<String, Value> {
     let mut total = Counts::default();
@@ -552,86 +499,4 @@ fn headline(
     m.insert("groups".into(), json!(results.len()));
     m.insert("dataset_questions".into(), json!(dataset_questions));
     m
-}
-
-fn est(e: &Option<Estimate>) -> String {
-    match e {
-        Some(e) => format!(
-            "{} [{}, {}]",
-            percent(e.value),
-            percent(e.ci_low),
-            percent(e.ci_high)
-        ),
-        None => "-".into(),
-    }
-}
-
-fn dis(e: &Option<Estimate>) -> String {
-    match e {
-        Some(e) => format!(
-            "{:.4} [{:.4}, {:.4}] n={}",
-            e.value, e.ci_low, e.ci_high, e.n
-        ),
-        None => "-".into(),
-    }
-}
-
-fn render_table(results: &BTreeMap<&str, (GroupMetrics, Counts)>) -> String {
-    let mut t = Table::new(&[
-        "model",
-        "scored",
-        "not scored",
-        "IFSM %",
-        "judge acc. %",
-        "judge consist. %",
-        "chance %",
-        "Dissim. micro (pairs)",
-        "Dissim. macro (stories)",
-    ]);
-    for (name, (m, c)) in results {
-        t.row(&[
-            name.to_string(),
-            c.scored.to_string(),
-            (c.generations - c.scored).to_string(),
-            est(&m.ifsm),
-            est(&m.judge_accuracy),
-            est(&m.judge_consistency),
-            m.chance.map(percent).unwrap_or_else(|| "-".into()),
-            dis(&m.dissimilarity_micro),
-            dis(&m.dissimilarity_macro),
-        ]);
-    }
-    t.render()
-}
-
-fn render_report(
-    doc: &MetricsDoc,
-    results: &BTreeMap<&str, (GroupMetrics, Counts)>,
-    table: &str,
-) -> String {
-    let mut s = String::from("# Possible Stories: IFSM and Dissimilarity\n\n");
-    s.push_str(table);
-    s.push_str(
-        "\nIFSM: share of generated endings the judge picks when the ending replaces the gold \
-         option. Judge acc. / consist.: the judge on the human options of the same questions \
-         (its ceiling; consistency = stories with every question right). Intervals: 95% \
-         bootstrap.\n\n## Models\n\n",
-    );
-    for m in &doc.models {
-        s.push_str(&format!(
-            "- {} @ {} (sha256 {})\n",
-            m.id, m.revision, m.sha256
-        ));
-    }
-    let unscored: usize = results
-        .values()
-        .map(|(_, c)| c.generations - c.scored)
-        .sum();
-    if unscored > 0 {
-        s.push_str(&format!(
-            "\n{unscored} generation(s) were not scored (unknown question, duplicate or empty \
-             ending); each is listed in items.jsonl with its status.\n"
-        ));
-    }
-    s
 }

@@ -36,6 +36,20 @@ pub struct ModelRef {
     pub sha256: String,
 }
 
+/// A pinned dataset the inputs came from (`scorekit data`): the name as resolved
+/// (`possible-stories:test`), the upstream repository and commit, and each file's sha256.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct DatasetRef {
+    /// `NAME:PART`.
+    pub name: String,
+    /// GitHub `owner/name` of the upstream repository.
+    pub repo: String,
+    /// The commit the files are pinned at.
+    pub commit: String,
+    /// Each file: its upstream path and sha256.
+    pub files: Vec<InputFile>,
+}
+
 /// The whole metrics.json document.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MetricsDoc {
@@ -47,6 +61,9 @@ pub struct MetricsDoc {
     pub inputs: Vec<InputFile>,
     /// Every model used, with its revision.
     pub models: Vec<ModelRef>,
+    /// Datasets named instead of files (absent when every input was a path).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datasets: Vec<DatasetRef>,
     /// Settings that change the numbers (test type, bootstrap resamples, seed, flags).
     pub settings: Map<String, Value>,
     /// Headline metrics.
@@ -63,6 +80,7 @@ impl MetricsDoc {
             scorekit_version: env!("CARGO_PKG_VERSION").to_string(),
             inputs: Vec::new(),
             models: Vec::new(),
+            datasets: Vec::new(),
             settings: Map::new(),
             metrics: Map::new(),
             groups: Map::new(),
@@ -81,13 +99,18 @@ impl MetricsDoc {
     /// settings. A resumed run must match the unfinished one; shards of one merge must match
     /// except for the `shard` setting.
     pub fn identity(&self) -> Value {
-        serde_json::json!({
+        let mut id = serde_json::json!({
             "suite": self.suite,
             "scorekit_version": self.scorekit_version,
             "inputs": self.inputs,
             "models": self.models,
             "settings": self.settings,
-        })
+        });
+        // Only when present, so runs that named no dataset keep the identity they always had.
+        if !self.datasets.is_empty() {
+            id["datasets"] = serde_json::json!(self.datasets);
+        }
+        id
     }
 
     /// Record `--shard I/N` in the settings (nothing for the whole input).

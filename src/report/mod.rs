@@ -1,13 +1,21 @@
-//! Output files of every scoring command: metrics.json, items.jsonl, report.md.
+//! Output files of every scoring command: metrics.json, items.jsonl, report.md, and the suites'
+//! other files (CSV, LaTeX, SVG). The typed summaries that suites fill and these writers render
+//! live here too, one module per suite, so that nothing here needs `suites/` (docs/architecture.md).
 
 mod bootstrap;
+pub mod grasp;
+pub mod latex;
 mod markdown;
 mod metrics;
+pub mod mint;
+pub mod muse;
 mod output;
+pub mod story;
+pub mod svg;
 
 pub use bootstrap::{bootstrap_mean, bootstrap_rate, Estimate};
 pub use markdown::{percent, Table};
-pub use metrics::{sha256_file, sha256_hex, InputFile, MetricsDoc, ModelRef};
+pub use metrics::{hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef};
 pub use output::{
     atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, StagedFile, METRICS_FILE, RUN_FILE,
 };

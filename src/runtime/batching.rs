@@ -5,7 +5,7 @@
 
 /// One batch: positions into the caller's list, and the length every row is padded to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Batch {
+pub struct BatchPlan {
     /// Indices into the input list, longest first.
     pub indices: Vec<usize>,
     /// The longest length in the batch; `indices.len() * padded_len` is its cost in tokens.
@@ -18,13 +18,13 @@ pub struct Batch {
 /// Longest inputs come first, so a batch too big for the device fails at once rather than at the
 /// end of a long run. An input longer than the budget still gets a batch of its own. Every index
 /// appears exactly once.
-pub fn plan_batches(lengths: &[usize], batch_tokens: usize) -> Vec<Batch> {
+pub fn plan_batches(lengths: &[usize], batch_tokens: usize) -> Vec<BatchPlan> {
     let budget = batch_tokens.max(1);
     let mut order: Vec<usize> = (0..lengths.len()).collect();
     // Stable: equal lengths keep input order, so plans are deterministic.
     order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
     let mut batches = Vec::new();
-    let mut current = Batch {
+    let mut current = BatchPlan {
         indices: Vec::new(),
         padded_len: 0,
     };
@@ -34,7 +34,7 @@ pub fn plan_batches(lengths: &[usize], batch_tokens: usize) -> Vec<Batch> {
         if !current.indices.is_empty() && (current.indices.len() + 1) * padded > budget {
             batches.push(std::mem::replace(
                 &mut current,
-                Batch {
+                BatchPlan {
                     indices: Vec::new(),
                     padded_len: 0,
                 },

@@ -1,6 +1,5 @@
 //! `--device` and `--dtype`: which accelerator runs the model and in which float type.
 
-use crate::cli::DType as CliDType;
 use crate::error::{Error, Result};
 use candle_core::{DType, Device};
 
@@ -60,16 +59,23 @@ fn open(dev: candle_core::Result<Device>, spec: &str, feature: &str) -> Result<D
     })
 }
 
-/// The float type to run in: the `--dtype` flag if given, else f32 on the CPU and f16 on a GPU.
+/// The float type to run in: the one asked for, else f32 on the CPU and f16 on a GPU.
 ///
 /// f32 on the CPU because candle's CPU kernels for half types are slower, not faster, there.
-pub fn select_dtype(dtype: Option<CliDType>, device: &Device) -> DType {
+pub fn select_dtype(dtype: Option<DType>, device: &Device) -> DType {
     match dtype {
-        Some(CliDType::F32) => DType::F32,
-        Some(CliDType::F16) => DType::F16,
-        Some(CliDType::Bf16) => DType::BF16,
+        Some(d) => d,
         None if device.is_cpu() => DType::F32,
         None => DType::F16,
+    }
+}
+
+/// The device's name for metrics.json: `cpu`, `cuda:N` or `metal:N`.
+pub fn device_name(device: &Device) -> String {
+    match device.location() {
+        candle_core::DeviceLocation::Cpu => "cpu".into(),
+        candle_core::DeviceLocation::Cuda { gpu_id } => format!("cuda:{gpu_id}"),
+        candle_core::DeviceLocation::Metal { gpu_id } => format!("metal:{gpu_id}"),
     }
 }
 
@@ -91,9 +97,7 @@ mod tests {
     #[test]
     fn dtype_defaults_to_f32_on_cpu() {
         assert_eq!(select_dtype(None, &Device::Cpu), DType::F32);
-        assert_eq!(
-            select_dtype(Some(CliDType::Bf16), &Device::Cpu),
-            DType::BF16
-        );
+        assert_eq!(select_dtype(Some(DType::BF16), &Device::Cpu), DType::BF16);
+        assert_eq!(device_name(&Device::Cpu), "cpu");
     }
 }

@@ -1,51 +1,38 @@
-//! Sentence embeddings exactly as sentence-transformers computes them for BERT models:
-//! encoder → pooling (CLS, mean, max or mean/√len) → optional Dense layers (Tanh or Identity) →
-//! optional L2 normalisation, read from `modules.json` and the module configs. LaBSE is
+//! Sentence embeddings exactly as sentence-transformers computes them: an encoder
+//! (`encoder::load_encoder`, any architecture of `models/`) → pooling (CLS, mean, max or
+//! mean/√len) → optional Dense layers (Tanh or Identity) → optional L2 normalisation
+//! (`models::heads::SentenceHead`), read from `modules.json` and the module configs. LaBSE is
 //! BERT → CLS → Dense 768→768 tanh → Normalize, truncated at 256 tokens.
 
 use crate::error::{Error, InputError, Result};
-use crate::runtime::batching::plan_batches;
+use crate::runtime::encoder::{load_encoder, run_batched, Encoder, EngineOptions};
 use crate::runtime::hub::ResolvedModel;
-use crate::runtime::ops::BertEncoder;
-use crate::runtime::tokenize::{pad_batch, TextTokenizer, Tokens};
+use crate::runtime::models::heads::{Dense, Head, SentenceHead};
+use crate::runtime::models::{self, Architecture, ModelConfig};
+use crate::runtime::tokenize::{TextTokenizer, Tokens};
 use crate::runtime::weights;
 use anyhow::Context;
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::Config as BertConfig;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// How token vectors become one sentence vector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pooling {
-    /// The first token (`[CLS]`).
-    Cls,
-    /// Mean over real tokens.
-    Mean,
-    /// Element-wise max over real tokens.
-    Max,
-    /// Sum over real tokens divided by √length.
-    MeanSqrtLen,
-}
+pub use crate::runtime::models::heads::Pooling;
 
-/// A sentence-transformers `Dense` module.
-struct Dense {
-    weight: Tensor,
-    bias: Option<Tensor>,
-    tanh: bool,
-}
+/// Files an embedder needs; sentence-transformers module files come along when the repo has them.
+pub const EMBEDDER_FILES: &[&str] = &[
+    "config.json",
+    "tokenizer.json",
+    "model.safetensors|pytorch_model.bin",
+];
 
-/// A loaded sentence embedder.
+/// A loaded sentence embedder: tokenizer, encoder and sentence head.
 pub struct Embedder {
-    model: BertEncoder,
+    encoder: Box<dyn Encoder>,
+    head: SentenceHead,
     tokenizer: TextTokenizer,
-    pooling: Pooling,
-    dense: Vec<Dense>,
-    normalize: bool,
     lowercase: bool,
     dim: usize,
-    device: Device,
     dtype: DType,
 }
 
@@ -64,143 +51,6 @@ fn read_json_opt(path: &Path) -> Result<Option<Value>> {
     } else {
         Ok(None)
     }
-}
-
-/// Parse a BERT `config.json` into candle's config, refusing what candle's BERT cannot run.
-pub fn bert_config(path: &Path) -> Result<BertConfig> {
-    let mut v = read_json(path)?;
-    let model_type = v["model_type"].as_str().unwrap_or("bert").to_string();
-    if model_type != "bert" {
-        return Err(bad(
-            path,
-            format!("model_type {model_type:?} is not supported by the sentence embedder (supported: bert)"),
-        ));
-    }
-    let act = v["hidden_act"].as_str().unwrap_or("gelu").to_string();
-    let mapped = match act.as_str() {
-        "gelu" => "gelu",
-        "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => "geluapproximate",
-        "relu" => "relu",
-        other => {
-            return Err(bad(
-                path,
-                format!("hidden_act {other:?} is not supported (gelu, gelu_new, relu)"),
-            ))
-        }
-    };
-    if let Some(p) = v["position_embedding_type"].as_str() {
-        if p != "absolute" {
-            return Err(bad(
-                path,
-                format!("position_embedding_type {p:?} is not supported (absolute)"),
-            ));
-        }
-    }
-    let obj = v
-        .as_object_mut()
-        .ok_or_else(|| bad(path, "config.json is not a JSON object"))?;
-    obj.insert("hidden_act".into(), Value::from(mapped));
-    obj.entry("pad_token_id").or_insert(Value::from(0));
-    obj.entry("hidden_dropout_prob").or_insert(Value::from(0.1));
-    obj.entry("initializer_range").or_insert(Value::from(0.02));
-    obj.entry("layer_norm_eps").or_insert(Value::from(1e-12));
-    obj.entry("type_vocab_size").or_insert(Value::from(2));
-    obj.entry("max_position_embeddings")
-        .or_insert(Value::from(512));
-    obj.insert("model_type".into(), Value::from("bert"));
-    if obj.get("pad_token_id").is_some_and(Value::is_null) {
-        obj.insert("pad_token_id".into(), Value::from(0));
-    }
-    let cfg: BertConfig =
-        serde_json::from_value(v).map_err(|e| bad(path, format!("not a BERT config: {e}")))?;
-    if cfg.num_attention_heads == 0 || !cfg.hidden_size.is_multiple_of(cfg.num_attention_heads) {
-        return Err(bad(
-            path,
-            "hidden_size must be a multiple of num_attention_heads",
-        ));
-    }
-    Ok(cfg)
-}
-
-/// The tensor shapes a BERT config implies, to check weights before loading them.
-pub fn bert_expected_shapes(cfg: &BertConfig) -> Vec<(String, Vec<usize>)> {
-    let h = cfg.hidden_size;
-    let mut v = vec![
-        (
-            "embeddings.word_embeddings.weight".into(),
-            vec![cfg.vocab_size, h],
-        ),
-        (
-            "embeddings.position_embeddings.weight".into(),
-            vec![cfg.max_position_embeddings, h],
-        ),
-        (
-            "embeddings.token_type_embeddings.weight".into(),
-            vec![cfg.type_vocab_size, h],
-        ),
-    ];
-    for l in 0..cfg.num_hidden_layers {
-        let p = format!("encoder.layer.{l}.");
-        for m in [
-            "attention.self.query",
-            "attention.self.key",
-            "attention.self.value",
-            "attention.output.dense",
-        ] {
-            v.push((format!("{p}{m}.weight"), vec![h, h]));
-        }
-        v.push((
-            format!("{p}intermediate.dense.weight"),
-            vec![cfg.intermediate_size, h],
-        ));
-        v.push((
-            format!("{p}output.dense.weight"),
-            vec![h, cfg.intermediate_size],
-        ));
-    }
-    // One layer more than the config says would be silently ignored by the loader: catch it.
-    v
-}
-
-/// Check a BERT-layout safetensors file against its config before loading: every encoder tensor
-/// present with the shape the config implies (under one of `prefixes`), and no layer beyond
-/// `num_hidden_layers` (a loader would silently ignore it). Errors name the file and tensor.
-pub fn check_bert_weights(w: &Path, cfg: &BertConfig, prefixes: &[&str]) -> Result<()> {
-    let tensors = weights::check_safetensors(w)?;
-    weights::expect_shapes(w, &tensors, prefixes, &bert_expected_shapes(cfg))?;
-    let extra = format!(
-        "encoder.layer.{}.output.dense.weight",
-        cfg.num_hidden_layers
-    );
-    if weights::find_tensor(&tensors, &extra, prefixes).is_some() {
-        return Err(bad(
-            w,
-            format!(
-                "has more layers than config.json's num_hidden_layers = {} (config.json does not match the weights)",
-                cfg.num_hidden_layers
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn load_bert(
-    model: &ResolvedModel,
-    cfg: &BertConfig,
-    device: &Device,
-    dtype: DType,
-) -> Result<BertEncoder> {
-    let w = model.weights_file()?;
-    let vb = if w.extension().is_some_and(|e| e == "safetensors") {
-        check_bert_weights(&w, cfg, &["", "bert."])?;
-        // Safety: the file is memory-mapped read-only; a concurrent writer is the caller's problem.
-        unsafe { VarBuilder::from_mmaped_safetensors(&[&w], dtype, device) }
-            .map_err(|e| bad(&w, format!("cannot load: {e}")))?
-    } else {
-        VarBuilder::from_pth(&w, dtype, device).map_err(|e| bad(&w, format!("cannot load: {e}")))?
-    };
-    BertEncoder::load(&w, vb, cfg, device, dtype)
-        .map_err(|e| bad(&w, format!("does not fit config.json: {e}")))
 }
 
 fn parse_pooling(path: &Path, v: &Value) -> Result<Pooling> {
@@ -275,7 +125,9 @@ fn load_dense(dir: &Path, device: &Device, dtype: DType) -> Result<Dense> {
             want.push(("linear.bias".to_string(), vec![outf]));
         }
         weights::expect_shapes(&st, &tensors, &[""], &want)?;
-        // Safety: read-only memory map of a file we just checked.
+        // SAFETY: as in `models::var_builder`: the mapped bytes must not change while candle
+        // holds them; scorekit never writes a weight file and nothing rewrites model folders
+        // (inputs) while it runs. The header was checked just above; candle checks the rest.
         let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&st], dtype, device) }
             .map_err(|e| bad(&st, format!("cannot load: {e}")))?;
         (st, vb)
@@ -303,19 +155,27 @@ fn load_dense(dir: &Path, device: &Device, dtype: DType) -> Result<Dense> {
     Ok(Dense { weight, bias, tanh })
 }
 
-/// The encoder (CLS-only when pooling is CLS) and the Dense modules, checked to chain;
+/// The encoder (first tokens only when pooling is CLS) and the Dense modules, checked to chain;
 /// returns them with the output size.
+#[allow(clippy::too_many_arguments)]
 fn load_weights(
     model: &ResolvedModel,
-    cfg: &BertConfig,
+    arch: &dyn Architecture,
+    cfg: &ModelConfig,
     device: &Device,
     dtype: DType,
+    engine: &EngineOptions,
     pooling: Pooling,
     dense_dirs: &[PathBuf],
-) -> Result<(BertEncoder, Vec<Dense>, usize)> {
-    let mut bert = load_bert(model, cfg, device, dtype)?;
-    bert.set_cls_only(pooling == Pooling::Cls);
-    let mut dim = cfg.hidden_size;
+) -> Result<(Box<dyn Encoder>, Vec<Dense>, usize)> {
+    let w = model.weights_file()?;
+    arch.check_weights(&w, cfg)?;
+    let mut encoder = load_encoder(arch, cfg, &w, device, dtype, engine)?;
+    if pooling == Pooling::Cls {
+        encoder.first_token_only();
+    }
+    encoder.release_unused();
+    let mut dim = cfg.bert.hidden_size;
     let mut dense = Vec::new();
     for d in dense_dirs {
         let layer = load_dense(d, device, dtype)?;
@@ -329,20 +189,23 @@ fn load_weights(
         dim = out;
         dense.push(layer);
     }
-    Ok((bert, dense, dim))
+    Ok((encoder, dense, dim))
 }
 
 impl Embedder {
-    /// Load a sentence-transformers BERT model (or a plain BERT, then mean pooling) from a
-    /// resolved folder. Every file is checked before any text is embedded; errors name the file.
-    /// `max_length` overrides the model's own limit (`max_seq_length`), capped at its positions.
+    /// Load a sentence-transformers model (or a plain encoder, then mean pooling) from a
+    /// resolved folder, on the engine `engine` chooses. Every file is checked before any text is
+    /// embedded; errors name the file. `max_length` overrides the model's own limit
+    /// (`max_seq_length`), capped at its positions.
     pub fn load(
         model: &ResolvedModel,
         device: &Device,
         dtype: DType,
         max_length: Option<usize>,
+        engine: &EngineOptions,
     ) -> Result<Self> {
-        let cfg = bert_config(&model.file("config.json"))?;
+        // sentence-transformers' BERT folders often omit model_type.
+        let (arch, cfg) = models::read_config(&model.file("config.json"), "bert")?;
         let modules_path = model.file("modules.json");
         let mut pooling = Pooling::Mean;
         let mut dense_dirs = Vec::new();
@@ -387,43 +250,50 @@ impl Embedder {
             .as_ref()
             .and_then(|v| v["max_seq_length"].as_u64())
             .map(|n| n as usize)
-            .unwrap_or(cfg.max_position_embeddings);
-        let max_len = max_length
-            .unwrap_or(own_max)
-            .min(cfg.max_position_embeddings)
-            .max(2);
+            .unwrap_or(cfg.max_tokens);
+        let max_len = max_length.unwrap_or(own_max).min(cfg.max_tokens).max(2);
         // The tokenizer (LaBSE: a 13.6 MB tokenizer.json, ~0.7 s to parse) loads on its own
         // thread while the weights are read and packed: load to first batch is the longer of
         // the two, not their sum.
         let tokenizer_path = model.file("tokenizer.json");
-        let pad_id = cfg.pad_token_id as u32;
+        let pad_id = cfg.pad_id;
         let (tokenizer, weights) = std::thread::scope(|scope| {
             let tok = scope.spawn(|| TextTokenizer::load(&tokenizer_path, max_len, Some(pad_id)));
-            let weights = load_weights(model, &cfg, device, dtype, pooling, &dense_dirs);
+            let weights = load_weights(
+                model,
+                arch,
+                &cfg,
+                device,
+                dtype,
+                engine,
+                pooling,
+                &dense_dirs,
+            );
             let tokenizer = tok.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             (tokenizer, weights)
         });
         let tokenizer = tokenizer?;
         let vocab = tokenizer.inner().get_vocab_size(true);
-        if vocab > cfg.vocab_size {
+        if vocab > cfg.bert.vocab_size {
             return Err(bad(
                 &tokenizer_path,
                 format!(
                     "has {vocab} tokens but config.json's vocab_size is {}",
-                    cfg.vocab_size
+                    cfg.bert.vocab_size
                 ),
             ));
         }
-        let (bert, dense, dim) = weights?;
+        let (encoder, dense, dim) = weights?;
         Ok(Embedder {
-            model: bert,
+            encoder,
+            head: SentenceHead {
+                pooling,
+                dense,
+                normalize,
+            },
             tokenizer,
-            pooling,
-            dense,
-            normalize,
             lowercase,
             dim,
-            device: device.clone(),
             dtype,
         })
     }
@@ -435,17 +305,17 @@ impl Embedder {
 
     /// Which implementation runs the encoder (for reports).
     pub fn engine(&self) -> &'static str {
-        self.model.engine()
+        self.encoder.name()
     }
 
     /// The pooling read from the model.
     pub fn pooling(&self) -> Pooling {
-        self.pooling
+        self.head.pooling
     }
 
     /// Whether outputs are L2-normalised (a Normalize module).
     pub fn normalizes(&self) -> bool {
-        self.normalize
+        self.head.normalize
     }
 
     /// The tokenizer, with the model's truncation.
@@ -472,68 +342,22 @@ impl Embedder {
         progress: &indicatif::ProgressBar,
     ) -> Result<Vec<Vec<f32>>> {
         let tokens = self.tokenize(texts)?;
-        let lengths: Vec<usize> = tokens.iter().map(Tokens::len).collect();
-        let mut out = vec![Vec::new(); texts.len()];
-        for batch in plan_batches(&lengths, batch_tokens) {
-            let rows: Vec<&Tokens> = batch.indices.iter().map(|&i| &tokens[i]).collect();
-            let vecs = self
-                .embed_tokens(&rows)
-                .context("embedding a batch failed")?;
-            for (i, v) in batch.indices.iter().zip(vecs) {
-                out[*i] = v;
-            }
-            progress.inc(batch.indices.len() as u64);
-        }
-        Ok(out)
+        run_batched(&tokens, batch_tokens, progress, |batch| {
+            self.embed_batch(batch)
+                .context("embedding a batch failed")
+                .map_err(Into::into)
+        })
     }
 
-    /// Run one padded batch through the encoder and the head.
+    /// Run tokenised rows (one batch) through the encoder and the head.
     pub fn embed_tokens(&self, rows: &[&Tokens]) -> Result<Vec<Vec<f32>>> {
-        let batch = pad_batch(rows, self.tokenizer.pad_id(), &self.device)?;
+        self.embed_batch(&crate::runtime::encoder::Batch::from_rows(rows))
+    }
+
+    fn embed_batch(&self, batch: &crate::runtime::encoder::Batch) -> Result<Vec<Vec<f32>>> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
-            let hidden = self.model.forward(
-                &batch.input_ids,
-                &batch.token_type_ids,
-                Some(&batch.attention_mask),
-            )?;
-            let mask = batch.attention_mask.to_dtype(self.dtype)?.unsqueeze(2)?;
-            let mut x = match self.pooling {
-                Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
-                Pooling::Mean | Pooling::MeanSqrtLen => {
-                    let sum = hidden.broadcast_mul(&mask)?.sum(1)?;
-                    let n = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
-                    let n = if self.pooling == Pooling::MeanSqrtLen {
-                        n.sqrt()?
-                    } else {
-                        n
-                    };
-                    sum.broadcast_div(&n)?
-                }
-                Pooling::Max => {
-                    // Padding gets a very negative value so it never wins, as sentence-transformers does.
-                    let neg = ((mask.ones_like()? - &mask)? * -1e9)?;
-                    hidden.broadcast_add(&neg)?.max(1)?
-                }
-            };
-            for d in &self.dense {
-                x = x.broadcast_matmul(&d.weight.t()?)?;
-                if let Some(b) = &d.bias {
-                    x = x.broadcast_add(b)?;
-                }
-                if d.tanh {
-                    x = x.tanh()?;
-                }
-            }
-            let mut x = x.to_dtype(DType::F32)?;
-            if self.normalize {
-                let norm = x
-                    .sqr()?
-                    .sum_keepdim(D::Minus1)?
-                    .sqrt()?
-                    .clamp(1e-12, f64::MAX)?;
-                x = x.broadcast_div(&norm)?;
-            }
-            x.to_vec2::<f32>()
+            let hidden = self.encoder.forward(batch)?;
+            self.head.forward(&hidden)?.to_vec2::<f32>()
         };
         let rows = run().map_err(|e| anyhow::anyhow!(e))?;
         // Never hand NaN/inf embeddings to a scorer (they would serialise as null and poison

@@ -33,14 +33,7 @@ impl ResolveOptions {
 }
 
 fn env_offline() -> bool {
-    std::env::var("HF_HUB_OFFLINE")
-        .map(|v| {
-            matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "1" | "true" | "yes" | "on"
-            )
-        })
-        .unwrap_or(false)
+    crate::net::offline_from_env()
 }
 
 /// A model whose files are on disk.

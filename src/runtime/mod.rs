@@ -1,21 +1,23 @@
 //! Everything that touches a model: device, resolution (folder → HF cache → Hub), weight checks,
-//! tokenisation, token-budget batching, and the sentence embedder. See docs/runtime.md.
+//! tokenisation, token-budget batching, the encoder API and the one place an engine is chosen
+//! (`encoder`), one file per architecture (`models/`), scorekit's CPU kernels (`native/`), and
+//! the two things built on them: the sentence embedder and the MRC judge. See
+//! docs/architecture.md and docs/runtime.md.
 
 pub mod batching;
 pub mod device;
 pub mod embedder;
-pub mod fixture;
+pub mod encoder;
 pub mod hub;
 pub mod judge;
-pub mod load;
 pub mod manifest;
-pub mod masked_bert;
-pub mod ops;
+pub mod models;
+pub mod native;
 pub mod tokenize;
 pub mod weights;
 
-pub use batching::{plan_batches, Batch};
-pub use device::{select_device, select_dtype};
-pub use embedder::{cosine, Embedder};
+pub use device::{device_name, select_device, select_dtype};
+pub use embedder::{cosine, Embedder, EMBEDDER_FILES};
+pub use encoder::{EngineChoice, EngineOptions};
 pub use hub::{resolve, ResolveOptions, ResolvedModel};
-pub use tokenize::{pad_batch, PaddedBatch, TextTokenizer, Tokens};
+pub use tokenize::{TextTokenizer, Tokens};

@@ -9,8 +9,9 @@
 
 use crate::error::InputError;
 use crate::input::Record;
-use crate::report::{bootstrap_mean, Estimate};
-use serde::Serialize;
+use crate::report::bootstrap_mean;
+pub use crate::report::story::{Counts, GroupMetrics};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// Number of options per question.
@@ -47,11 +48,6 @@ impl Question {
             self.document.clone(),
             format!("{} {}", self.question, option),
         )
-    }
-
-    /// The four (document, question + option) pairs of the human options.
-    pub fn gold_pairs(&self) -> Vec<(String, String)> {
-        self.options.iter().map(|o| self.pair(o)).collect()
     }
 }
 
@@ -151,7 +147,7 @@ pub fn parse_generations(records: &[Record]) -> Result<Vec<Generation>, InputErr
 }
 
 /// Whether a generation can be scored, and why not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Scored.
@@ -224,7 +220,7 @@ pub fn argmax(scores: &[f32]) -> usize {
 }
 
 /// The judge's verdict on one generation.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeVerdict {
     /// Scores of the four options with the generated ending in the gold slot.
     pub judge_scores: Vec<f32>,
@@ -260,7 +256,7 @@ pub fn judge_verdict(gold_scores: &[f32], gold: usize, ending_score: f32) -> Jud
 }
 
 /// One pair of endings of the same story and their dissimilarity.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairValue {
     /// The other question of the pair.
     pub question_id: String,
@@ -323,31 +319,82 @@ pub struct ItemResult<'a> {
     pub pairs: Option<&'a [PairValue]>,
 }
 
-/// Metrics of one result group.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GroupMetrics {
-    /// Scored items.
-    pub items: usize,
-    /// Stories among them.
-    pub stories: usize,
-    /// Share of items the judge says follow the instruction.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ifsm: Option<Estimate>,
-    /// The judge's accuracy on the human options of the same questions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub judge_accuracy: Option<Estimate>,
-    /// Share of those stories whose questions the judge all answers correctly ([PS] consistency).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub judge_consistency: Option<Estimate>,
-    /// IFSM of a judge picking at random.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub chance: Option<f64>,
-    /// Mean dissimilarity over all pairs (n = pairs).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dissimilarity_micro: Option<Estimate>,
-    /// Mean over stories of each story's mean pair dissimilarity (n = stories with a pair).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dissimilarity_macro: Option<Estimate>,
+/// One line of items.jsonl: a generation, its status and what the models said about it (read
+/// back by `scorekit merge`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Item {
+    /// 1-based position of the generation in its file.
+    pub row: usize,
+    /// Line of the generation in its file.
+    pub line: usize,
+    /// `question_id` of the generation.
+    pub question_id: String,
+    /// The story, when the question is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passage_id: Option<String>,
+    /// `model` of the generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Result group (the model, or [`DEFAULT_GROUP`]).
+    pub group: String,
+    /// Whether it was scored.
+    pub status: Status,
+    /// For a duplicate: the row of the generation that is scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of_row: Option<usize>,
+    /// The gold option, when the question is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_label: Option<usize>,
+    /// The judge's verdict, unless the judge was skipped or the item is not scored.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeVerdict>,
+    /// Dissimilarity pairs, unless the embedder was skipped or the item is not scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dissimilarity_pairs: Option<Vec<PairValue>>,
+    /// Mean of those pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dissimilarity_mean: Option<f64>,
+}
+
+/// Count one generation of `status` in a group's counts.
+pub fn count(c: &mut Counts, status: Status) {
+    c.generations += 1;
+    match status {
+        Status::Scored => c.scored += 1,
+        Status::UnknownQuestion => c.unknown_question += 1,
+        Status::Duplicate => c.duplicate += 1,
+        Status::EmptyEnding => c.empty_ending += 1,
+    }
+}
+
+/// Metrics and status counts per result group, from items alone (in row order): what `scorekit
+/// story` and `scorekit merge` both report.
+pub fn summarize(
+    items: &[Item],
+    resamples: usize,
+    seed: u64,
+) -> BTreeMap<String, (GroupMetrics, Counts)> {
+    let mut group_items: BTreeMap<&str, Vec<ItemResult>> = BTreeMap::new();
+    let mut counts: BTreeMap<&str, Counts> = BTreeMap::new();
+    for it in items {
+        count(counts.entry(&it.group).or_default(), it.status);
+        if let (Status::Scored, Some(p)) = (it.status, &it.passage_id) {
+            group_items.entry(&it.group).or_default().push(ItemResult {
+                passage_id: p,
+                question_id: &it.question_id,
+                judge: it.judge.as_ref(),
+                pairs: it.dissimilarity_pairs.as_deref(),
+            });
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(name, c)| {
+            let items = group_items.get(name).map(Vec::as_slice).unwrap_or(&[]);
+            let m = group_metrics(items, resamples, seed);
+            (name.to_string(), (m, c))
+        })
+        .collect()
 }
 
 /// Metrics of one group from its scored items. Intervals: items (IFSM, accuracy), stories

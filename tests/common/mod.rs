@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: run the binary, find the shared data.
 #![allow(dead_code)]
 
+pub mod fixture;
+pub mod http;
 pub mod tiny_judge;
 
 use std::path::{Path, PathBuf};

@@ -69,7 +69,7 @@ pub fn build_judge(name: &str, dir: &Path, with_tokenizer_json: bool) {
 /// model in `models` (model m gives option (question + m) mod 4), plus a generation of an
 /// unknown question. `--bootstrap 200`.
 pub fn story_args(dir: &Path, questions: usize, models: &[&str]) -> Vec<String> {
-    use scorekit::runtime::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
+    use crate::common::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
     let judge = dir.join("judge");
     build_judge("bert_mc", &judge, true);
     let embedder = dir.join("embedder");

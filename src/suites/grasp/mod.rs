@@ -7,59 +7,13 @@
 pub mod rules;
 pub mod semantic;
 
+pub use crate::report::grasp::{
+    AnswerCounts, BinaryGroup, Group, OpenGroup, Pairwise, Summary, TestKind, VerdictCounts,
+};
 use crate::report::{bootstrap_mean, Estimate};
 use rules::{binary_answer, binary_verdict, judge_open, open_labels, Answer, OpenError, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-
-/// Which upstream test produced the responses; it selects the scorer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TestKind {
-    /// Level 1 yes/no questions (modes standard, cot, oneshot).
-    Level1Binary,
-    /// Level 1 open-ended questions.
-    Level1Open,
-    /// Level 2 (intuitive physics), one yes/no item per video.
-    Level2,
-    /// Level 2 with scene descriptions instead of videos.
-    Level2Text,
-}
-
-impl TestKind {
-    /// All kinds, in the order of the upstream configs.
-    pub const ALL: [TestKind; 4] = [
-        TestKind::Level1Binary,
-        TestKind::Level1Open,
-        TestKind::Level2,
-        TestKind::Level2Text,
-    ];
-
-    /// The upstream `test_name`.
-    pub fn name(self) -> &'static str {
-        match self {
-            TestKind::Level1Binary => "level1-binary",
-            TestKind::Level1Open => "level1-open",
-            TestKind::Level2 => "level2",
-            TestKind::Level2Text => "level2-text",
-        }
-    }
-
-    /// Parse an upstream `test_name`.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
-    }
-
-    /// Whether the open-ended scorer applies (only `level1-open`); every other test is yes/no.
-    pub fn is_open(self) -> bool {
-        self == TestKind::Level1Open
-    }
-
-    /// Whether the gold label follows from the `P_`/`IP_` scene prefix.
-    pub fn is_level2(self) -> bool {
-        matches!(self, TestKind::Level2 | TestKind::Level2Text)
-    }
-}
 
 /// One input row, with every cell as a plain string (never pandas' NaN).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -270,143 +224,6 @@ pub struct SummaryOptions {
     pub seed: u64,
     /// Also compute the paired P/IP accuracy (Level 2 only; not the paper's metric).
     pub pairwise: bool,
-}
-
-/// Yes / No / ? counts of the rows with one gold label (binary tests).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct AnswerCounts {
-    /// Rows.
-    pub n: usize,
-    /// Answered yes.
-    pub yes: usize,
-    /// Answered no.
-    pub no: usize,
-    /// Answered neither (counted wrong).
-    pub invalid: usize,
-}
-
-/// correct / false / ? counts (open-ended tests), with their accuracy.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct VerdictCounts {
-    /// Rows.
-    pub n: usize,
-    /// Only the gold label named.
-    pub correct: usize,
-    /// Only other labels named.
-    #[serde(rename = "false")]
-    pub wrong: usize,
-    /// Both or no labels named (counted wrong).
-    pub invalid: usize,
-    /// correct / n (0 when n is 0).
-    pub accuracy: f64,
-}
-
-/// The metrics of one binary test (paper: Yes / No / ? per gold label, Acc pos/neg/comb).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BinaryGroup {
-    /// Acc(comb): correct over all rows of the test; invalid answers stay in the denominator.
-    pub accuracy: Estimate,
-    /// Acc(pos): answered yes among gold-yes rows (0 with n 0 when there are none, as upstream).
-    pub acc_pos: Estimate,
-    /// Acc(neg): answered no among gold-no rows (0 with n 0 when there are none, as upstream).
-    pub acc_neg: Estimate,
-    /// Rows.
-    pub n: usize,
-    /// Correct rows.
-    pub correct: usize,
-    /// Rows with no yes/no answer.
-    pub invalid: usize,
-    /// Answers of the gold-yes rows.
-    pub pos: AnswerCounts,
-    /// Answers of the gold-no rows.
-    pub neg: AnswerCounts,
-    /// Chance level of a yes/no question.
-    pub chance: f64,
-    /// Best score of a constant answer, max(|pos|, |neg|) / n: the real floor when unbalanced.
-    pub constant_answer: f64,
-    /// Rows whose gold label contradicts the `P_`/`IP_` prefix (Level 2).
-    pub gt_mismatches: usize,
-}
-
-/// The metrics of one open-ended scene.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OpenGroup {
-    /// Acc(comb): Σ correct / Σ rows over every label of the scene.
-    pub accuracy: Estimate,
-    /// Rows.
-    pub n: usize,
-    /// Correct rows.
-    pub correct: usize,
-    /// Rows naming only wrong labels.
-    #[serde(rename = "false")]
-    pub wrong: usize,
-    /// Rows naming both or no labels.
-    pub invalid: usize,
-    /// 1/k for a scene of k labels: a model that always names one valid label.
-    pub chance: f64,
-    /// Counts per gold label, labels sorted.
-    pub labels: BTreeMap<String, VerdictCounts>,
-}
-
-/// Metrics of one test: binary or open-ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Group {
-    /// Yes/no test.
-    Binary(BinaryGroup),
-    /// Open-ended scene.
-    Open(OpenGroup),
-}
-
-impl Group {
-    /// The group's accuracy (Acc(comb)).
-    pub fn accuracy(&self) -> &Estimate {
-        match self {
-            Group::Binary(g) => &g.accuracy,
-            Group::Open(g) => &g.accuracy,
-        }
-    }
-}
-
-/// Paired P/IP accuracy (MVPBench's `paired_accuracy`): NOT the GRASP paper's metric.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pairwise {
-    /// Share of (test, video index) pairs whose P and IP rows are both correct.
-    pub paired_accuracy: Estimate,
-    /// Complete pairs.
-    pub pairs: usize,
-    /// Pairs with both rows correct.
-    pub both_correct: usize,
-    /// Rows with no twin of the other prefix (scored in the paper metric, not here).
-    pub unpaired_rows: Vec<usize>,
-    /// Per test: paired accuracy.
-    pub groups: BTreeMap<String, Estimate>,
-}
-
-/// Everything `scorekit grasp` reports, computed from the items alone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// The test type scored.
-    pub test: TestKind,
-    /// Correct over all rows. For `level1-open` this is the combined open-ended accuracy,
-    /// Σ correct / Σ rows (not upstream's printed `Acc (comb)`, see docs/grasp.md).
-    pub accuracy: Estimate,
-    /// Rows.
-    pub n: usize,
-    /// Correct rows.
-    pub correct: usize,
-    /// Valid but wrong answers.
-    #[serde(rename = "false")]
-    pub wrong: usize,
-    /// Rows with no usable answer.
-    pub invalid: usize,
-    /// Level 2: rows whose gold label contradicts the scene prefix, every one of them.
-    pub gt_mismatch_rows: Vec<usize>,
-    /// Per test, sorted by name.
-    pub groups: BTreeMap<String, Group>,
-    /// `--pairwise`: paired accuracy (not the paper's metric).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pairwise: Option<Pairwise>,
 }
 
 /// A rate with interval; no values gives 0 with n 0, as upstream's `Acc` of an empty group.

@@ -2,6 +2,7 @@
 //! last `<SEP>` turn, Python `str.split()` whitespace, ASCII punctuation removal, the open-ended
 //! synonym table and its Direction phrase exception (spec §3, §4).
 
+use crate::suites::pystr::py_split;
 use serde::{Deserialize, Serialize};
 
 /// The literal that joins the turns of a conversation in `results.csv`.
@@ -29,30 +30,6 @@ pub enum Verdict {
     False,
     /// No usable answer (binary: not yes/no; open: no label or several labels named).
     Invalid,
-}
-
-/// Python's `str.isspace()`, the separators of `str.split()` without arguments. Rust's
-/// `char::is_whitespace` lacks U+001C..U+001F, which Python treats as whitespace.
-pub fn is_py_space(c: char) -> bool {
-    matches!(
-        c,
-        '\u{9}'..='\u{d}'
-            | '\u{1c}'..='\u{20}'
-            | '\u{85}'
-            | '\u{a0}'
-            | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}'
-            | '\u{2029}'
-            | '\u{202f}'
-            | '\u{205f}'
-            | '\u{3000}'
-    )
-}
-
-/// Python `s.split()`: runs of whitespace separate words, no empty words.
-pub fn py_split(s: &str) -> impl Iterator<Item = &str> {
-    s.split(is_py_space).filter(|w| !w.is_empty())
 }
 
 /// The last turn of a response: the last piece after splitting on the literal `<SEP>`.
@@ -274,13 +251,6 @@ mod tests {
         assert_eq!(binary_answer("\r\n\tNo\r\n"), Answer::No);
         // Zero-width space is not whitespace for Python either.
         assert_eq!(binary_answer("yes\u{200b}"), Answer::Invalid);
-        for c in [
-            '\u{85}', '\u{1680}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}',
-        ] {
-            assert!(is_py_space(c), "{c:?}");
-        }
-        assert!(!is_py_space('\u{200b}') && !is_py_space('\u{feff}'));
-        assert_eq!(py_split("  a \u{1d} b  ").collect::<Vec<_>>(), ["a", "b"]);
     }
 
     #[test]

@@ -11,22 +11,14 @@
 
 use super::rules::{last_turn, open_labels, Verdict, OPEN_CHOICES};
 use super::Item;
-use crate::report::{bootstrap_mean, percent, Estimate, Table};
+pub use crate::report::grasp::{RereadRow, SemanticGroup, SemanticSummary, Thresholds};
+use crate::report::{bootstrap_mean, Estimate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Label descriptions shipped in the binary: `{scene: {label: [description, ...]}}`.
 pub const LABEL_DESCRIPTIONS: &str = include_str!("../../../data/grasp/label_descriptions.json");
-
-/// Where a semantic label is accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Thresholds {
-    /// The best label's similarity must be at least this.
-    pub min_similarity: f64,
-    /// ... and exceed the runner-up label's by at least this.
-    pub margin: f64,
-}
 
 /// Chosen on the hand-written cases of `tests/semantic.rs` with all-MiniLM-L6-v2 (docs/semantic.md).
 pub const DEFAULT_THRESHOLDS: Thresholds = Thresholds {
@@ -218,37 +210,6 @@ pub fn verdict_of(item: &Item) -> Verdict {
     item.semantic.as_ref().map_or(item.verdict, |s| s.verdict)
 }
 
-/// Semantic counts of a group of items.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SemanticGroup {
-    /// Correct under semantic matching over all rows (invalid rows stay in the denominator).
-    pub semantic_accuracy: Estimate,
-    /// Rows.
-    pub n: usize,
-    /// Correct rows under semantic matching.
-    pub correct: usize,
-    /// Wrong rows under semantic matching.
-    #[serde(rename = "false")]
-    pub wrong: usize,
-    /// Still invalid.
-    pub invalid: usize,
-    /// Strict-invalid rows that had a semantic reading (named no label, non-empty).
-    pub eligible: usize,
-    /// Rows whose verdict changed (invalid -> correct or false).
-    pub changed: usize,
-}
-
-/// Everything `--semantic` reports, from items alone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SemanticSummary {
-    /// All rows.
-    pub all: SemanticGroup,
-    /// Per test (scene), sorted.
-    pub groups: BTreeMap<String, SemanticGroup>,
-    /// Rows whose verdict changed, in row order.
-    pub changed_rows: Vec<usize>,
-}
-
 fn group(items: &[&Item], bootstrap: usize, seed: u64) -> SemanticGroup {
     let verdicts: Vec<Verdict> = items.iter().map(|i| verdict_of(i)).collect();
     let hits: Vec<f64> = verdicts
@@ -311,123 +272,30 @@ pub fn metrics_value(s: &SemanticSummary, th: Option<Thresholds>) -> Value {
     })
 }
 
-fn ci(e: &Estimate) -> String {
-    format!("[{}, {}]", percent(e.ci_low), percent(e.ci_high))
-}
-
-/// The stdout/report table: strict and semantic accuracy per test.
-pub fn table(s: &SemanticSummary, strict: &BTreeMap<String, f64>, strict_all: f64) -> String {
-    let mut t = Table::new(&[
-        "Scene",
-        "n",
-        "Strict acc",
-        "Semantic acc",
-        "95% CI (semantic)",
-        "Re-read",
-        "Changed",
-        "Still ?",
-    ]);
-    for (name, g) in &s.groups {
-        t.row(&[
-            name.clone(),
-            g.n.to_string(),
-            percent(strict.get(name).copied().unwrap_or(0.0)),
-            percent(g.semantic_accuracy.value),
-            ci(&g.semantic_accuracy),
-            g.eligible.to_string(),
-            g.changed.to_string(),
-            g.invalid.to_string(),
-        ]);
-    }
-    t.row(&[
-        "All".into(),
-        s.all.n.to_string(),
-        percent(strict_all),
-        percent(s.all.semantic_accuracy.value),
-        ci(&s.all.semantic_accuracy),
-        s.all.eligible.to_string(),
-        s.all.changed.to_string(),
-        s.all.invalid.to_string(),
-    ]);
-    format!(
-        "\nSemantic accuracy (--semantic; NOT the paper's metric: answers naming no label \
-         re-read by embedding similarity)\n\n{}",
-        t.render()
-    )
-}
-
-fn clip(s: &str, n: usize) -> String {
-    let one_line = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= n {
-        one_line
-    } else {
-        one_line.chars().take(n).collect::<String>() + "…"
-    }
-}
-
-/// report.md section: the semantic table, the thresholds, and every re-read item (changed ones
-/// first) with its answer, label and similarities, for a reader to check.
-pub fn report(
-    s: &SemanticSummary,
-    items: &[Item],
-    strict: &BTreeMap<String, f64>,
-    strict_all: f64,
-    th: Option<Thresholds>,
-) -> String {
-    let mut r = String::from("\n## Semantic accuracy (`--semantic`)\n");
-    r.push_str(
-        "\nNot the paper's metric. Answers that the strict rule marks invalid because they name \
-         no label are embedded and compared with descriptions of the scene's labels \
-         (`data/grasp/label_descriptions.json`); the best label is taken when its cosine \
-         similarity is at least the minimum and beats the runner-up by the margin. Answers \
-         naming several labels stay invalid. The strict accuracy above is unchanged.\n",
-    );
-    if let Some(th) = th {
-        r.push_str(&format!(
-            "\nMinimum similarity {}, margin {}.\n",
-            th.min_similarity, th.margin
-        ));
-    }
-    r.push_str(&table(s, strict, strict_all));
-    let reread: Vec<&Item> = items.iter().filter(|i| i.semantic.is_some()).collect();
-    if reread.is_empty() {
-        r.push_str("\nNo answer needed a semantic reading.\n");
-        return r;
-    }
-    r.push_str(&format!(
-        "\n### Re-read answers ({} changed of {})\n\n",
-        s.changed_rows.len(),
-        reread.len()
-    ));
-    let mut t = Table::new(&[
-        "Row",
-        "Scene",
-        "Gold",
-        "Answer",
-        "Best (sim)",
-        "Runner-up (sim)",
-        "Semantic verdict",
-    ]);
-    let mut ordered = reread;
-    ordered.sort_by_key(|i| (verdict_of(i) == i.verdict, i.row));
-    for i in ordered {
-        let sv = i.semantic.as_ref().expect("filtered");
-        t.row(&[
-            i.row.to_string(),
-            i.scene.clone(),
-            i.gt.clone(),
-            clip(&sv.answer, 60),
-            format!("{} ({:.4})", sv.best, sv.similarity),
-            format!("{} ({:.4})", sv.runner_up, sv.runner_up_similarity),
-            match sv.verdict {
-                Verdict::Correct => "correct".into(),
-                Verdict::False => "false".into(),
-                Verdict::Invalid => "invalid (below threshold)".into(),
-            },
-        ]);
-    }
-    r.push_str(&t.render());
-    r
+/// The rows of the re-read table of report.md: every item with a semantic reading.
+pub fn reread_rows(items: &[Item]) -> Vec<RereadRow> {
+    items
+        .iter()
+        .filter_map(|i| {
+            let sv = i.semantic.as_ref()?;
+            Some(RereadRow {
+                row: i.row,
+                scene: i.scene.clone(),
+                gt: i.gt.clone(),
+                answer: sv.answer.clone(),
+                best: sv.best.clone(),
+                similarity: sv.similarity,
+                runner_up: sv.runner_up.clone(),
+                runner_up_similarity: sv.runner_up_similarity,
+                correct: match sv.verdict {
+                    Verdict::Correct => Some(true),
+                    Verdict::False => Some(false),
+                    Verdict::Invalid => None,
+                },
+                changed: verdict_of(i) != i.verdict,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

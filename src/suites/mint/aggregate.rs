@@ -7,7 +7,7 @@
 //! then render from it, so a merge recomputes the single run exactly.
 
 use super::layout::{ConfigKey, FileKey};
-use super::tables::{fill_missing, ConfigStats};
+use super::tables::{add, fill_missing, ConfigStats};
 use super::Item;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -174,9 +174,9 @@ impl Aggregate {
             return;
         }
         let ok = it.verdict(self.use_recheck);
-        slot(&mut c.stats.by_type, &it.task_type).add(it, ok);
-        slot(&mut c.stats.by_type, "micro").add(it, ok);
-        slot(&mut c.stats.by_task, &it.task).add(it, ok);
+        add(slot(&mut c.stats.by_type, &it.task_type), it, ok);
+        add(slot(&mut c.stats.by_type, "micro"), it, ok);
+        add(slot(&mut c.stats.by_task, &it.task), it, ok);
         slot(&mut c.verdicts.by_type, &it.task_type).push(ok);
         c.verdicts.micro.push(ok);
         slot(&mut c.verdicts.by_task, &it.task).push(ok);

@@ -2,7 +2,8 @@
 //! (spec §2.1, §3.1, §3.2), including their documented quirks, so that a re-check reproduces
 //! the stored verdicts rather than an idealised grader.
 
-use super::pyfloat::{py_float, py_isdigit, py_lower, py_strip};
+use super::pyfloat::{py_float, py_isdigit, py_lower};
+use crate::suites::pystr::py_strip;
 use regex::Regex;
 use std::sync::OnceLock;
 

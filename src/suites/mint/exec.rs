@@ -1,20 +1,81 @@
-//! `--exec-code`: run a HumanEval/MBPP answer against its tests in a `python3` subprocess, in a
-//! fresh temporary folder, with a timeout (spec §3.4). Model code runs only here, only on
+//! `--exec-code`: run a HumanEval/MBPP answer against its tests in a `python3` subprocess (spec
+//! §3.4), contained by [`crate::sandbox`]: fresh temporary folder, clean environment, resource
+//! limits, every process it starts killed at its end. Model code runs only here, only on
 //! request, never inside scorekit's own process.
 
-use std::io::Write;
+use crate::sandbox::{self, Arg, Ending, Limits, Program};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// How to run code answers.
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
-    /// The interpreter (`python3`).
+    /// The interpreter as asked for (`python3`), for messages.
     pub python: String,
-    /// Wall-clock limit per program.
-    pub timeout: Duration,
+    /// The interpreter's real executable (programs get a minimal `PATH`).
+    pub executable: PathBuf,
+    /// Limits per program (the wall-clock timeout among them).
+    pub limits: Limits,
+    /// At most this many programs at once (`--jobs`).
+    pub slots: Arc<Slots>,
+}
+
+impl ExecConfig {
+    /// Find `python`'s real executable; `Err` when it cannot be run.
+    pub fn new(python: &str, limits: Limits, jobs: usize) -> std::io::Result<ExecConfig> {
+        let out = Command::new(python)
+            .args(["-I", "-c", "import sys; print(sys.executable)"])
+            .output()?;
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || path.is_empty() {
+            return Err(std::io::Error::other(format!(
+                "{python} did not report its executable ({})",
+                out.status
+            )));
+        }
+        Ok(ExecConfig {
+            python: python.to_string(),
+            executable: PathBuf::from(path),
+            limits,
+            slots: Arc::new(Slots::new(jobs)),
+        })
+    }
+}
+
+/// A counting semaphore: how many programs may run at once.
+#[derive(Debug)]
+pub struct Slots {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Slots {
+    /// `n` slots (at least one).
+    pub fn new(n: usize) -> Slots {
+        Slots {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) -> SlotGuard<'_> {
+        let mut free = self.free.lock().expect("slots lock");
+        while *free == 0 {
+            free = self.freed.wait(free).expect("slots lock");
+        }
+        *free -= 1;
+        SlotGuard(self)
+    }
+}
+
+struct SlotGuard<'a>(&'a Slots);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().expect("slots lock") += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// Outcome of one program.
@@ -22,7 +83,7 @@ pub struct ExecConfig {
 pub enum ExecOutcome {
     /// Ran to the end without any exception.
     Passed,
-    /// Raised (any BaseException, SystemExit included).
+    /// Raised (any BaseException, SystemExit included), or was killed by a limit.
     Failed,
     /// Killed at the timeout.
     TimedOut,
@@ -58,58 +119,33 @@ except BaseException:
 _exit(0)
 "#;
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A temporary folder removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> std::io::Result<Self> {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("scorekit-mint-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&p)?;
-        Ok(TempDir(p))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Run `program` (answer + "\n" + tests). `Err` only when python cannot be started.
 pub fn run_program(cfg: &ExecConfig, program: &str) -> std::io::Result<ExecOutcome> {
-    let dir = TempDir::new()?;
-    let prog = dir.0.join("program.py");
-    let runner = dir.0.join("runner.py");
-    std::fs::File::create(&prog)?.write_all(program.as_bytes())?;
-    std::fs::File::create(&runner)?.write_all(RUNNER.as_bytes())?;
-    let mut child = Command::new(&cfg.python)
-        .arg("-I")
-        .arg(&runner)
-        .arg(&prog)
-        .current_dir(&dir.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(if status.success() {
-                ExecOutcome::Passed
-            } else {
-                ExecOutcome::Failed
-            });
-        }
-        if start.elapsed() >= cfg.timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(ExecOutcome::TimedOut);
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let _slot = cfg.slots.acquire();
+    let prog = Program {
+        executable: &cfg.executable,
+        args: vec![
+            Arg::Text("-I"),
+            Arg::File("runner.py"),
+            Arg::File("program.py"),
+        ],
+        files: vec![
+            ("program.py", program.as_bytes()),
+            ("runner.py", RUNNER.as_bytes()),
+        ],
+    };
+    let r = sandbox::run(&prog, &cfg.limits)?;
+    if r.leftovers > 0 {
+        eprintln!(
+            "warning: --exec-code: {} process(es) of a program outlived it and were killed late",
+            r.leftovers
+        );
     }
+    Ok(match r.ending {
+        Ending::Exited(0) => ExecOutcome::Passed,
+        Ending::Exited(_) | Ending::Signaled(_) => ExecOutcome::Failed,
+        Ending::TimedOut => ExecOutcome::TimedOut,
+    })
 }
 
 /// `python3 --version`, recorded in metrics.json because verdicts depend on it (§3.4).
@@ -125,17 +161,19 @@ pub fn python_version(python: &str) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
-    fn cfg() -> ExecConfig {
-        ExecConfig {
-            python: "python3".into(),
-            timeout: Duration::from_secs(5),
-        }
+    fn cfg(timeout: Duration) -> ExecConfig {
+        let limits = Limits {
+            timeout,
+            ..Limits::default()
+        };
+        ExecConfig::new("python3", limits, 2).unwrap()
     }
 
     #[test]
     fn passes_fails_and_times_out() {
-        let c = cfg();
+        let c = cfg(Duration::from_secs(5));
         let ok = "def f(x):\n    return x + 1\n\nassert f(1) == 2";
         assert_eq!(run_program(&c, ok).unwrap(), ExecOutcome::Passed);
         assert_eq!(
@@ -161,10 +199,7 @@ mod tests {
             ExecOutcome::Passed
         };
         assert_eq!(run_program(&c, typing).unwrap(), want);
-        let slow = ExecConfig {
-            timeout: Duration::from_millis(500),
-            ..c
-        };
+        let slow = cfg(Duration::from_millis(500));
         assert_eq!(
             run_program(&slow, "while True: pass").unwrap(),
             ExecOutcome::TimedOut

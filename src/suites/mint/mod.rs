@@ -9,9 +9,9 @@ pub mod aggregate;
 pub mod checkers;
 pub mod exec;
 pub mod layout;
+pub mod pyexpr;
 pub mod pyfloat;
 mod record;
-pub mod svg;
 pub mod tables;
 pub mod theoremqa;
 

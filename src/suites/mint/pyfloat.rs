@@ -1,6 +1,8 @@
 //! Python's `float()`, `str.strip()`, `str.isdigit()` and `str.lower()` on the inputs MINT's
 //! checkers see: the checkers' verdicts hinge on exactly what Python accepts as a number.
 
+use crate::suites::pystr::py_strip;
+
 /// First code point (digit zero) of every non-ASCII block of Unicode decimal digits (category Nd,
 /// Unicode 14, as in CPython 3.11); each block holds the ten digits 0..9 in order.
 const ND_ZEROS: [u32; 65] = [
@@ -25,17 +27,6 @@ pub fn decimal_value(c: char) -> Option<u32> {
         .iter()
         .find(|&&z| cp >= z && cp < z + 10)
         .map(|&z| cp - z)
-}
-
-/// Python's `str.isspace` for one character: Unicode White_Space plus the four ASCII
-/// separators U+001C..U+001F that Python also counts.
-pub fn is_py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's `str.strip()` with no argument.
-pub fn py_strip(s: &str) -> &str {
-    s.trim_matches(is_py_space)
 }
 
 /// Python's `str.lower()` (full Unicode lowercasing; both languages apply the final-sigma rule).

@@ -1,57 +1,22 @@
-//! The paper's tables, computed from items: SR per configuration and task type (sr.csv),
-//! Table 2 (SR_1..SR_5, Δtools, R²), Table 3 (Δfeedback), invalid actions, `\_` and `[PYTHON]`.
+//! The paper's tables, computed from items: SR per configuration and task type, Table 2
+//! (SR_1..SR_5, Δtools, R²), Table 3 (Δfeedback), invalid actions, `\_` and `[PYTHON]`. The
+//! writers of tables.md, tables.tex, sr.csv and sr_curves.svg are in `report/`.
 
 use super::layout::{expected, ConfigKey, TASK_TYPES};
 use super::Item;
-use crate::report::Table;
+pub use crate::report::mint::{round2, Stat, Table2Row, Table3Row, TYPES};
+use crate::report::mint::{ConfigTable, Tables};
 use std::collections::BTreeMap;
 
-/// Column order of the paper's tables.
-pub const TYPES: [&str; 4] = ["reasoning", "decision_making", "code_generation", "micro"];
-
-/// Display names of [`TYPES`].
-pub const TYPE_NAMES: [&str; 4] = ["Reasoning", "Decision-Making", "Code Generation", "Micro"];
-
-/// Counts over a set of trajectories.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Stat {
-    /// Trajectories.
-    pub n: usize,
-    /// Successes.
-    pub success: usize,
-    /// Sum of invalid actions.
-    pub invalid: u64,
-    /// Sum of turns.
-    pub turns: u64,
-    /// Trajectories with `\_`.
-    pub underscore: usize,
-    /// Trajectories with `[PYTHON]`.
-    pub python: usize,
-}
-
-impl Stat {
-    /// Count one trajectory with its verdict.
-    pub fn add(&mut self, it: &Item, ok: bool) {
-        self.n += 1;
-        self.success += ok as usize;
-        self.invalid += it.invalid_actions;
-        self.turns += it.turns;
-        self.underscore += it.escaped_underscore as usize;
-        self.python += it.python_tag as usize;
-    }
-
-    /// Success rate as a fraction.
-    pub fn rate(&self) -> f64 {
-        ratio(self.success as f64, self.n)
-    }
-}
-
-fn ratio(x: f64, n: usize) -> f64 {
-    if n == 0 {
-        0.0
-    } else {
-        x / n as f64
-    }
+/// Count one trajectory (`ok`: its verdict) in `stat` (the streaming aggregate counts with
+/// it too; `Stat` itself lives in `report`, which cannot see [`Item`]).
+pub fn add(stat: &mut Stat, it: &Item, ok: bool) {
+    stat.n += 1;
+    stat.success += ok as usize;
+    stat.invalid += it.invalid_actions;
+    stat.turns += it.turns;
+    stat.underscore += it.escaped_underscore as usize;
+    stat.python += it.python_tag as usize;
 }
 
 /// Per-configuration statistics.
@@ -79,11 +44,6 @@ impl ConfigStats {
     }
 }
 
-/// Round to 2 decimals.
-pub fn round2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
 /// Aggregate non-duplicate items per configuration, in configuration order.
 pub fn config_stats(items: &[Item], use_recheck: bool) -> Vec<ConfigStats> {
     let mut map: BTreeMap<ConfigKey, ConfigStats> = BTreeMap::new();
@@ -95,12 +55,9 @@ pub fn config_stats(items: &[Item], use_recheck: bool) -> Vec<ConfigStats> {
             by_task: BTreeMap::new(),
             missing: Vec::new(),
         });
-        c.by_type
-            .entry(it.task_type.clone())
-            .or_default()
-            .add(it, ok);
-        c.by_type.entry("micro".into()).or_default().add(it, ok);
-        c.by_task.entry(it.task.clone()).or_default().add(it, ok);
+        add(c.by_type.entry(it.task_type.clone()).or_default(), it, ok);
+        add(c.by_type.entry("micro".into()).or_default(), it, ok);
+        add(c.by_task.entry(it.task.clone()).or_default(), it, ok);
     }
     for c in map.values_mut() {
         fill_missing(c);
@@ -126,50 +83,6 @@ pub fn fill_missing(c: &mut ConfigStats) {
             c.missing.push(m);
         }
     }
-}
-
-/// sr.csv: one row per complete configuration and task type.
-pub fn sr_csv(stats: &[ConfigStats]) -> String {
-    let mut out =
-        String::from("agent,feedback_model,feedback_setting,k,task_type,n,success_rate\n");
-    for c in stats.iter().filter(|c| c.complete()) {
-        for t in TYPES {
-            if let Some(s) = c.by_type.get(t) {
-                out.push_str(&format!(
-                    "{},{},{},{},{},{},{}\n",
-                    csv_field(&c.key.agent),
-                    csv_field(&c.key.feedback_model),
-                    csv_field(&c.key.feedback_setting),
-                    c.key.k,
-                    t,
-                    s.n,
-                    s.rate()
-                ));
-            }
-        }
-    }
-    out
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// One row of Table 2.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table2Row {
-    /// The agent.
-    pub agent: String,
-    /// SR_1..SR_5 micro, percent rounded to 2 decimals (`None` where that run is absent).
-    pub sr: [Option<f64>; 5],
-    /// OLS slope of SR_k on k (needs two k).
-    pub slope: Option<f64>,
-    /// R² of that fit (needs two k and some variation).
-    pub r2: Option<f64>,
 }
 
 /// Ordinary least squares of y on x: (slope, R²).
@@ -218,28 +131,6 @@ pub fn table2(stats: &[ConfigStats]) -> Vec<Table2Row> {
         .collect()
 }
 
-/// One comparison of Table 3: an agent at k = 5 without and with feedback.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table3Row {
-    /// The agent.
-    pub agent: String,
-    /// Feedback model.
-    pub feedback_model: String,
-    /// Feedback setting.
-    pub feedback_setting: String,
-    /// SR_5 without feedback per [`TYPES`] (percent, 2 decimals).
-    pub without: [f64; 4],
-    /// SR_5 with feedback.
-    pub with: [f64; 4],
-}
-
-impl Table3Row {
-    /// Δfeedback per [`TYPES`], from the rounded values.
-    pub fn delta(&self) -> [f64; 4] {
-        std::array::from_fn(|i| round2(self.with[i] - self.without[i]))
-    }
-}
-
 /// Table 3: every complete k = 5 feedback configuration with a complete no-feedback twin.
 pub fn table3(stats: &[ConfigStats]) -> Vec<Table3Row> {
     let base = |agent: &str| {
@@ -271,230 +162,32 @@ pub fn k5_no_feedback(stats: &[ConfigStats]) -> Vec<&ConfigStats> {
         .collect()
 }
 
-fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
-    v.map_or_else(|| "n/a".to_string(), f)
-}
-
-/// Invalid-action cell: mean invalid actions / mean turns, and whether it is bold (> 20 %).
-pub fn invalid_cell(s: &Stat) -> (String, bool) {
-    let inv = ratio(s.invalid as f64, s.n);
-    let turns = ratio(s.turns as f64, s.n);
-    (format!("{inv:.2} / {turns:.2}"), inv / (turns + 1e-6) > 0.2)
-}
-
-/// Share (percent) of trajectories with an artefact, and whether it is bold (≥ 2 %).
-fn artefact_cell(count: usize, n: usize) -> (String, bool) {
-    let pct = round2(ratio(count as f64 * 100.0, n));
-    (format!("{pct:.2}"), pct >= 2.0)
-}
-
-fn bold_md((s, b): (String, bool)) -> String {
-    if b {
-        format!("**{s}**")
-    } else {
-        s
+/// The typed summary the report writers render (tables.md, tables.tex, sr.csv, sr_curves.svg).
+pub fn summary(stats: &[ConfigStats]) -> Tables {
+    let table = |c: &ConfigStats| ConfigTable {
+        label: c.key.label(),
+        agent: c.key.agent.clone(),
+        feedback_model: c.key.feedback_model.clone(),
+        feedback_setting: c.key.feedback_setting.clone(),
+        k: c.key.k,
+        by_type: c.by_type.clone(),
+        by_task: c.by_task.clone(),
+    };
+    Tables {
+        table2: table2(stats),
+        table3: table3(stats),
+        k5: k5_no_feedback(stats).into_iter().map(table).collect(),
+        complete: stats.iter().filter(|c| c.complete()).map(table).collect(),
+        tasks: TASK_TYPES
+            .iter()
+            .flat_map(|(_, t, _)| t.iter().map(|k| k.to_string()))
+            .collect(),
+        incomplete: stats
+            .iter()
+            .filter(|c| !c.complete())
+            .map(|c| (c.key.label(), c.missing.clone()))
+            .collect(),
     }
-}
-
-fn bold_tex((s, b): (String, bool)) -> String {
-    if b {
-        format!("\\textbf{{{s}}}")
-    } else {
-        s
-    }
-}
-
-fn signed(x: f64) -> String {
-    format!("{x:+.1}")
-}
-
-/// tables.md: every table, laid out like the paper's, plus per-task SR and incomplete configs.
-pub fn render_markdown(stats: &[ConfigStats]) -> String {
-    let mut out = String::from("# MINT tables\n\n");
-    out.push_str("## Table 2: success rate SR_k (micro, %) and Δtools\n\n");
-    let mut t = Table::new(&["Model", "k=1", "k=2", "k=3", "k=4", "k=5", "Δtools", "R²"]);
-    for r in table2(stats) {
-        let mut cells = vec![r.agent.clone()];
-        cells.extend(r.sr.iter().map(|v| opt(*v, |x| format!("{x:.1}"))));
-        cells.push(opt(r.slope, signed));
-        cells.push(opt(r.r2, |x| format!("{x:.2}")));
-        t.row(&cells);
-    }
-    out.push_str(&t.render());
-    out.push_str(
-        "\nΔtools: OLS slope of SR_k on k over the k present; n/a with fewer than two k.\n\n",
-    );
-
-    out.push_str("## Table 3: SR_5 (%) without and with language feedback, Δfeedback\n\n");
-    let mut hdr = vec!["Model", "Feedback"];
-    hdr.extend(TYPE_NAMES);
-    let mut t = Table::new(&hdr);
-    for r in table3(stats) {
-        let label = format!("{} ({})", r.feedback_model, r.feedback_setting);
-        let row = |name: &str, v: [f64; 4], f: &dyn Fn(f64) -> String| {
-            let mut cells = vec![r.agent.clone(), name.to_string()];
-            cells.extend(v.iter().map(|x| f(*x)));
-            cells
-        };
-        t.row(&row("no feedback", r.without, &|x| format!("{x:.1}")));
-        t.row(&row(&format!("w/ {label}"), r.with, &|x| format!("{x:.1}")));
-        t.row(&row("Δfeedback", r.delta(), &signed));
-    }
-    out.push_str(&t.render());
-
-    let k5 = k5_no_feedback(stats);
-    out.push_str("\n## Invalid actions / turns per instance (k = 5, no feedback)\n\n");
-    let mut hdr = vec!["Model"];
-    hdr.extend(TYPE_NAMES);
-    let mut t = Table::new(&hdr);
-    for c in &k5 {
-        let mut cells = vec![c.key.agent.clone()];
-        cells.extend(TYPES.iter().map(|ty| {
-            c.by_type
-                .get(*ty)
-                .map_or("n/a".into(), |s| bold_md(invalid_cell(s)))
-        }));
-        t.row(&cells);
-    }
-    out.push_str(&t.render());
-    out.push_str("\nBold: invalid actions exceed 20 % of turns.\n");
-
-    for (title, pick) in [
-        (
-            "Escaped underscore `\\_` (% of instances, k = 5, no feedback)",
-            0,
-        ),
-        ("`[PYTHON]` tag (% of instances, k = 5, no feedback)", 1),
-    ] {
-        out.push_str(&format!("\n## {title}\n\n"));
-        let mut t = Table::new(&hdr);
-        for c in &k5 {
-            let mut cells = vec![c.key.agent.clone()];
-            cells.extend(TYPES.iter().map(|ty| {
-                c.by_type.get(*ty).map_or("n/a".into(), |s| {
-                    bold_md(artefact_cell(
-                        if pick == 0 { s.underscore } else { s.python },
-                        s.n,
-                    ))
-                })
-            }));
-            t.row(&cells);
-        }
-        out.push_str(&t.render());
-        out.push_str("\nBold: at least 2 %.\n");
-    }
-
-    out.push_str("\n## SR per task (%, complete configurations)\n\n");
-    let tasks: Vec<&str> = TASK_TYPES
-        .iter()
-        .flat_map(|(_, t, _)| t.iter().copied())
-        .collect();
-    let mut hdr = vec!["Configuration"];
-    hdr.extend(tasks.iter().copied());
-    let mut t = Table::new(&hdr);
-    for c in stats.iter().filter(|c| c.complete()) {
-        let mut cells = vec![c.key.label()];
-        cells.extend(tasks.iter().map(|k| {
-            c.by_task
-                .get(*k)
-                .map_or("n/a".into(), |s| format!("{:.2}", round2(s.rate() * 100.0)))
-        }));
-        t.row(&cells);
-    }
-    out.push_str(&t.render());
-
-    let incomplete: Vec<&ConfigStats> = stats.iter().filter(|c| !c.complete()).collect();
-    out.push_str("\n## Incomplete configurations (left out of every table above)\n\n");
-    if incomplete.is_empty() {
-        out.push_str("None.\n");
-    }
-    for c in incomplete {
-        out.push_str(&format!("- {}: {}\n", c.key.label(), c.missing.join("; ")));
-    }
-    out
-}
-
-fn tex_escape(s: &str) -> String {
-    s.replace('\\', "\\textbackslash{}")
-        .replace('_', "\\_")
-        .replace('%', "\\%")
-        .replace('&', "\\&")
-        .replace('#', "\\#")
-}
-
-/// tables.tex: the same tables as LaTeX tabulars.
-pub fn render_latex(stats: &[ConfigStats]) -> String {
-    let mut out = String::from("% MINT tables written by scorekit\n");
-    out.push_str(
-        "% Table 2: SR_k (micro, %) and Delta tools\n\\begin{tabular}{lrrrrrrr}\n\\toprule\n",
-    );
-    out.push_str("Model & $k=1$ & $k=2$ & $k=3$ & $k=4$ & $k=5$ & $\\Delta_{\\text{tools}}$ & $R^2$ \\\\\n\\midrule\n");
-    for r in table2(stats) {
-        let mut cells = vec![tex_escape(&r.agent)];
-        cells.extend(r.sr.iter().map(|v| opt(*v, |x| format!("{x:.1}"))));
-        cells.push(opt(r.slope, signed));
-        cells.push(opt(r.r2, |x| format!("{x:.2}")));
-        out.push_str(&format!("{} \\\\\n", cells.join(" & ")));
-    }
-    out.push_str("\\bottomrule\n\\end{tabular}\n\n");
-
-    out.push_str("% Table 3: SR_5 (%) without and with feedback, Delta feedback\n\\begin{tabular}{llrrrr}\n\\toprule\n");
-    out.push_str(&format!(
-        "Model & Feedback & {} \\\\\n\\midrule\n",
-        TYPE_NAMES.join(" & ")
-    ));
-    for r in table3(stats) {
-        let a = tex_escape(&r.agent);
-        let fmt = |v: [f64; 4]| v.map(|x| format!("{x:.1}")).join(" & ");
-        out.push_str(&format!("{a} & no feedback & {} \\\\\n", fmt(r.without)));
-        out.push_str(&format!(
-            "{a} & w/ {} ({}) & {} \\\\\n",
-            tex_escape(&r.feedback_model),
-            tex_escape(&r.feedback_setting),
-            fmt(r.with)
-        ));
-        out.push_str(&format!(
-            "{a} & $\\Delta_{{\\text{{feedback}}}}$ & {} \\\\\n",
-            r.delta().map(signed).join(" & ")
-        ));
-    }
-    out.push_str("\\bottomrule\n\\end{tabular}\n\n");
-
-    let k5 = k5_no_feedback(stats);
-    for (title, pick) in [
-        ("Invalid actions / turns (k = 5, no feedback)", 0),
-        ("Escaped underscore (%, k = 5, no feedback)", 1),
-        ("[PYTHON] tag (%, k = 5, no feedback)", 2),
-    ] {
-        out.push_str(&format!(
-            "% {title}\n\\begin{{tabular}}{{lrrrr}}\n\\toprule\n"
-        ));
-        out.push_str(&format!(
-            "Model & {} \\\\\n\\midrule\n",
-            TYPE_NAMES.join(" & ")
-        ));
-        for c in &k5 {
-            let cells: Vec<String> = TYPES
-                .iter()
-                .map(|ty| {
-                    c.by_type.get(*ty).map_or("n/a".into(), |s| {
-                        bold_tex(match pick {
-                            0 => invalid_cell(s),
-                            1 => artefact_cell(s.underscore, s.n),
-                            _ => artefact_cell(s.python, s.n),
-                        })
-                    })
-                })
-                .collect();
-            out.push_str(&format!(
-                "{} & {} \\\\\n",
-                tex_escape(&c.key.agent),
-                cells.join(" & ")
-            ));
-        }
-        out.push_str("\\bottomrule\n\\end{tabular}\n\n");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -512,16 +205,5 @@ mod tests {
         assert!((slope.unwrap() - 8.175).abs() < 1e-9);
         assert_eq!(format!("{:.2}", r2.unwrap()), "0.96");
         assert_eq!(ols(&pts[..1]), (None, None));
-    }
-
-    #[test]
-    fn invalid_cell_bold_rule() {
-        let s = Stat {
-            n: 2,
-            invalid: 2,
-            turns: 8,
-            ..Stat::default()
-        };
-        assert_eq!(invalid_cell(&s), ("1.00 / 4.00".into(), true));
     }
 }

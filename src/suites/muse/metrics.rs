@@ -1,18 +1,10 @@
 //! Metrics from per-query items only, so a merge of shards recomputes them exactly.
 
 use super::score::Item;
-use crate::report::{bootstrap_mean, percent, Estimate, Table};
+pub use crate::report::muse::{QueryRow, Summary};
+use crate::report::{bootstrap_mean, Estimate};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-
-/// Headline metrics and per-group metrics, ready for metrics.json.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
-    /// TS, FoT, O with intervals, and counts.
-    pub metrics: Map<String, Value>,
-    /// `tasks:N`, `domain:D`, `modality:I->O`, `flow_confidence:C` -> {TS, FoT, O}.
-    pub groups: Map<String, Value>,
-}
 
 fn rate(
     items: &[&Item],
@@ -119,100 +111,27 @@ pub fn summarize(items: &[Item], resamples: usize, seed: u64) -> Summary {
     Summary { metrics, groups }
 }
 
-fn cell(v: Option<&Value>) -> String {
-    match v.and_then(|e| serde_json::from_value::<Estimate>(e.clone()).ok()) {
-        Some(e) if e.ci_low != e.ci_high => {
-            format!(
-                "{} [{}, {}]",
-                percent(e.value),
-                percent(e.ci_low),
-                percent(e.ci_high)
-            )
-        }
-        Some(e) => percent(e.value),
-        None => "n/a".into(),
-    }
-}
-
-/// The human table: headline rows then every group.
-pub fn table(s: &Summary) -> Table {
-    let mut t = Table::new(&["group", "n", "TS %", "FoT %", "O %"]);
-    let mut row = |name: &str, m: &Map<String, Value>| {
-        let n = m.get("n").map(Value::to_string).unwrap_or_default();
-        t.row(&[
-            name.to_string(),
-            n,
-            cell(m.get("TS")),
-            cell(m.get("FoT")),
-            cell(m.get("O")),
-        ]);
-    };
-    row("all", &s.metrics);
-    for (k, v) in &s.groups {
-        if let Value::Object(m) = v {
-            row(k, m);
-        }
-    }
-    t
-}
-
-/// report.md: the table, the counts, the definitions in one paragraph, and the failing queries.
-pub fn report(s: &Summary, items: &[Item]) -> String {
-    let m = &s.metrics;
-    let g = |k: &str| m.get(k).map(Value::to_string).unwrap_or_default();
-    let mut out = String::from("# MuSE plan scores\n\n");
-    out.push_str(&table(s).render());
-    out.push_str(&format!(
-        "\nFoT over multi-task queries: {}; without low-confidence flows: {}.\n\n",
-        cell(m.get("FoT_multi_task")),
-        cell(m.get("FoT_without_low_confidence_flow"))
-    ));
-    out.push_str(&format!(
-        "Queries without a plan (scored 0): {}. With unknown task names: {}. Over-selected (all gold tasks plus extras): {}. O without TS: {}. output_type corrected from the gold tasks: {}. O source: {}. Plan formats: {}.\n\n",
-        g("n_missing_plans"), g("n_with_unknown_names"), g("n_over_selected"), g("n_O_without_TS"),
-        g("n_output_type_corrected"), g("O_source"), g("plan_formats")
-    ));
-    out.push_str(
-        "TS = predicted task set equals the gold set after name mapping (unknown names count as extra). \
-FoT = TS and every gold dependency holds, directly or transitively (one-task queries: FoT = TS). \
-O = every gold task predicted and the final output has the requested modality, unless verdicts were given. \
-Gold dependencies are scorekit's reviewed annotation, not upstream gold. See docs/muse.md.\n\n",
-    );
-    let mut t = Table::new(&[
-        "idx", "TS", "FoT", "O", "missing", "extra", "unknown", "violated",
-    ]);
-    let mut any = false;
-    for i in items
+/// The rows of report.md's "Queries not fully right" table: every query that fails TS, FoT or O.
+pub fn failing_queries(items: &[Item]) -> Vec<QueryRow> {
+    items
         .iter()
         .filter(|i| !(i.ts && i.fot && i.o != Some(false)))
-    {
-        any = true;
-        let b = |x: bool| if x { "1" } else { "0" };
-        let viol: Vec<String> = i
-            .violated_dependencies
-            .iter()
-            .map(|v| format!("{}->{} ({})", v.from, v.to, v.kind))
-            .collect();
-        t.row(&[
-            i.idx.to_string(),
-            b(i.ts).into(),
-            b(i.fot).into(),
-            i.o.map_or("n/a", b).into(),
-            if i.missing_plan {
-                "(no plan)".into()
-            } else {
-                i.missing_tasks.join(", ")
-            },
-            i.extra_tasks.join(", "),
-            i.unknown_names.join(", "),
-            viol.join("; "),
-        ]);
-    }
-    if any {
-        out.push_str("## Queries not fully right\n\n");
-        out.push_str(&t.render());
-    }
-    out
+        .map(|i| QueryRow {
+            idx: i.idx,
+            ts: i.ts,
+            fot: i.fot,
+            o: i.o,
+            missing_plan: i.missing_plan,
+            missing_tasks: i.missing_tasks.clone(),
+            extra_tasks: i.extra_tasks.clone(),
+            unknown_names: i.unknown_names.clone(),
+            violated: i
+                .violated_dependencies
+                .iter()
+                .map(|v| (v.from.clone(), v.to.clone(), v.kind.clone()))
+                .collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

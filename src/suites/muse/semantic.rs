@@ -12,47 +12,18 @@ use super::aliases::{normalize, AliasTable};
 use super::plans::Plan;
 use super::score::Item;
 use super::TASKS;
-use crate::report::Table;
-use serde::{Deserialize, Serialize};
+pub use crate::report::muse::{NameMatch, NameUse, Thresholds};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Task descriptions shipped in the binary: `{task: [description, ...]}`.
 pub const TASK_DESCRIPTIONS: &str = include_str!("../../../data/muse/task_descriptions.json");
 
-/// Where a match is accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Thresholds {
-    /// The best task's similarity must be at least this.
-    pub min_similarity: f64,
-    /// ... and exceed the runner-up task's by at least this.
-    pub margin: f64,
-}
-
 /// Chosen on the hand-written cases of `tests/semantic.rs` with all-MiniLM-L6-v2 (docs/semantic.md).
 pub const DEFAULT_THRESHOLDS: Thresholds = Thresholds {
     min_similarity: 0.72,
     margin: 0.05,
 };
-
-/// How one unknown name was matched.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NameMatch {
-    /// The name as normalised for the alias table (lower case, `-` for `_` and spaces).
-    pub name: String,
-    /// The text that was embedded.
-    pub text: String,
-    /// The accepted MuSE task; `None` when below the similarity or the margin (stays unknown).
-    pub task: Option<String>,
-    /// The most similar task.
-    pub best: String,
-    /// Its cosine similarity (rounded to 4 decimals; decisions use the rounded values).
-    pub similarity: f64,
-    /// The second most similar task.
-    pub runner_up: String,
-    /// Its similarity.
-    pub runner_up_similarity: f64,
-}
 
 fn round4(x: f64) -> f64 {
     (x * 1e4).round() / 1e4
@@ -231,16 +202,6 @@ pub fn annotate(item: &mut Item, matches: &BTreeMap<String, NameMatch>) {
         .collect();
 }
 
-/// One distinct name over all items, with the queries that use it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NameUse {
-    /// The match.
-    #[serde(flatten)]
-    pub matched: NameMatch,
-    /// Query indices whose plan uses the name.
-    pub queries: Vec<i64>,
-}
-
 /// Distinct matched and unmatched names over the items (name order).
 pub fn name_uses(items: &[Item]) -> (Vec<NameUse>, Vec<NameUse>) {
     let mut by_name: BTreeMap<&str, NameUse> = BTreeMap::new();
@@ -286,51 +247,6 @@ pub fn suggested_aliases(items: &[Item]) -> String {
         obj.insert(u.matched.name.clone(), json!(u.matched.task));
     }
     serde_json::to_string_pretty(&Value::Object(obj)).expect("json") + "\n"
-}
-
-/// report.md section listing every match, accepted first.
-pub fn report(items: &[Item], th: Option<Thresholds>) -> String {
-    let (matched, unmatched) = name_uses(items);
-    let mut r = String::from("\n## Task names matched by embeddings (`--embedder`)\n\n");
-    r.push_str(
-        "Names that are neither MuSE names nor aliases were compared with descriptions of the 18 \
-         tasks (`data/muse/task_descriptions.json`). An accepted match counts as that task in TS, \
-         FoT and O. **Check each one**; `suggested_aliases.json` holds the accepted ones in the \
-         `--aliases` format.\n",
-    );
-    if let Some(th) = th {
-        r.push_str(&format!(
-            "\nMinimum similarity {}, margin {}.\n",
-            th.min_similarity, th.margin
-        ));
-    }
-    if matched.is_empty() && unmatched.is_empty() {
-        r.push_str("\nEvery task name was known; the embedder matched nothing.\n");
-        return r;
-    }
-    let mut t = Table::new(&[
-        "Name",
-        "Matched to",
-        "Best (sim)",
-        "Runner-up (sim)",
-        "Queries",
-    ]);
-    for u in matched.iter().chain(&unmatched) {
-        let m = &u.matched;
-        let q: Vec<String> = u.queries.iter().map(|i| i.to_string()).collect();
-        t.row(&[
-            m.name.clone(),
-            m.task
-                .clone()
-                .unwrap_or_else(|| "(unknown: below threshold)".into()),
-            format!("{} ({:.4})", m.best, m.similarity),
-            format!("{} ({:.4})", m.runner_up, m.runner_up_similarity),
-            q.join(", "),
-        ]);
-    }
-    r.push('\n');
-    r.push_str(&t.render());
-    r
 }
 
 #[cfg(test)]

@@ -1,0 +1,152 @@
+//! The one way a command gets its models: device and dtype from `--device`/`--dtype`, the
+//! engine options from `--engine`, `--amx` and `--quantize`, resolution (folder → HF cache →
+//! Hub, `--offline`), and a sentence embedder loaded and named on stderr. Every model-running
+//! command goes through here, so a flag means the same thing in every command.
+
+use crate::cli::{Amx, DType as CliDType, Engine, ModelArgs};
+use crate::error::Result;
+use crate::progress::bar;
+use crate::report::ModelRef;
+use crate::runtime::{self, Embedder, EngineChoice, EngineOptions, ResolveOptions, ResolvedModel};
+use candle_core::{DType, Device};
+use runtime::EMBEDDER_FILES;
+
+/// Device, dtype and resolution options of one command, from its [`ModelArgs`].
+#[derive(Debug, Clone)]
+pub struct ModelRuntime {
+    /// `--device`.
+    pub device: Device,
+    /// `--dtype`, else f32 on the CPU and f16 on a GPU.
+    pub dtype: DType,
+    /// `--offline` and whether downloads show progress.
+    pub opts: ResolveOptions,
+    /// `--batch-tokens`.
+    pub batch_tokens: usize,
+    /// `--max-length`.
+    pub max_length: Option<usize>,
+    /// No progress bars.
+    pub quiet: bool,
+    /// `--quantize`: int8 products in scorekit's CPU encoder.
+    pub quantize: bool,
+    /// `--engine`, `--amx` and `--quantize`.
+    pub engine: EngineOptions,
+}
+
+/// The engine options of `--engine`, `--amx` and `--quantize`.
+pub fn engine_options(args: &ModelArgs) -> EngineOptions {
+    EngineOptions {
+        engine: match args.engine {
+            Engine::Auto => EngineChoice::Auto,
+            Engine::Native => EngineChoice::Native,
+            Engine::Candle => EngineChoice::Candle,
+        },
+        amx: args.amx == Amx::Auto,
+        int8: args.quantize,
+    }
+}
+
+/// candle's float type of `--dtype`.
+pub fn dtype_of(dtype: Option<CliDType>) -> Option<DType> {
+    dtype.map(|d| match d {
+        CliDType::F32 => DType::F32,
+        CliDType::F16 => DType::F16,
+        CliDType::Bf16 => DType::BF16,
+    })
+}
+
+impl ModelRuntime {
+    /// Open the device of `args`; a malformed `--device` is a usage error.
+    pub fn new(args: &ModelArgs, quiet: bool) -> Result<Self> {
+        let device = runtime::select_device(&args.device)?;
+        let dtype = runtime::select_dtype(dtype_of(args.dtype), &device);
+        // `--quantize` only where the int8 kernels run: scorekit's CPU encoder in f32 with VNNI.
+        if args.quantize
+            && !(device.is_cpu()
+                && dtype == DType::F32
+                && args.engine != Engine::Candle
+                && runtime::native::int8_available())
+        {
+            return Err(crate::error::Error::usage(
+                "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",
+            ));
+        }
+        Ok(ModelRuntime {
+            device,
+            dtype,
+            opts: ResolveOptions {
+                offline: args.offline,
+                quiet,
+            },
+            batch_tokens: args.batch_tokens,
+            max_length: args.max_length,
+            quiet,
+            quantize: args.quantize,
+            engine: engine_options(args),
+        })
+    }
+
+    /// Record the device and `--quantize` (only when on, so that default runs keep their
+    /// identity) in a run's settings: results of int8 and f32 encoders are never mixed by resume
+    /// or merge.
+    pub fn record(&self, settings: &mut serde_json::Map<String, serde_json::Value>) {
+        settings.insert(
+            "device".into(),
+            serde_json::json!(runtime::device_name(&self.device)),
+        );
+        record_quantize(self.quantize, settings);
+    }
+
+    /// Resolve a model spec needing `files` (entries may be alternatives `"a|b"`).
+    pub fn resolve(&self, spec: &str, files: &[&str]) -> Result<ResolvedModel> {
+        runtime::resolve(spec, files, &self.opts)
+    }
+
+    /// Resolve a sentence embedder (the files `scorekit embed` needs).
+    pub fn resolve_embedder(&self, spec: &str) -> Result<ResolvedModel> {
+        self.resolve(spec, EMBEDDER_FILES)
+    }
+
+    /// Load a resolved embedder on this device and dtype, print `embedder: id @ revision` on
+    /// stderr, and return it with its reference for metrics.json.
+    pub fn load_embedder(&self, model: &ResolvedModel) -> Result<(Embedder, ModelRef)> {
+        let embedder = Embedder::load(
+            model,
+            &self.device,
+            self.dtype,
+            self.max_length,
+            &self.engine,
+        )?;
+        let model_ref = model.model_ref()?;
+        eprintln!("embedder: {} @ {}", model_ref.id, model_ref.revision);
+        Ok((embedder, model_ref))
+    }
+
+    /// Resolve and load in one step.
+    pub fn embedder(&self, spec: &str) -> Result<(Embedder, ModelRef)> {
+        let model = self.resolve_embedder(spec)?;
+        self.load_embedder(&model)
+    }
+
+    /// Embed texts in input order under `--batch-tokens`, with a progress bar labelled `label`.
+    pub fn embed(
+        &self,
+        embedder: &Embedder,
+        texts: &[String],
+        label: &str,
+    ) -> Result<Vec<Vec<f32>>> {
+        let progress = bar(texts.len() as u64, label, self.quiet);
+        let vecs = embedder.embed(texts, self.batch_tokens, &progress)?;
+        progress.finish_and_clear();
+        Ok(vecs)
+    }
+}
+
+/// Put `--quantize` in a run's settings when it is on (see [`ModelRuntime::record`]).
+pub fn record_quantize(quantize: bool, settings: &mut serde_json::Map<String, serde_json::Value>) {
+    if quantize {
+        settings.insert(
+            "quantize".into(),
+            serde_json::json!("int8 encoder products"),
+        );
+    }
+}

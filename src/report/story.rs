@@ -1,0 +1,132 @@
+//! Possible Stories: the typed summary of a run (per-group metrics and status counts) and its
+//! markdown writers (the stdout table and report.md).
+
+use super::{percent, Estimate, MetricsDoc, Table};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Metrics of one result group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupMetrics {
+    /// Scored items.
+    pub items: usize,
+    /// Stories among them.
+    pub stories: usize,
+    /// Share of items the judge says follow the instruction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ifsm: Option<Estimate>,
+    /// The judge's accuracy on the human options of the same questions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_accuracy: Option<Estimate>,
+    /// Share of those stories whose questions the judge all answers correctly ([PS] consistency).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_consistency: Option<Estimate>,
+    /// IFSM of a judge picking at random.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chance: Option<f64>,
+    /// Mean dissimilarity over all pairs (n = pairs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dissimilarity_micro: Option<Estimate>,
+    /// Mean over stories of each story's mean pair dissimilarity (n = stories with a pair).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dissimilarity_macro: Option<Estimate>,
+}
+
+/// Counts of generations per status in one group.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct Counts {
+    /// Generations of the group.
+    pub generations: usize,
+    /// Scored ones.
+    pub scored: usize,
+    /// `question_id` not in the dataset.
+    pub unknown_question: usize,
+    /// A second ending of the same (model, question).
+    pub duplicate: usize,
+    /// Empty endings.
+    pub empty_ending: usize,
+}
+
+fn est(e: &Option<Estimate>) -> String {
+    match e {
+        Some(e) => format!(
+            "{} [{}, {}]",
+            percent(e.value),
+            percent(e.ci_low),
+            percent(e.ci_high)
+        ),
+        None => "-".into(),
+    }
+}
+
+fn dis(e: &Option<Estimate>) -> String {
+    match e {
+        Some(e) => format!(
+            "{:.4} [{:.4}, {:.4}] n={}",
+            e.value, e.ci_low, e.ci_high, e.n
+        ),
+        None => "-".into(),
+    }
+}
+
+/// The human table: one row per result group.
+pub fn table(results: &BTreeMap<String, (GroupMetrics, Counts)>) -> String {
+    let mut t = Table::new(&[
+        "model",
+        "scored",
+        "not scored",
+        "IFSM %",
+        "judge acc. %",
+        "judge consist. %",
+        "chance %",
+        "Dissim. micro (pairs)",
+        "Dissim. macro (stories)",
+    ]);
+    for (name, (m, c)) in results {
+        t.row(&[
+            name.to_string(),
+            c.scored.to_string(),
+            (c.generations - c.scored).to_string(),
+            est(&m.ifsm),
+            est(&m.judge_accuracy),
+            est(&m.judge_consistency),
+            m.chance.map(percent).unwrap_or_else(|| "-".into()),
+            dis(&m.dissimilarity_micro),
+            dis(&m.dissimilarity_macro),
+        ]);
+    }
+    t.render()
+}
+
+/// report.md: the table, what the columns mean, the models and the unscored count.
+pub fn report(
+    doc: &MetricsDoc,
+    results: &BTreeMap<String, (GroupMetrics, Counts)>,
+    table: &str,
+) -> String {
+    let mut s = String::from("# Possible Stories: IFSM and Dissimilarity\n\n");
+    s.push_str(table);
+    s.push_str(
+        "\nIFSM: share of generated endings the judge picks when the ending replaces the gold \
+         option. Judge acc. / consist.: the judge on the human options of the same questions \
+         (its ceiling; consistency = stories with every question right). Intervals: 95% \
+         bootstrap.\n\n## Models\n\n",
+    );
+    for m in &doc.models {
+        s.push_str(&format!(
+            "- {} @ {} (sha256 {})\n",
+            m.id, m.revision, m.sha256
+        ));
+    }
+    let unscored: usize = results
+        .values()
+        .map(|(_, c)| c.generations - c.scored)
+        .sum();
+    if unscored > 0 {
+        s.push_str(&format!(
+            "\n{unscored} generation(s) were not scored (unknown question, duplicate or empty \
+             ending); each is listed in items.jsonl with its status.\n"
+        ));
+    }
+    s
+}

@@ -1,0 +1,3 @@
+# Spins forever: must be killed at the wall-clock timeout.
+while True:
+    pass
