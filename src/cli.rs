@@ -407,6 +407,10 @@ pub struct MintArgs {
     /// HEAD) or `pre` (5 % of ref, the checker behind the stored flags).
     #[arg(long, value_name = "RULE", default_value = "head", value_parser = ["head", "pre"])]
     pub tolerance: String,
+    /// Print the time of each phase (walk, read and parse, re-check, aggregate, bootstrap,
+    /// write) and the peak memory to stderr.
+    #[arg(long)]
+    pub timings: bool,
     /// Never touch the network when --outputs names a dataset (also HF_HUB_OFFLINE=1).
     #[arg(long)]
     pub offline: bool,

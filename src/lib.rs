@@ -11,6 +11,7 @@ pub mod data;
 pub mod error;
 pub mod input;
 pub mod net;
+pub mod ordered;
 pub mod progress;
 pub mod report;
 pub mod runtime;

@@ -386,3 +386,272 @@ fn missing_outputs_folder_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no results.jsonl"), "{}", stderr(&o));
 }
+
+/// sha256 of an output file with the outputs folder's path replaced by `<OUTPUTS>` (items and
+/// metrics name their input files), so that the value does not depend on where the
+/// repository is checked out; report.md without its last line (the run's duration).
+fn normalised_sha256(path: &Path, root: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut text = std::fs::read_to_string(path).unwrap();
+    if path.file_name().unwrap() == "report.md" {
+        let body = text.trim_end_matches('\n');
+        text = body[..body.rfind('\n').unwrap()].to_string();
+    }
+    let text = text.replace(root.to_str().unwrap(), "<OUTPUTS>");
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The streaming reader (one pass, fields read in place, items never all held) writes exactly
+/// what the reader before it wrote: these are the hashes of the files that scorekit at commit
+/// 8b3cb27 (whole files in memory, every item held) wrote for the shared trajectories
+/// (computed with scripts/bench/mint_identity.sh's reference run and the normalisation above).
+#[test]
+fn outputs_are_byte_identical_to_the_reader_before_streaming() {
+    let root = outputs();
+    let files = [
+        "items.jsonl",
+        "sr.csv",
+        "tables.md",
+        "tables.tex",
+        "sr_curves.svg",
+        "metrics.json",
+        "report.md",
+    ];
+    for (flags, want) in [
+        (&[][..], GOLDEN_STORED),
+        (&["--recheck"][..], GOLDEN_RECHECK),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut args = vec![
+            "mint",
+            "--outputs",
+            root.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ];
+        args.extend(flags);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut got: Vec<(&str, String)> = files
+            .iter()
+            .map(|f| (*f, normalised_sha256(&out.join(f), &root)))
+            .collect();
+        if !flags.is_empty() {
+            got.push((
+                "recheck.csv",
+                normalised_sha256(&out.join("recheck.csv"), &root),
+            ));
+        }
+        let got: Vec<(&str, &str)> = got.iter().map(|(f, h)| (*f, h.as_str())).collect();
+        assert_eq!(got, want, "{flags:?}");
+    }
+}
+
+const GOLDEN_STORED: &[(&str, &str)] = &[
+    (
+        "items.jsonl",
+        "9b00654155c9cd3fded139dcbac51b35a12ea7b893dd3b11d63830fdd1f834db",
+    ),
+    (
+        "sr.csv",
+        "41a21bb5b679778c6e57eb35896e7c13069cd1c44d017f1de5ab7e69ec4a32dd",
+    ),
+    (
+        "tables.md",
+        "1ccd868d4cbb592b251f703d59133a65192eadabc90fb623cc6548847db6ba98",
+    ),
+    (
+        "tables.tex",
+        "d8b1e842ef541ab03123ffd467a4c65e06b701bb0270d519762d7d25df98625e",
+    ),
+    (
+        "sr_curves.svg",
+        "84f8fa7716f67b333ff3d6bb2961b687ff7407f1c21afe2d031207867e9159a2",
+    ),
+    (
+        "metrics.json",
+        "c44d974e93d6b816cb06f9c49f07946d2311085b4f4ae7af56b0af17336b5bdb",
+    ),
+    (
+        "report.md",
+        "1ccd868d4cbb592b251f703d59133a65192eadabc90fb623cc6548847db6ba98",
+    ),
+];
+const GOLDEN_RECHECK: &[(&str, &str)] = &[
+    (
+        "items.jsonl",
+        "ed57759d1afbef03a1653e1a51446e25bf9c49c1dd601814440e896355810019",
+    ),
+    (
+        "sr.csv",
+        "bfd87b3bd0c1586f233aa634bc847052e1efbcf3752a26fb9a4f5d2dd86d822e",
+    ),
+    (
+        "tables.md",
+        "4c5324eecf58eb2007f5104a845e12eb2c9021b014d61cf257d2f1db727f0abf",
+    ),
+    (
+        "tables.tex",
+        "cd8202747f05efc77d4ab240a791865f750b1a2caacf4c337174b67a9d2d25e2",
+    ),
+    (
+        "sr_curves.svg",
+        "13a81567c1b273b0b0a764b28a641b323c2bbd600682d9ae45f26e7087c8e4de",
+    ),
+    (
+        "metrics.json",
+        "3a7815987fff81053454f3fdcd0ad321e57b5e086ed6de05c1bcaf0360a6614f",
+    ),
+    (
+        "report.md",
+        "f323268cf91fed805d01bd042e9f8d2fccc79e03147eeeb33917299299e5e38e",
+    ),
+    (
+        "recheck.csv",
+        "d5792bb7b704a283a01e97d3a9d1d36ada805e96413fcc719017618655f9f60d",
+    ),
+];
+
+#[test]
+fn duplicates_across_files_of_one_configuration_and_task_keep_the_first_file() {
+    // Two folders above the agent folder give the same configuration and task: the second
+    // file's instances repeat the first's and are duplicates, as in a single list.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    let src = "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl";
+    copy_as(&root, src, &format!("a/{src}"), 3);
+    copy_as(&root, src, &format!("b/{src}"), 5);
+    for flags in [&[][..], &["--recheck"][..]] {
+        let out = dir.path().join(format!("out{}", flags.len()));
+        let mut args = vec![
+            "mint",
+            "--outputs",
+            root.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+            "--quiet",
+        ];
+        args.extend(flags);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let m: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(m["metrics"]["trajectories"], 8);
+        assert_eq!(m["metrics"]["duplicates"], 3);
+        let items = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
+        let dup: Vec<(String, bool)> = items
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (
+                    v["file"].as_str().unwrap()[root.to_str().unwrap().len() + 1..][..1]
+                        .to_string(),
+                    v["duplicate"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, bool)> = [("a", false); 3]
+            .into_iter()
+            .chain([("b", true); 3])
+            .chain([("b", false); 2])
+            .map(|(f, d)| (f.to_string(), d))
+            .collect();
+        assert_eq!(dup, want, "{flags:?}");
+    }
+}
+
+#[test]
+fn bad_input_leaves_no_output_folder_and_no_staged_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    let good = "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl";
+    let bad = "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/math/results.jsonl";
+    copy_as(&root, good, good, 20);
+    copy_as(&root, bad, bad, 4);
+    let path = root.join(bad);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let broken = text.replacen("\"success\": ", "\"success\": 1, \"x\": ", 1);
+    // A bad line 1, and invalid UTF-8 further on: the bad byte is reported, as a whole-file
+    // check reports it.
+    let mut bytes = broken.into_bytes();
+    bytes.extend(b"{\"a\": \"\xff\"}\n");
+    std::fs::write(&path, &bytes).unwrap();
+    for flags in [&[][..], &["--recheck"][..]] {
+        let out = dir.path().join("out");
+        let mut args = vec![
+            "mint",
+            "--outputs",
+            root.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(flags);
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("math/results.jsonl:5: not valid UTF-8"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{flags:?}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["outputs"], "{flags:?}");
+    }
+    // Without the bad byte, the bad field is named.
+    std::fs::write(&path, &bytes[..bytes.len() - 11]).unwrap();
+    let o = run(&[
+        "mint",
+        "--outputs",
+        root.to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("math/results.jsonl:1: field \"state.success\": expected a boolean"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn timings_name_every_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("outputs");
+    let src = "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/reasoning/gsm8k/results.jsonl";
+    copy_as(&root, src, src, 10);
+    let out = dir.path().join("out");
+    let o = run(&[
+        "mint",
+        "--outputs",
+        root.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--timings",
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    for phase in [
+        "walk",
+        "parse",
+        "recheck",
+        "aggregate",
+        "write items",
+        "bootstrap",
+        "write",
+        "total (wall)",
+        "peak RSS",
+    ] {
+        assert!(e.contains(phase), "{phase}: {e}");
+    }
+    assert!(e.contains("10 trajectories"), "{e}");
+}

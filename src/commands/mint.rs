@@ -1,22 +1,117 @@
-//! `scorekit mint`: find results.jsonl files, parse and (optionally) re-check them in parallel,
-//! then write sr.csv, tables.md/.tex, sr_curves.svg, metrics.json, items.jsonl and report.md.
+//! `scorekit mint`: find results.jsonl files, stream them (parsed, hashed and, if asked,
+//! re-checked on worker threads), aggregate and write items.jsonl as the files come in path
+//! order, then write sr.csv, tables.md/.tex, sr_curves.svg, metrics.json and report.md.
+//!
+//! Memory does not grow with the archive: a file is read one buffer at a time, at most a few
+//! files' items are in flight, and what the tables need is accumulated per configuration
+//! ([`Aggregate`]).
 
+use super::mint_scan::{pass, Reading, Scanned, Source};
 use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
 use crate::report::mint::{RecheckRow, RecheckTask};
-use crate::report::{self, bootstrap_mean, jsonl, InputFile, MetricsDoc, OutputDir, Outputs};
+use crate::report::{
+    self, bootstrap_rate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs, StagedFile,
+};
 use crate::sandbox::Limits;
+use crate::suites::mint::aggregate::{Aggregate, Totals};
 use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
-use crate::suites::mint::layout::{parse_path, FileKey};
-use crate::suites::mint::tables::{self, ConfigStats, TYPES};
-use crate::suites::mint::{mark_duplicates, parse_file_with, Item, Recheck};
-use rayon::prelude::*;
+use crate::suites::mint::layout::{parse_path, ConfigKey, FileKey};
+use crate::suites::mint::tables::{self, TYPES};
+use crate::suites::mint::{Item, Recheck};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Time per phase, for `--timings`. Read/parse and re-check add up the worker threads'
+/// time; the others are wall time on the main thread.
+#[derive(Debug, Default)]
+pub struct Timings {
+    walk: Duration,
+    validate: Duration,
+    parse: Duration,
+    recheck: Duration,
+    aggregate: Duration,
+    write_items: Duration,
+    pass: Duration,
+    bootstrap: Duration,
+    write_files: Duration,
+    threads: usize,
+}
+
+impl Timings {
+    fn print(&self, total: Duration, bytes: u64, items: usize) {
+        let s = |d: Duration| format!("{:8.3}", d.as_secs_f64());
+        let mut t = crate::report::Table::new(&["phase", "seconds", "what"]);
+        let threads = format!("summed over {} worker threads", self.threads);
+        let rows: Vec<(&str, Duration, String)> = vec![
+            ("walk", self.walk, "find the results.jsonl files".into()),
+            (
+                "validate",
+                self.validate,
+                "re-check runs only: read, hash and check every line before --out is touched"
+                    .into(),
+            ),
+            (
+                "parse",
+                self.parse,
+                format!("read, hash, parse ({threads})"),
+            ),
+            (
+                "recheck",
+                self.recheck,
+                format!("native checkers ({threads})"),
+            ),
+            (
+                "aggregate",
+                self.aggregate,
+                "duplicates, counts, verdicts per configuration".into(),
+            ),
+            (
+                "write items",
+                self.write_items,
+                "serialise items.jsonl".into(),
+            ),
+            (
+                "pass (wall)",
+                self.pass,
+                "the reading pass as a whole".into(),
+            ),
+            ("bootstrap", self.bootstrap, "95% intervals".into()),
+            (
+                "write",
+                self.write_files,
+                "tables, metrics.json, report.md, items.jsonl moved in place".into(),
+            ),
+            ("total (wall)", total, String::new()),
+        ];
+        for (name, d, what) in rows {
+            t.row(&[name.to_string(), s(d), what]);
+        }
+        eprint!("{}", t.render());
+        eprintln!(
+            "{items} trajectories, {:.1} MB read; peak RSS {}",
+            bytes as f64 / 1e6,
+            peak_rss().map_or("unknown".into(), |kb| format!(
+                "{:.1} MB",
+                kb as f64 / 1024.0
+            ))
+        );
+    }
+}
+
+/// Peak resident memory of this process in KiB, where the system says (`/proc`).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
 
 /// Run `scorekit mint`.
 pub fn run(mut args: MintArgs) -> Result<()> {
@@ -43,6 +138,10 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         return Err(Error::usage("--jobs must be at least 1"));
     }
     let started = Instant::now();
+    let mut timings = Timings {
+        threads: rayon::current_num_threads(),
+        ..Timings::default()
+    };
 
     let (mut files, mut misfits, mut stray) = discover(root)?;
     if let Some(d) = &dataset.dataset {
@@ -52,6 +151,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         misfits.retain(|(p, _)| part.contains(p.as_path()));
         stray.retain(|p| part.contains(p.as_path()));
     }
+    timings.walk = started.elapsed();
     if files.is_empty() {
         return Err(InputError::file(
             root,
@@ -73,6 +173,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
             stray[0].display()
         );
     }
+    let sources = sources(files);
 
     let tolerance = if args.tolerance == "pre" {
         Tolerance::Pre
@@ -98,44 +199,10 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         reasoning: recheck_on.then_some(tolerance),
         exec,
     };
-
-    // Read and hash every file first: the run's identity (inputs, settings, shard) decides
-    // whether an unfinished run in --out is resumed.
-    let read: Vec<std::result::Result<(Vec<u8>, InputFile), InputError>> = files
-        .par_iter()
-        .map(|(path, _)| {
-            let bytes = std::fs::read(path)
-                .map_err(|e| InputError::file(path, format!("cannot read file: {e}")))?;
-            let sha = crate::report::sha256_hex(&bytes);
-            Ok((
-                bytes,
-                InputFile {
-                    path: path.display().to_string(),
-                    sha256: sha,
-                },
-            ))
-        })
-        .collect();
+    let shard = args.output.shard;
     let mut doc = MetricsDoc::new("mint");
     doc.datasets
         .extend(dataset.dataset.as_ref().map(|d| d.record()));
-    let mut contents = Vec::with_capacity(read.len());
-    let mut bytes = 0u64;
-    for r in read {
-        let (b, input) = r?;
-        bytes += b.len() as u64;
-        doc.inputs.push(input);
-        contents.push(b);
-    }
-    // Bad input stops the run before --out is touched: a parse-only pass (no re-check).
-    files
-        .par_iter()
-        .zip(&contents)
-        .try_for_each(|((path, key), b)| {
-            let name = path.display().to_string();
-            parse_file_with(&name, key, b.clone(), &recheck, &|_| false, &|_| {}).map(|_| ())
-        })?;
-    let shard = args.output.shard;
     let settings = &mut doc.settings;
     settings.insert("recheck".into(), json!(recheck_on));
     settings.insert("tolerance".into(), json!(tolerance.name()));
@@ -157,59 +224,138 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     settings.insert("bootstrap".into(), json!(args.output.bootstrap));
     settings.insert("seed".into(), json!(args.output.seed));
     doc.set_shard(shard);
-    let (out, done) = OutputDir::resume(&args.output.out, args.output.force, &doc.identity())?;
-    let mut items: Vec<Item> = done
-        .into_iter()
-        .map(serde_json::from_value)
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| {
-            Error::usage(format!(
-                "--out {}: items.jsonl of the unfinished run is not MINT items ({e}); pass --force to start over",
-                args.output.out.display()
-            ))
-        })?;
-    let resumed = items.len();
-    let done_keys: HashSet<(String, usize)> =
-        items.iter().map(|i| (i.file.clone(), i.line)).collect();
-    let keep = |it: &Item| -> bool {
-        shard.contains(&shard_key(it)) && !done_keys.contains(&(it.file.clone(), it.line))
-    };
-    // Finished items are appended (one flushed line each) as they come, so a killed run
-    // resumes without redoing them.
-    let writer = Mutex::new(out.items_append("items.jsonl")?);
-    let write_error: Mutex<Option<Error>> = Mutex::new(None);
-    let finished = |it: &Item| {
-        if let Err(e) = writer.lock().expect("writer").write(it) {
-            write_error.lock().expect("error slot").get_or_insert(e);
-        }
-    };
+    let in_shard = |it: &Item| shard.count <= 1 || shard.contains(&shard_key(it));
+    let threads = timings.threads;
+    let bar = crate::progress::bar(sources.len() as u64, "mint", args.output.quiet);
 
-    let bar = crate::progress::bar(files.len() as u64, "mint", args.output.quiet);
-    // Programs wait on python: with --jobs above the core count, more threads than cores.
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(rayon::current_num_threads()))
-        .build()
-        .map_err(|e| Error::usage(format!("cannot start {jobs} threads: {e}")))?;
-    let parsed: Vec<std::result::Result<Vec<Item>, InputError>> = pool.install(|| {
-        files
-            .par_iter()
-            .zip(contents)
-            .map(|((path, key), b)| {
-                let name = path.display().to_string();
-                let items = parse_file_with(&name, key, b, &recheck, &keep, &finished)?;
+    // The run's identity (inputs with their sha256, settings, shard) decides whether an
+    // unfinished run in --out is resumed, and bad input must stop the run before --out is
+    // touched. Without a re-check one pass does everything: items go to a staged file beside
+    // --out, and --out is looked at once the pass is through (an unfinished run there is
+    // simply redone, it costs one pass). With a re-check (slow: worth resuming) a first pass
+    // reads, hashes and checks every line, then --out is resumed and a second pass re-checks
+    // what is left, appending each finished item to items.jsonl as before.
+    let mut hashes: Vec<String> = vec![String::new(); sources.len()];
+    let mut bytes = 0u64;
+    let mut agg = Aggregate::new(recheck_on);
+    let mut staged = StagedFile::create_near(&args.output.out, "items.jsonl")?;
+    let pass_started = Instant::now();
+    let (out, resumed) = if !recheck_on {
+        pass(
+            &sources,
+            Reading::Stored,
+            threads,
+            &in_shard,
+            &|_| {},
+            |i, scanned| {
+                hashes[i] = scanned.sha256.clone();
+                bytes += scanned.bytes;
+                take(
+                    &sources[i],
+                    scanned,
+                    Vec::new(),
+                    &mut agg,
+                    &mut staged,
+                    &mut timings,
+                )?;
                 bar.inc(1);
-                Ok(items)
-            })
-            .collect()
-    });
+                Ok(())
+            },
+        )?;
+        timings.pass = pass_started.elapsed();
+        doc.inputs = inputs(&sources, &hashes);
+        let (out, _) = OutputDir::resume(&args.output.out, args.output.force, &doc.identity())?;
+        (out, 0)
+    } else {
+        pass(
+            &sources,
+            Reading::Stored,
+            threads,
+            &|_| false,
+            &|_| {},
+            |i, scanned| {
+                hashes[i] = scanned.sha256;
+                bytes += scanned.bytes;
+                Ok(())
+            },
+        )?;
+        timings.validate = pass_started.elapsed();
+        doc.inputs = inputs(&sources, &hashes);
+        let (out, done) = OutputDir::resume(&args.output.out, args.output.force, &doc.identity())?;
+        let done: Vec<Item> = done
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| {
+                Error::usage(format!(
+                    "--out {}: items.jsonl of the unfinished run is not MINT items ({e}); pass --force to start over",
+                    args.output.out.display()
+                ))
+            })?;
+        let resumed = done.len();
+        let done_keys: HashSet<(String, usize)> =
+            done.iter().map(|i| (i.file.clone(), i.line)).collect();
+        let mut done_by_file: HashMap<String, Vec<Item>> = HashMap::new();
+        for it in done {
+            done_by_file.entry(it.file.clone()).or_default().push(it);
+        }
+        let keep = |it: &Item| in_shard(it) && !done_keys.contains(&(it.file.clone(), it.line));
+        // Finished items are appended (one flushed line each, in the order they finish) as
+        // they come, so a killed run resumes without redoing them.
+        let writer = Mutex::new(out.items_append("items.jsonl")?);
+        let write_error: Mutex<Option<Error>> = Mutex::new(None);
+        let finished = |it: &Item| {
+            if let Err(e) = writer.lock().expect("writer").write(it) {
+                write_error.lock().expect("error slot").get_or_insert(e);
+            }
+        };
+        // Programs wait on python: with --jobs above the core count, more threads than cores.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs.max(threads))
+            .build()
+            .map_err(|e| Error::usage(format!("cannot start {jobs} threads: {e}")))?;
+        let pass_started = Instant::now();
+        pass(
+            &sources,
+            Reading::Full(&recheck, &pool),
+            threads,
+            &keep,
+            &finished,
+            |i, scanned| {
+                if scanned.sha256 != hashes[i] {
+                    return Err(InputError::file(
+                        &sources[i].path,
+                        "changed while scorekit was reading it; run again",
+                    )
+                    .into());
+                }
+                let done = done_by_file.remove(&sources[i].name).unwrap_or_default();
+                take(
+                    &sources[i],
+                    scanned,
+                    done,
+                    &mut agg,
+                    &mut staged,
+                    &mut timings,
+                )?;
+                bar.inc(1);
+                Ok(())
+            },
+        )?;
+        timings.pass = pass_started.elapsed();
+        if let Some(e) = write_error.into_inner().expect("error slot") {
+            return Err(e);
+        }
+        ItemsWriter::finish(writer.into_inner().expect("writer"))?;
+        if let Some(file) = done_by_file.keys().next() {
+            return Err(Error::usage(format!(
+                "--out {}: items.jsonl of the unfinished run has items of {file}, which is not among the inputs; pass --force to start over",
+                args.output.out.display()
+            )));
+        }
+        (out, resumed)
+    };
     bar.finish_and_clear();
-    if let Some(e) = write_error.into_inner().expect("error slot") {
-        return Err(e);
-    }
-    drop(writer);
-    for r in parsed {
-        items.append(&mut r?);
-    }
     let elapsed = started.elapsed().as_secs_f64();
 
     doc.metrics.insert(
@@ -229,10 +375,9 @@ pub fn run(mut args: MintArgs) -> Result<()> {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()),
     );
-    let mut outputs = outputs(&mut doc, &mut items)?;
+    let totals = agg.finish();
     if shard.count == 1 {
-        let stats = tables::config_stats(&items, recheck_on);
-        for c in stats.iter().filter(|c| !c.complete()) {
+        for c in totals.stats.iter().filter(|c| !c.complete()) {
             eprintln!(
                 "warning: {} is incomplete and left out of the tables: {}",
                 c.key.label(),
@@ -240,9 +385,11 @@ pub fn run(mut args: MintArgs) -> Result<()> {
             );
         }
     }
+    let trajectories = totals.trajectories;
+    let mut outputs = render(&mut doc, totals, &mut timings)?;
     outputs.report.push_str(&format!(
         "\n{} trajectories from {} files ({:.1} MB) read and tabulated in {:.2} s{}.\n",
-        items.len(),
+        trajectories,
         doc.inputs.len(),
         bytes as f64 / 1e6,
         elapsed,
@@ -252,13 +399,89 @@ pub fn run(mut args: MintArgs) -> Result<()> {
             String::new()
         }
     ));
+    let write_started = Instant::now();
     let metrics_json = doc.to_json();
-    out.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
+    out.finish_staged(staged, &outputs, &metrics_json)?;
+    timings.write_files = write_started.elapsed();
+    if args.timings {
+        timings.print(started.elapsed(), bytes, trajectories);
+    }
     if args.output.json {
         print!("{metrics_json}");
     } else {
         print!("{}", outputs.report);
     }
+    Ok(())
+}
+
+/// The files with, for each, whether it is the last of its configuration and task.
+fn sources(files: Vec<(PathBuf, FileKey)>) -> Vec<Source> {
+    let mut last: HashMap<(ConfigKey, String, String), usize> = HashMap::new();
+    for (i, (_, k)) in files.iter().enumerate() {
+        last.insert((k.config.clone(), k.task_type.clone(), k.task.clone()), i);
+    }
+    files
+        .into_iter()
+        .enumerate()
+        .map(|(i, (path, key))| {
+            let last_of_key =
+                last[&(key.config.clone(), key.task_type.clone(), key.task.clone())] == i;
+            Source {
+                name: path.display().to_string(),
+                path,
+                key,
+                last_of_key,
+            }
+        })
+        .collect()
+}
+
+fn inputs(sources: &[Source], hashes: &[String]) -> Vec<InputFile> {
+    sources
+        .iter()
+        .zip(hashes)
+        .map(|(s, h)| InputFile {
+            path: s.name.clone(),
+            sha256: h.clone(),
+        })
+        .collect()
+}
+
+/// Take one file's items in order: merged by line with the items an unfinished run already
+/// finished for that file, counted (duplicates marked), and written to the staged
+/// items.jsonl.
+fn take(
+    src: &Source,
+    scanned: Scanned,
+    done: Vec<Item>,
+    agg: &mut Aggregate,
+    staged: &mut StagedFile,
+    timings: &mut Timings,
+) -> Result<()> {
+    timings.parse += scanned.parse;
+    timings.recheck += scanned.recheck;
+    let started = Instant::now();
+    let mut items = scanned.items;
+    if !done.is_empty() {
+        items.extend(done);
+        items.sort_by_key(|i| i.line);
+    }
+    for it in items.iter_mut() {
+        agg.add(it);
+    }
+    if src.last_of_key {
+        agg.release(&src.key);
+    }
+    let counted = Instant::now();
+    timings.aggregate += counted - started;
+    let out = staged.writer();
+    for it in &items {
+        serde_json::to_writer(&mut *out, it)
+            .map_err(|e| anyhow::anyhow!("cannot write items.jsonl: {e}"))?;
+        out.write_all(b"\n")
+            .map_err(|e| anyhow::anyhow!("cannot write items.jsonl: {e}"))?;
+    }
+    timings.write_items += counted.elapsed();
     Ok(())
 }
 
@@ -289,25 +512,37 @@ pub fn shard_key(i: &Item) -> String {
     )
 }
 
-/// Metrics from items, the one place `scorekit mint` and `scorekit merge` compute them: puts
-/// the items in the single-run order (files by path, then lines), marks duplicates, fills
-/// `doc.metrics` (keeping the folder facts `skipped_files`, `other_files`, `other_file_paths`
-/// already there) and `doc.groups` with the settings of `doc.settings`, and renders tables,
-/// sr.csv, tables.tex, sr_curves.svg, recheck.csv and the report.
+/// Metrics from items, the one place `scorekit merge` computes them: puts the items in the
+/// single-run order (files by path, then lines), marks duplicates, and renders as
+/// [`render`] does for `scorekit mint`, which aggregates the same way while it reads.
 pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     items.sort_by(|a, b| {
         Path::new(&a.file)
             .cmp(Path::new(&b.file))
             .then(a.line.cmp(&b.line))
     });
-    mark_duplicates(items);
+    let mut agg = Aggregate::new(use_recheck(doc));
+    for it in items.iter_mut() {
+        agg.add(it);
+    }
+    render(doc, agg.finish(), &mut Timings::default())
+}
+
+fn use_recheck(doc: &MetricsDoc) -> bool {
     let flag = |k: &str| {
         doc.settings
             .get(k)
             .and_then(Value::as_bool)
             .unwrap_or(false)
     };
-    let use_recheck = flag("recheck") || flag("exec_code");
+    flag("recheck") || flag("exec_code")
+}
+
+/// Fill `doc.metrics` (keeping the folder facts `skipped_files`, `other_files`,
+/// `other_file_paths` already there) and `doc.groups` with the settings of `doc.settings`,
+/// and render tables, sr.csv, tables.tex, sr_curves.svg, recheck.csv and the report.
+pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Result<Outputs> {
+    let use_recheck = use_recheck(doc);
     let bootstrap = doc.setting_u64("bootstrap")? as usize;
     let seed = doc.setting_u64("seed")?;
     let kept: Vec<(String, Value)> = ["skipped_files", "other_files", "other_file_paths"]
@@ -316,9 +551,11 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         .collect();
     doc.metrics.clear();
     doc.groups.clear();
-    let stats = tables::config_stats(items, use_recheck);
-    let recheck_summary = recheck_report(items);
-    fill_metrics(doc, items, &stats, use_recheck, bootstrap, seed);
+    let stats = &totals.stats;
+    let recheck_summary = recheck_report(&totals);
+    let started = Instant::now();
+    fill_metrics(doc, &totals, bootstrap, seed);
+    timings.bootstrap = started.elapsed();
     for (k, v) in kept {
         doc.metrics.insert(k, v);
     }
@@ -326,7 +563,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         doc.metrics
             .insert("recheck".into(), recheck_summary.0.clone());
     }
-    let summary = tables::summary(&stats);
+    let summary = tables::summary(stats);
     let tables_md = report::mint::markdown(&summary);
     let mut files = vec![
         (
@@ -415,20 +652,11 @@ fn discover(
     Ok((files, misfits, stray))
 }
 
-fn fill_metrics(
-    doc: &mut MetricsDoc,
-    items: &[Item],
-    stats: &[ConfigStats],
-    use_recheck: bool,
-    bootstrap: usize,
-    seed: u64,
-) {
+fn fill_metrics(doc: &mut MetricsDoc, totals: &Totals, bootstrap: usize, seed: u64) {
+    let stats = &totals.stats;
     let m = &mut doc.metrics;
-    m.insert("trajectories".into(), json!(items.len()));
-    m.insert(
-        "duplicates".into(),
-        json!(items.iter().filter(|i| i.duplicate).count()),
-    );
+    m.insert("trajectories".into(), json!(totals.trajectories));
+    m.insert("duplicates".into(), json!(totals.duplicates));
     m.insert(
         "configs_complete".into(),
         json!(stats.iter().filter(|c| c.complete()).count()),
@@ -470,28 +698,18 @@ fn fill_metrics(
     m.insert("table3".into(), Value::Array(t3));
 
     // Groups: one per configuration, each type's SR with its bootstrap interval.
-    let mut per_config: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
-    for it in items.iter().filter(|i| !i.duplicate) {
-        let g = per_config.entry(it.config.label()).or_default();
-        let v = it.verdict(use_recheck) as u8 as f64;
-        g.entry(it.task_type.clone()).or_default().push(v);
-        g.entry("micro".into()).or_default().push(v);
-        g.entry(format!("task:{}", it.task)).or_default().push(v);
-    }
-    for c in stats {
+    for (c, verdicts) in stats.iter().zip(&totals.verdicts) {
         let label = c.key.label();
         let mut g = Map::new();
         g.insert("complete".into(), json!(c.complete()));
         g.insert("missing".into(), json!(c.missing));
-        if let Some(vals) = per_config.get(&label) {
-            let mut sr = Map::new();
-            for (k, v) in vals {
-                if let Some(e) = bootstrap_mean(v, bootstrap, seed) {
-                    sr.insert(k.clone(), json!(e));
-                }
+        let mut sr = Map::new();
+        for (k, bits) in verdicts.groups() {
+            if let Some(e) = bootstrap_rate(bits, bootstrap, seed) {
+                sr.insert(k, json!(e));
             }
-            g.insert("success_rate".into(), Value::Object(sr));
         }
+        g.insert("success_rate".into(), Value::Object(sr));
         let mut inv = Map::new();
         for (t, s) in &c.by_type {
             inv.insert(
@@ -509,44 +727,27 @@ fn fill_metrics(
 
 /// Per task: re-checked, agreeing, differing, unverifiable, and the differing instances.
 /// Returns (metrics value, markdown section, recheck.csv).
-fn recheck_report(items: &[Item]) -> (Value, String, String) {
-    let mut per: BTreeMap<String, RecheckTask> = BTreeMap::new();
-    let mut rows = Vec::new();
-    for it in items.iter().filter(|i| !i.duplicate) {
-        let t = per.entry(it.task.clone()).or_insert_with(|| RecheckTask {
-            task: it.task.clone(),
-            ..RecheckTask::default()
-        });
-        match it.rechecked {
-            Some(r) => {
-                t.checked += 1;
-                if r != it.success {
-                    t.differ += 1;
-                    if r {
-                        t.gained += 1;
-                    } else {
-                        t.lost += 1;
-                    }
-                    rows.push(it);
-                }
-            }
-            None if it.recheck_note.is_some() => {
-                t.unchecked += 1;
-                rows.push(it);
-            }
-            None => {}
-        }
-    }
-    let tasks: Vec<RecheckTask> = per
-        .into_values()
-        .filter(|t| t.checked + t.unchecked > 0)
+fn recheck_report(totals: &Totals) -> (Value, String, String) {
+    let rows = &totals.recheck_rows;
+    let tasks: Vec<RecheckTask> = totals
+        .recheck
+        .iter()
+        .filter(|(_, t)| t.checked + t.unchecked > 0)
+        .map(|(task, t)| RecheckTask {
+            task: task.clone(),
+            checked: t.checked,
+            differ: t.differ,
+            gained: t.gained,
+            lost: t.lost,
+            unchecked: t.unchecked,
+        })
         .collect();
     let mut json_per = Map::new();
     for t in &tasks {
         let ids: Vec<Value> = rows
             .iter()
             .filter(|i| i.task == t.task && i.rechecked.is_some())
-            .map(|i| json!({"config": i.config.label(), "task_id": i.task_id, "stored": i.success, "rechecked": i.rechecked}))
+            .map(|i| json!({"config": i.config, "task_id": i.task_id, "stored": i.stored, "rechecked": i.rechecked}))
             .collect();
         json_per.insert(
             t.task.clone(),
@@ -557,14 +758,14 @@ fn recheck_report(items: &[Item]) -> (Value, String, String) {
     let csv_rows: Vec<RecheckRow> = rows
         .iter()
         .map(|i| RecheckRow {
-            config: i.config.label(),
+            config: i.config.clone(),
             task: i.task.clone(),
             task_id: i.task_id.clone(),
             file: i.file.clone(),
             line: i.line,
-            stored: i.success,
+            stored: i.stored,
             rechecked: i.rechecked,
-            note: i.recheck_note.clone().unwrap_or_default(),
+            note: i.note.clone().unwrap_or_default(),
         })
         .collect();
     (

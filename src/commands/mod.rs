@@ -8,6 +8,7 @@ pub mod grasp;
 pub mod judge;
 pub mod merge;
 pub mod mint;
+pub mod mint_scan;
 pub mod model_runtime;
 pub mod models;
 pub mod muse;

@@ -5,10 +5,12 @@
 
 mod csv_reader;
 mod json;
+mod lines;
 mod record;
 mod text;
 
 pub use csv_reader::{read_csv, CsvRecord, CsvTable};
 pub use json::{read_json, read_jsonl, read_jsonl_str};
+pub use lines::LineStream;
 pub use record::{type_name, Record};
 pub use text::{read_text, TextFile};

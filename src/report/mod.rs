@@ -14,7 +14,9 @@ mod output;
 pub mod story;
 pub mod svg;
 
-pub use bootstrap::{bootstrap_mean, Estimate};
+pub use bootstrap::{bootstrap_mean, bootstrap_rate, Estimate};
 pub use markdown::{percent, Table};
 pub use metrics::{hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef};
-pub use output::{atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, METRICS_FILE, RUN_FILE};
+pub use output::{
+    atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, StagedFile, METRICS_FILE, RUN_FILE,
+};

@@ -163,6 +163,22 @@ impl OutputDir {
     /// complete items and reports.
     pub fn finish(&self, items_jsonl: &[u8], outputs: &Outputs, metrics_json: &str) -> Result<()> {
         self.write("items.jsonl", items_jsonl)?;
+        self.finish_rest(outputs, metrics_json)
+    }
+
+    /// [`OutputDir::finish`] with items.jsonl written beforehand, in the single-run order, to
+    /// a staged file: it is moved into place (as atomically as [`atomic_write`]).
+    pub fn finish_staged(
+        &self,
+        items: StagedFile,
+        outputs: &Outputs,
+        metrics_json: &str,
+    ) -> Result<()> {
+        items.persist(&self.join("items.jsonl"))?;
+        self.finish_rest(outputs, metrics_json)
+    }
+
+    fn finish_rest(&self, outputs: &Outputs, metrics_json: &str) -> Result<()> {
         for (name, body) in &outputs.files {
             self.write(name, body)?;
         }
@@ -218,6 +234,105 @@ pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<()> {
     };
     write().with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// A file written through a buffer beside its final place and moved there once complete
+/// (a large items.jsonl that is never held in memory). Removed if dropped before
+/// [`StagedFile::persist`], so a run stopped by bad input leaves nothing behind.
+pub struct StagedFile {
+    path: PathBuf,
+    out: Option<BufWriter<File>>,
+}
+
+impl StagedFile {
+    /// Create a hidden temporary file in the first existing folder among `dir` and its
+    /// parents (the folder itself may not exist yet), so that the final move stays on one
+    /// file system.
+    pub fn create_near(dir: &Path, name: &str) -> Result<Self> {
+        let base = dir
+            .ancestors()
+            .find(|d| d.is_dir())
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        sweep_stale(base, name);
+        let path = base.join(format!(".{name}.{}.staged", std::process::id()));
+        let f = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(StagedFile {
+            path,
+            out: Some(BufWriter::with_capacity(1 << 20, f)),
+        })
+    }
+
+    /// Append bytes.
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out
+            .as_mut()
+            .expect("open until persisted")
+            .write_all(bytes)
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        Ok(())
+    }
+
+    /// The buffered writer, to serialise into.
+    pub fn writer(&mut self) -> &mut BufWriter<File> {
+        self.out.as_mut().expect("open until persisted")
+    }
+
+    /// Flush, fsync and move to `dest` (copying where a rename cannot cross file systems).
+    pub fn persist(mut self, dest: &Path) -> Result<()> {
+        let out = self.out.take().expect("open until persisted");
+        let f = out
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {}", self.path.display(), e.error()))?;
+        f.sync_all()
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        drop(f);
+        if fs::rename(&self.path, dest).is_err() {
+            fs::copy(&self.path, dest)
+                .and_then(|_| File::open(dest)?.sync_all())
+                .with_context(|| format!("cannot write {}", dest.display()))?;
+            let _ = fs::remove_file(&self.path);
+        }
+        if let Some(d) = dest.parent().and_then(|d| File::open(d).ok()) {
+            let _ = d.sync_all();
+        }
+        self.path = PathBuf::new();
+        Ok(())
+    }
+}
+
+/// Remove staged files that killed runs left behind (their process is gone), where the
+/// system says which processes live (`/proc`).
+fn sweep_stale(dir: &Path, name: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|f| f.strip_suffix(".staged"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        if !self.path.as_os_str().is_empty() {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// What a run writes and shows besides items.jsonl and metrics.json, computed from items by

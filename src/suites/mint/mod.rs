@@ -5,11 +5,13 @@
 //! Everything downstream of parsing works on [`Item`]s, one per trajectory, so that a merge of
 //! sharded runs recomputes every table exactly from items.jsonl.
 
+pub mod aggregate;
 pub mod checkers;
 pub mod exec;
 pub mod layout;
 pub mod pyexpr;
 pub mod pyfloat;
+mod record;
 pub mod tables;
 pub mod theoremqa;
 
@@ -17,7 +19,6 @@ use crate::error::InputError;
 use crate::input::{read_jsonl_str, Record, TextFile};
 use checkers::Tolerance;
 use layout::{ConfigKey, FileKey};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -123,38 +124,23 @@ pub fn parse_file(
     bytes: Vec<u8>,
     recheck: &Recheck,
 ) -> Result<Vec<Item>, InputError> {
-    parse_file_with(name, key, bytes, recheck, &|_| true, &|_| {})
-}
-
-/// [`parse_file`] for sharded and resumed runs: only items `keep` accepts (before their
-/// re-check, which is the slow part) are re-checked and returned, and each is handed to
-/// `finished` as soon as it is complete (to be appended to items.jsonl).
-pub fn parse_file_with(
-    name: &str,
-    key: &FileKey,
-    bytes: Vec<u8>,
-    recheck: &Recheck,
-    keep: &(dyn Fn(&Item) -> bool + Sync),
-    finished: &(dyn Fn(&Item) + Sync),
-) -> Result<Vec<Item>, InputError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         // An empty file is a run that wrote nothing yet: zero instances, seen as incomplete.
         return Ok(Vec::new());
     }
     let text = utf8(name, bytes)?;
-    let lines: Vec<(usize, &str)> = text.lines().collect();
-    let items: Vec<Option<Item>> = lines
-        .par_iter()
+    let full = recheck.reasoning.is_some() || recheck.exec.is_some();
+    text.lines()
         .enumerate()
         .map(|(i, (line, src))| {
-            let item = parse_line(name, key, *line, i + 1, src, recheck, keep)?;
-            if let Some(it) = &item {
-                finished(it);
+            if !full {
+                return parse_stored(name, key, line, i + 1, src);
             }
+            let (mut item, pending) = parse_full(name, key, line, i + 1, src)?;
+            apply_recheck(name, key, &mut item, &pending, recheck)?;
             Ok(item)
         })
-        .collect::<Result<_, InputError>>()?;
-    Ok(items.into_iter().flatten().collect())
+        .collect()
 }
 
 /// Validate UTF-8 (naming the line of the first bad byte) and drop a byte-order mark.
@@ -177,38 +163,74 @@ fn utf8(name: &str, bytes: Vec<u8>) -> Result<TextFile, InputError> {
     })
 }
 
-fn parse_line(
+/// Read one non-blank line for a run on the stored flags: only what the tables need is
+/// deserialised (see [`record`]); the item is the one [`parse_full`] gives, without a re-check.
+pub fn parse_stored(
     name: &str,
     key: &FileKey,
     line: usize,
     row: usize,
     src: &str,
-    recheck: &Recheck,
-    keep: &(dyn Fn(&Item) -> bool + Sync),
-) -> Result<Option<Item>, InputError> {
+) -> Result<Item, InputError> {
+    let rec: record::StoredLine =
+        serde_json::from_str(src).map_err(|e| diagnose(name, line, src, &e))?;
+    let task_id = match rec.task.task_id {
+        record::TaskId::Id(id) => id,
+        record::TaskId::Other(found) => return Err(task_id_error(name, line, found)),
+    };
+    let state = rec.state;
+    Ok(Item {
+        file: name.to_string(),
+        line,
+        row,
+        config: key.config.clone(),
+        task_type: key.task_type.clone(),
+        task: key.task.clone(),
+        task_id,
+        success: state.success,
+        rechecked: None,
+        recheck_note: None,
+        invalid_actions: state.agent_action_count.invalid_action,
+        turns: state.history.len / 2,
+        escaped_underscore: state.history.escaped_underscore,
+        python_tag: state.history.python_tag,
+        terminate_reason: state.terminate_reason,
+        duplicate: false,
+    })
+}
+
+fn task_id_error(name: &str, line: usize, found: &str) -> InputError {
+    InputError::field(
+        name,
+        line,
+        "task.task_id",
+        format!("expected a string or a number, found {found}"),
+    )
+}
+
+/// What the re-check of one trajectory needs besides its item: the task and the proposals.
+pub struct Pending {
+    task: TaskRec,
+    answers: Vec<Option<String>>,
+}
+
+/// Read one non-blank line in full, for a re-check: the item (not yet re-checked) and what
+/// its re-check needs.
+pub fn parse_full(
+    name: &str,
+    key: &FileKey,
+    line: usize,
+    row: usize,
+    src: &str,
+) -> Result<(Item, Pending), InputError> {
     let rec: Line = serde_json::from_str(src).map_err(|e| diagnose(name, line, src, &e))?;
     let task_id = match &rec.task.task_id {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
-        other => {
-            return Err(InputError::field(
-                name,
-                line,
-                "task.task_id",
-                format!(
-                    "expected a string or a number, found {}",
-                    crate::input::type_name(other)
-                ),
-            ))
-        }
+        other => return Err(task_id_error(name, line, crate::input::type_name(other))),
     };
-    let mut assistant = String::new();
-    for m in rec.state.history.iter().filter(|m| m.role == "assistant") {
-        assistant.push('\n');
-        assistant.push_str(&m.content);
-        assistant.push('\n');
-    }
-    let mut item = Item {
+    let assistant = || rec.state.history.iter().filter(|m| m.role == "assistant");
+    let item = Item {
         file: name.to_string(),
         line,
         row,
@@ -221,26 +243,38 @@ fn parse_line(
         recheck_note: None,
         invalid_actions: rec.state.agent_action_count.invalid_action,
         turns: rec.state.history.len() as u64 / 2,
-        escaped_underscore: assistant.contains("\\_"),
-        python_tag: assistant.contains("[PYTHON]"),
+        // Neither pattern contains a line break, so searching each message finds what a
+        // search of the messages joined by line breaks finds.
+        escaped_underscore: assistant().any(|m| m.content.contains("\\_")),
+        python_tag: assistant().any(|m| m.content.contains("[PYTHON]")),
         terminate_reason: rec.state.terminate_reason.clone(),
         duplicate: false,
     };
-    if !keep(&item) {
-        return Ok(None);
-    }
-    let answers: Vec<Option<String>> = rec
-        .state
-        .history
-        .iter()
-        .filter(|m| m.role == "assistant")
+    let answers = assistant()
         .filter_map(|m| checkers::proposal(checkers::model_output(&m.content)))
         .collect();
-    let (verdict, note) = recheck_item(key, &rec.task, &answers, recheck)
-        .map_err(|msg| InputError::field(name, line, "task.reference", msg))?;
+    Ok((
+        item,
+        Pending {
+            task: rec.task,
+            answers,
+        },
+    ))
+}
+
+/// Re-check one item as `recheck` asks, setting its verdict and note.
+pub fn apply_recheck(
+    name: &str,
+    key: &FileKey,
+    item: &mut Item,
+    pending: &Pending,
+    recheck: &Recheck,
+) -> Result<(), InputError> {
+    let (verdict, note) = recheck_item(key, &pending.task, &pending.answers, recheck)
+        .map_err(|msg| InputError::field(name, item.line, "task.reference", msg))?;
     item.rechecked = verdict;
     item.recheck_note = note;
-    Ok(Some(item))
+    Ok(())
 }
 
 /// The re-check verdict of one trajectory: true when any well-formed proposal passes the
@@ -501,6 +535,124 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("f.jsonl:1: invalid JSON"), "{e}");
+    }
+
+    /// Every results.jsonl of the shared data, with its key and text.
+    fn shared_files() -> Vec<(String, FileKey, String)> {
+        let root =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mint/results/data/outputs");
+        let mut out = Vec::new();
+        for e in walkdir::WalkDir::new(&root).sort_by_file_name() {
+            let e = e.unwrap();
+            if e.file_name() == "results.jsonl" {
+                let key = layout::parse_path(e.path().strip_prefix(&root).unwrap()).unwrap();
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                out.push((e.path().display().to_string(), key, text));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_fast_reading_gives_the_full_readings_items_on_all_shared_files() {
+        let files = shared_files();
+        assert_eq!(files.len(), 56);
+        let (mut n, mut underscore_elsewhere, mut numeric_ids) = (0, 0, 0);
+        for (name, key, text) in &files {
+            let file = TextFile {
+                path: name.into(),
+                text: text.clone(),
+            };
+            for (row, (line, src)) in file.lines().enumerate() {
+                let fast = parse_stored(name, key, line, row + 1, src).unwrap();
+                let (full, _) = parse_full(name, key, line, row + 1, src).unwrap();
+                assert_eq!(fast, full, "{name}:{line}");
+                n += 1;
+                // `\_` outside the assistant's messages (prompts, observations) must not count.
+                underscore_elsewhere +=
+                    (src.contains("\\\\_") && !fast.escaped_underscore) as usize;
+                numeric_ids += src.contains("\"task_id\": 1") as usize;
+            }
+        }
+        assert_eq!(n, 4102);
+        assert!(underscore_elsewhere > 0 && numeric_ids > 0);
+    }
+
+    #[test]
+    fn the_fast_reading_rejects_exactly_what_the_full_reading_rejects() {
+        let good = line(true, "1", "1");
+        let cases = [
+            ("\"success\":true", "\"success\":\"yes\""),
+            ("\"role\":\"assistant\"", "\"role\":5"),
+            (
+                "\"role\":\"assistant\"",
+                "\"role\":\"assistant\",\"role\":\"user\"",
+            ),
+            ("\"role\":\"assistant\",", ""),
+            ("\"role\":\"user\",", ""),
+            (
+                "{\"role\":\"user\",\"content\":\"task\"}",
+                "[\"user\",\"task\"]",
+            ),
+            (
+                "{\"role\":\"user\",\"content\":\"task\"}",
+                "[\"assistant\",\"a \\\\_\"]",
+            ),
+            ("{\"role\":\"user\",\"content\":\"task\"}", "[\"user\"]"),
+            (
+                "{\"role\":\"user\",\"content\":\"task\"}",
+                "[\"user\",\"a\",\"b\"]",
+            ),
+            (
+                "{\"role\":\"user\",\"content\":\"task\"}",
+                "{\"content\":\"a \\\\_\",\"x\":1,\"role\":\"assistant\"}",
+            ),
+            ("\"content\":\"task\"", "\"content\":null"),
+            (
+                "\"content\":\"task\"",
+                "\"content\":\"t\",\"content\":\"u\"",
+            ),
+            ("\"invalid_action\":0", "\"invalid_action\":-1"),
+            ("\"invalid_action\":0", "\"invalid_action\":1.5"),
+            ("\"invalid_action\":0", "\"invalid_action\":3"),
+            ("\"task_id\":7", "\"task_id\":true"),
+            ("\"task_id\":7", "\"task_id\":[1,{\"a\":null}]"),
+            ("\"task_id\":7", "\"task_id\":{\"a\":1}"),
+            ("\"task_id\":7", "\"task_id\":null"),
+            ("\"task_id\":7", "\"task_id\":7.0"),
+            ("\"task_id\":7", "\"task_id\":-7"),
+            ("\"task_id\":7", "\"task_id\":\"a\\u00e9\""),
+            ("\"task_id\":7,", ""),
+            ("\"prompt\":\"p\"", "\"prompt\":5"),
+            ("\"prompt\":\"p\"", "\"prompt\":null"),
+            ("\"reference\":\"1\"", "\"reference\":1e400"),
+            ("\"reference\":\"1\"", "\"reference\":\"\\ud800\""),
+            (
+                "\"reference\":\"1\"",
+                "\"reference\":{\"a\":[1,2.5,true,null]}",
+            ),
+            (
+                "\"terminate_reason\":\"task_success\"",
+                "\"terminate_reason\":5",
+            ),
+            (
+                "\"terminate_reason\":\"task_success\"",
+                "\"terminate_reason\":null",
+            ),
+            ("\"history\":[", "\"history\":{\"a\":1},\"h\":["),
+            ("{\"state\"", "{\"extra\":[1,2],\"state\""),
+        ];
+        let key = key("reasoning", "gsm8k");
+        for (from, to) in cases {
+            assert!(good.contains(from), "{from}");
+            let src = good.replacen(from, to, 1);
+            let fast = parse_stored("f.jsonl", &key, 3, 2, &src);
+            let full = parse_full("f.jsonl", &key, 3, 2, &src).map(|(i, _)| i);
+            assert_eq!(fast, full, "{src}");
+            if to.contains("a \\\\_") {
+                assert!(fast.unwrap().escaped_underscore, "{src}");
+            }
+        }
     }
 
     #[test]

@@ -8,8 +8,9 @@ pub use crate::report::mint::{round2, Stat, Table2Row, Table3Row, TYPES};
 use crate::report::mint::{ConfigTable, Tables};
 use std::collections::BTreeMap;
 
-/// Count one trajectory (`ok`: its verdict) in `stat`.
-fn add(stat: &mut Stat, it: &Item, ok: bool) {
+/// Count one trajectory (`ok`: its verdict) in `stat` (the streaming aggregate counts with
+/// it too; `Stat` itself lives in `report`, which cannot see [`Item`]).
+pub fn add(stat: &mut Stat, it: &Item, ok: bool) {
     stat.n += 1;
     stat.success += ok as usize;
     stat.invalid += it.invalid_actions;
@@ -59,23 +60,29 @@ pub fn config_stats(items: &[Item], use_recheck: bool) -> Vec<ConfigStats> {
         add(c.by_task.entry(it.task.clone()).or_default(), it, ok);
     }
     for c in map.values_mut() {
-        for (t, tasks, want) in TASK_TYPES {
-            let got = c.by_type.get(t).map_or(0, |s| s.n);
-            if got != want {
-                let absent: Vec<&str> = tasks
-                    .iter()
-                    .copied()
-                    .filter(|k| !c.by_task.contains_key(*k))
-                    .collect();
-                let mut m = format!("{t}: {got} of {} instances", expected(t));
-                if !absent.is_empty() {
-                    m.push_str(&format!(" (no {} file)", absent.join(", ")));
-                }
-                c.missing.push(m);
-            }
-        }
+        fill_missing(c);
     }
     map.into_values().collect()
+}
+
+/// Say what a configuration lacks for completeness (`c.missing`), from its counts.
+pub fn fill_missing(c: &mut ConfigStats) {
+    c.missing.clear();
+    for (t, tasks, want) in TASK_TYPES {
+        let got = c.by_type.get(t).map_or(0, |s| s.n);
+        if got != want {
+            let absent: Vec<&str> = tasks
+                .iter()
+                .copied()
+                .filter(|k| !c.by_task.contains_key(*k))
+                .collect();
+            let mut m = format!("{t}: {got} of {} instances", expected(t));
+            if !absent.is_empty() {
+                m.push_str(&format!(" (no {} file)", absent.join(", ")));
+            }
+            c.missing.push(m);
+        }
+    }
 }
 
 /// Ordinary least squares of y on x: (slope, R²).
