@@ -4,8 +4,8 @@
 
 mod bootstrap;
 pub mod grasp;
-pub mod latex;
 pub mod judge;
+pub mod latex;
 mod markdown;
 mod metrics;
 pub mod mint;
