@@ -349,11 +349,6 @@ impl Embedder {
         })
     }
 
-    /// Run tokenised rows (one batch) through the encoder and the head.
-    pub fn embed_tokens(&self, rows: &[&Tokens]) -> Result<Vec<Vec<f32>>> {
-        self.embed_batch(&crate::runtime::encoder::Batch::from_rows(rows))
-    }
-
     fn embed_batch(&self, batch: &crate::runtime::encoder::Batch) -> Result<Vec<Vec<f32>>> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let hidden = self.encoder.forward(batch)?;

@@ -1,8 +1,9 @@
 //! XLM-RoBERTa: RoBERTa's architecture and tensor names (`transformers`' XLM-R classes keep the
-//! `roberta.` prefix) with a SentencePiece vocabulary, which tokenizer.json carries.
+//! `roberta.` prefix) with a SentencePiece vocabulary, which tokenizer.json carries. Everything
+//! but the `model_type` it answers to is RoBERTa's (`roberta.rs`).
 
 use super::bert::CandleBert;
-use super::roberta::{load_roberta, roberta_config, roberta_head, roberta_layers};
+use super::roberta::Roberta;
 use super::{Architecture, HeadKind, HeadLayout, ModelConfig};
 use crate::error::Result;
 use crate::runtime::encoder::Encoder;
@@ -19,11 +20,11 @@ impl Architecture for XlmRoberta {
     }
 
     fn config(&self, raw: Map<String, Value>, path: &Path) -> Result<ModelConfig> {
-        roberta_config(raw, path, "roberta.")
+        Roberta.config(raw, path)
     }
 
     fn check_weights(&self, weights: &Path, cfg: &ModelConfig) -> Result<()> {
-        super::bert::check_bert_layout(weights, cfg, None)
+        Roberta.check_weights(weights, cfg)
     }
 
     fn load_candle(
@@ -31,7 +32,7 @@ impl Architecture for XlmRoberta {
         vb: VarBuilder<'static>,
         cfg: &ModelConfig,
     ) -> candle_core::Result<Box<dyn Encoder>> {
-        load_roberta(vb, cfg)
+        Roberta.load_candle(vb, cfg)
     }
 
     fn trainable(
@@ -39,10 +40,10 @@ impl Architecture for XlmRoberta {
         vb: VarBuilder<'static>,
         cfg: &ModelConfig,
     ) -> Option<candle_core::Result<CandleBert>> {
-        Some(roberta_layers(vb, cfg))
+        Roberta.trainable(vb, cfg)
     }
 
     fn head(&self, kind: HeadKind) -> HeadLayout {
-        roberta_head(kind)
+        Roberta.head(kind)
     }
 }
