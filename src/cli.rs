@@ -294,6 +294,10 @@ pub struct StoryArgs {
     /// Skip Dissimilarity (no embedder).
     #[arg(long)]
     pub skip_embedder: bool,
+    /// A dataset question without an ending (per model; of the shard with --shard) is an
+    /// error (exit 2) instead of a warning.
+    #[arg(long)]
+    pub require_complete: bool,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
