@@ -353,6 +353,8 @@ pub enum PlanFormat {
     Controlllm,
     /// scorekit's own plan format.
     Scorekit,
+    /// A classical planner's PDDL plan over MuSE's domains (`{"idx", "pddl"}`).
+    Pddl,
 }
 
 /// `scorekit muse`.
