@@ -332,6 +332,9 @@ pub struct GraspArgs {
     /// Map answers the strict rule marks invalid to labels by embedding similarity.
     #[arg(long)]
     pub semantic: bool,
+    /// Keep a scene the test does not know as its own group instead of stopping (exit 2).
+    #[arg(long)]
+    pub allow_unknown_scenes: bool,
     /// Embedder for --semantic.
     #[arg(long, value_name = "MODEL", default_value = "labse")]
     pub embedder: String,
