@@ -116,7 +116,7 @@ fn grasp_level2(dir: &Path) -> PathBuf {
     let answers = ["yes", "no", "Yes, it is.", "maybe", "No."];
     let mut csv = String::from("scene,prompt,video_file,gt,response\n");
     let mut k = 0;
-    for t in ["Gravity", "Continuity", "Solidity", "Inertia"] {
+    for t in ["Gravity", "Continuity", "SolidityContinuity", "Inertia"] {
         for v in 0..12 {
             for (pre, gt) in [("P", "yes"), ("IP", "no")] {
                 k += 7;
