@@ -294,6 +294,10 @@ pub struct StoryArgs {
     /// Skip Dissimilarity (no embedder).
     #[arg(long)]
     pub skip_embedder: bool,
+    /// A dataset question without an ending (per model; of the shard with --shard) is an
+    /// error (exit 2) instead of a warning.
+    #[arg(long)]
+    pub require_complete: bool,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -328,6 +332,9 @@ pub struct GraspArgs {
     /// Map answers the strict rule marks invalid to labels by embedding similarity.
     #[arg(long)]
     pub semantic: bool,
+    /// Keep a scene the test does not know as its own group instead of stopping (exit 2).
+    #[arg(long)]
+    pub allow_unknown_scenes: bool,
     /// Embedder for --semantic.
     #[arg(long, value_name = "MODEL", default_value = "labse")]
     pub embedder: String,
@@ -349,6 +356,8 @@ pub enum PlanFormat {
     Controlllm,
     /// scorekit's own plan format.
     Scorekit,
+    /// A classical planner's PDDL plan over MuSE's domains (`{"idx", "pddl"}`).
+    Pddl,
 }
 
 /// `scorekit muse`.

@@ -1,6 +1,8 @@
 //! The bad-input corpus (tests/bad-input/, listed in cases.tsv): every broken file makes its
 //! command exit 2 with a message naming the file (and line and field where it has them), and
-//! nothing panics.
+//! nothing panics. A MuSE planner response that is no plan (a cycle, an unknown dependency, a
+//! wrong `tasks`) is the planner's failure, not bad input: exit 0, scored 0, and the warning names
+//! file:line (issue 18).
 
 mod common;
 

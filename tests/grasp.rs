@@ -714,3 +714,183 @@ fn bad_input_names_file_line_and_field() {
         "--pairwise",
     );
 }
+
+/// The built-in scene tables are upstream's: for each test config, the scene names are the keys
+/// of its prompt file (Level 1 open: the keys with an `open` prompt; Level 2: `P_`/`IP_` of each
+/// key), the expected rows are the inventory's counts, and the renames are the rename map's.
+#[test]
+fn known_scene_names_and_expected_rows_come_from_the_upstream_configs() {
+    use scorekit::suites::grasp::{names, TestKind};
+    let inventory = prompts("derived/inventory.json");
+    let rename_map = prompts("derived/rename_map.json");
+    for cfg in std::fs::read_dir(shared_data("grasp/configs/tests")).unwrap() {
+        let text = std::fs::read_to_string(cfg.unwrap().path()).unwrap();
+        let field = |k: &str| -> String {
+            let line = text.lines().find(|l| l.starts_with(k)).unwrap();
+            line.split_once(':').unwrap().1.trim().to_string()
+        };
+        let kind = TestKind::from_name(&field("test_name")).unwrap();
+        let file = prompts(field("prompt_file").trim_start_matches("./"));
+        let keys: Vec<&String> = file.as_object().unwrap().keys().collect();
+        let want: std::collections::BTreeMap<String, usize> = match kind {
+            TestKind::Level1Binary => keys
+                .iter()
+                .map(|k| {
+                    let n = inventory["level1"][k.as_str()]["binary_instances"]
+                        .as_u64()
+                        .unwrap();
+                    (k.to_string(), n as usize)
+                })
+                .collect(),
+            TestKind::Level1Open => keys
+                .iter()
+                .filter(|k| file[k.as_str()].get("open").is_some())
+                .map(|k| {
+                    let n = inventory["level1"][k.as_str()]["open_instances"]
+                        .as_u64()
+                        .unwrap();
+                    (k.to_string(), n as usize)
+                })
+                .collect(),
+            TestKind::Level2 => keys
+                .iter()
+                .flat_map(|k| {
+                    let n = inventory["level2"][k.as_str()]["videos"].as_u64().unwrap() / 2;
+                    [
+                        (format!("P_{k}"), n as usize),
+                        (format!("IP_{k}"), n as usize),
+                    ]
+                })
+                .collect(),
+            TestKind::Level2Text => keys.iter().map(|k| (k.to_string(), 1)).collect(),
+        };
+        assert_eq!(names::known_scenes(kind), want, "{}", kind.name());
+    }
+    let renames = |key: &str, prefixed: bool| -> std::collections::BTreeMap<String, String> {
+        rename_map[key]
+            .as_object()
+            .unwrap()
+            .iter()
+            .flat_map(|(old, new)| {
+                let new = new.as_str().unwrap();
+                if prefixed {
+                    vec![(old.clone(), new.to_string())]
+                } else {
+                    ["P", "IP"]
+                        .iter()
+                        .map(|p| (format!("{p}_{old}"), format!("{p}_{new}")))
+                        .collect()
+                }
+            })
+            .collect()
+    };
+    assert_eq!(
+        names::renames(TestKind::Level2),
+        renames("level2_prompt_keys_old_to_new", false)
+    );
+    assert_eq!(
+        names::renames(TestKind::Level2Text),
+        renames("level2_scene_description_keys_old_to_new", true)
+    );
+}
+
+/// A misspelt scene stops the run naming file:line (it would split a group); with
+/// `--allow-unknown-scenes` it is its own group. Old upstream names are mapped and reported, and
+/// the report shows the rows each scene should have and has.
+#[test]
+fn scene_names_are_checked_mapped_and_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let level2 = prompts("data/prompts/level2.json");
+    let prompt = level2["Gravity"].as_str().unwrap().to_string();
+    let row = |scene: &str, video: usize, answer: &str| -> [String; 5] {
+        let gt = if scene.starts_with("P_") { "yes" } else { "no" };
+        [
+            scene.to_string(),
+            prompt.clone(),
+            format!("data/videos/level2/{scene}/{video:03}.mp4"),
+            gt.to_string(),
+            answer.to_string(),
+        ]
+    };
+    let rows = vec![
+        row("P_Gravity", 0, "Yes"),
+        row("IP_Gravity", 0, "No"),
+        row("P_Continuity2", 0, "Yes"),
+        row("IP_Continuity", 0, "Yes"),
+        row("P_Gravty", 1, "Yes"),
+    ];
+    let csv = dir.join("results.csv");
+    write_csv(&csv, &rows);
+    let out = dir.join("out");
+    let base = [
+        "grasp",
+        "--responses",
+        csv.to_str().unwrap(),
+        "--test",
+        "level2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    // Header on line 1: the 5th data row is line 6.
+    fails(
+        &base,
+        2,
+        &format!(
+            "{}:6: field \"scene\": \"P_Gravty\" is not a scene of level2; expected one of IP_Collision",
+            csv.display()
+        ),
+    );
+    assert!(!out.join("metrics.json").exists());
+
+    let mut args = base.to_vec();
+    args.push("--allow-unknown-scenes");
+    let o = ok(&args);
+    let err = stderr(&o);
+    assert!(
+        err.contains("P_Continuity2 -> P_Continuity (1 rows)") && err.contains("results.csv:6"),
+        "{err}"
+    );
+    let m = read_json(&out.join("metrics.json"));
+    let groups = m["groups"].as_object().unwrap();
+    assert_eq!(
+        groups.keys().collect::<Vec<_>>(),
+        ["Continuity", "Gravity", "Gravty"]
+    );
+    assert_eq!(groups["Continuity"]["n"], 2);
+    assert_eq!(m["settings"]["allow_unknown_scenes"], true);
+    assert_eq!(
+        m["metrics"]["renamed_scenes"]["P_Continuity2 -> P_Continuity"],
+        1
+    );
+    assert_eq!(m["metrics"]["unknown_scenes"]["P_Gravty"], 1);
+    let scenes = &m["metrics"]["scene_rows"];
+    assert_eq!(scenes.as_object().unwrap().len(), 33);
+    assert_eq!(
+        scenes["P_Gravity"],
+        serde_json::json!({"expected": 128, "rows": 1})
+    );
+    assert_eq!(
+        scenes["P_Continuity"],
+        serde_json::json!({"expected": 128, "rows": 1})
+    );
+    assert_eq!(
+        scenes["P_Collision"],
+        serde_json::json!({"expected": 128, "rows": 0})
+    );
+    assert_eq!(
+        scenes["P_Gravty"],
+        serde_json::json!({"expected": null, "rows": 1})
+    );
+    let its = items(&out);
+    assert_eq!(its[2]["scene"], "P_Continuity");
+    assert_eq!(its[2]["renamed_from"], "P_Continuity2");
+    assert_eq!(its[4]["unknown_scene"], true);
+    assert!(its[0].get("renamed_from").is_none() && its[0].get("unknown_scene").is_none());
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## Rows per scene"), "{report}");
+    assert!(
+        report.contains("| P_Gravty") && report.contains("unknown scene"),
+        "{report}"
+    );
+}

@@ -6,7 +6,7 @@ mod common;
 
 use common::tiny_judge::story_args;
 use common::{read_json, repo, run, shared_data, stderr, write};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 fn ok(args: &[&str]) {
@@ -116,7 +116,7 @@ fn grasp_level2(dir: &Path) -> PathBuf {
     let answers = ["yes", "no", "Yes, it is.", "maybe", "No."];
     let mut csv = String::from("scene,prompt,video_file,gt,response\n");
     let mut k = 0;
-    for t in ["Gravity", "Continuity", "Solidity", "Inertia"] {
+    for t in ["Gravity", "Continuity", "SolidityContinuity", "Inertia"] {
         for v in 0..12 {
             for (pre, gt) in [("P", "yes"), ("IP", "no")] {
                 k += 7;
@@ -382,6 +382,42 @@ fn story_three_shards_merge_to_the_single_run() {
     // One ending from each of two models for the first 30 dev questions (options as endings),
     // plus an unknown question.
     let args = story_args(d, 30, &["a", "b"]);
+    // An empty ending (Not-Follow) and a model with one ending, absent from most shards: its
+    // coverage and first missing ids must come out of the merge as from the single run.
+    let dev = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl")).unwrap();
+    let q = |k: usize| -> Value { serde_json::from_str(dev.lines().nth(k).unwrap()).unwrap() };
+    let mut extra = String::new();
+    extra.push_str(&format!(
+        "{}\n",
+        json!({"question_id": q(31)["question_id"], "ending": "  ", "model": "a"})
+    ));
+    extra.push_str(&format!(
+        "{}\n",
+        json!({"question_id": q(200)["question_id"], "ending": "The end.", "model": "c"})
+    ));
+    let gen = d.join("gen.jsonl");
+    let mut text = std::fs::read_to_string(&gen).unwrap();
+    text.push_str(&extra);
+    std::fs::write(&gen, text).unwrap();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     single_vs_merged(d, &args, &["items.jsonl:verdicts", "report.md"]);
+    let single = read_json(&d.join("all/metrics.json"));
+    let g = &single["groups"];
+    assert_eq!(g["a"]["answered"], 31);
+    assert_eq!(g["a"]["empty_ending"], 1);
+    assert_eq!(g["a"]["ifsm"]["n"], 31);
+    assert_eq!(g["c"]["answered"], 1);
+    assert_eq!(g["c"]["missing"], 457);
+    assert_eq!(g["c"]["missing_ids"].as_array().unwrap().len(), 10);
+    assert_eq!(single["metrics"]["questions_in_scope"], 458);
+    // Each shard's coverage is that of its own questions.
+    let scopes: u64 = (0..3)
+        .map(|i| {
+            let m = read_json(&d.join(format!("s{i}/metrics.json")));
+            let n = m["metrics"]["questions_in_scope"].as_u64().unwrap();
+            assert!(n < 458);
+            n
+        })
+        .sum();
+    assert_eq!(scopes, 458);
 }

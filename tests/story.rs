@@ -410,7 +410,7 @@ fn models_are_groups_and_bad_generations_are_reported() {
     }
     rows.push(json!({"question_id": "no-such-question", "ending": "x", "model": "m1"}));
     rows.push(json!({"question_id": qs[0]["question_id"], "ending": "again", "model": "m1"}));
-    rows.push(json!({"question_id": qs[1]["question_id"], "ending": " ", "model": "m2"}));
+    rows.push(json!({"question_id": qs[45]["question_id"], "ending": " ", "model": "m2"}));
     let g = gen_file(&f, "two.jsonl", &rows);
     let out = f.root.join("two");
     let dataset = shared_data("possible-stories/dev.jsonl");
@@ -455,6 +455,12 @@ fn models_are_groups_and_bad_generations_are_reported() {
     assert_eq!(m["groups"]["m1"]["unknown_question"], 1);
     assert_eq!(m["groups"]["m1"]["duplicate"], 1);
     assert_eq!(m["groups"]["m2"]["empty_ending"], 1);
+    // The empty ending is m2's answer to qs[45]: Not-Follow in IFSM's n, out of the pairs.
+    assert_eq!(m["groups"]["m2"]["ifsm"]["n"], 41);
+    assert_eq!(m["groups"]["m1"]["ifsm"]["n"], 40);
+    assert_eq!(m["groups"]["m2"]["dissimilarity_left_out"], 1);
+    assert_eq!(m["groups"]["m2"]["answered"], 41);
+    assert_eq!(m["groups"]["m2"]["missing"], 458 - 41);
     let items: Vec<Value> = std::fs::read_to_string(out.join("items.jsonl"))
         .unwrap()
         .lines()
@@ -465,7 +471,111 @@ fn models_are_groups_and_bad_generations_are_reported() {
     assert_eq!(items[81]["status"], "duplicate");
     assert_eq!(items[81]["duplicate_of_row"], 1);
     assert_eq!(items[82]["status"], "empty_ending");
+    assert_eq!(items[82]["follow"], false);
+    assert!(items[82].get("judge_scores").is_none());
+    assert!(items[82].get("dissimilarity_pairs").is_none());
     assert_eq!(m["models"].as_array().unwrap().len(), 2);
+}
+
+/// Empty endings lower IFSM exactly as Not-Follow would: with K of the gold endings emptied,
+/// IFSM = (followers among the others) / all 458, the judge's ceiling and Dissimilarity are
+/// those of the run without the K (they never reach the judge or the pairs), and the run
+/// without them reports the K questions as missing; `--require-complete` refuses it.
+#[test]
+fn empty_endings_are_not_follow_and_missing_questions_are_counted() {
+    let f = fixture();
+    let qs = dev();
+    let gold = |q: &Value| q["options"][q["gold_label"].as_u64().unwrap() as usize].clone();
+    // Every 50th question gets an empty or blank ending (10 of them).
+    let emptied: Vec<usize> = (0..qs.len()).step_by(50).collect();
+    let with_empty: Vec<Value> = qs
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let ending = if emptied.contains(&i) {
+                json!(if i % 100 == 0 { "" } else { " \n\t" })
+            } else {
+                gold(q)
+            };
+            json!({"question_id": q["question_id"], "ending": ending})
+        })
+        .collect();
+    let without: Vec<Value> = with_empty
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !emptied.contains(i))
+        .map(|(_, v)| v.clone())
+        .collect();
+    let a = gen_file(&f, "with_empty.jsonl", &with_empty);
+    let b = gen_file(&f, "without.jsonl", &without);
+    let (ma, items_a) = story(&f, &a, "with_empty", &[]);
+    let (mb, _) = story(&f, &b, "without", &[]);
+    let (ma, mb) = (&ma["metrics"], &mb["metrics"]);
+    let k = emptied.len();
+    assert_eq!(k, 10);
+    let n_b = mb["ifsm"]["n"].as_u64().unwrap() as usize;
+    assert_eq!(n_b, 458 - k);
+    let followers = (mb["ifsm"]["value"].as_f64().unwrap() * n_b as f64).round();
+    assert_eq!(ma["ifsm"]["n"], 458);
+    assert_eq!(ma["ifsm"]["value"].as_f64().unwrap(), followers / 458.0);
+    assert_eq!(ma["empty_ending"], k);
+    assert_eq!(ma["scored"], 458 - k);
+    // The judge's ceiling and Dissimilarity do not see the empty endings.
+    assert_eq!(ma["judge_accuracy"], mb["judge_accuracy"]);
+    assert_eq!(ma["dissimilarity_micro"], mb["dissimilarity_micro"]);
+    assert_eq!(ma["dissimilarity_left_out"], k);
+    assert_eq!(mb["dissimilarity_left_out"], 0);
+    for i in &emptied {
+        let it = &items_a[*i];
+        assert_eq!(it["status"], "empty_ending", "{it}");
+        assert_eq!(it["follow"], false);
+        assert!(it.get("judge_scores").is_none() && it.get("dissimilarity_pairs").is_none());
+    }
+    // An empty ending answers its question: full coverage with them, K missing without.
+    assert_eq!(
+        (ma["missing"].clone(), ma["coverage"].clone()),
+        (json!(0), json!(1.0))
+    );
+    assert_eq!(mb["missing"], k);
+    assert_eq!(mb["answered"], 458 - k);
+    assert_eq!(mb["coverage"].as_f64().unwrap(), (458 - k) as f64 / 458.0);
+    let mut want: Vec<&str> = emptied
+        .iter()
+        .map(|i| qs[*i]["question_id"].as_str().unwrap())
+        .collect();
+    want.sort();
+    assert_eq!(mb["missing_ids"], json!(want));
+    let report = std::fs::read_to_string(f.root.join("with_empty/report.md")).unwrap();
+    assert!(
+        report.contains("10 empty ending(s) count in IFSM as Not-Follow")
+            && report.contains("10 of them were left out of the Dissimilarity pairs"),
+        "{report}"
+    );
+
+    // --require-complete: exit 2 naming the first missing ids; nothing scored.
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let out = f.root.join("strict");
+    let o = run(&[
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        b.to_str().unwrap(),
+        "--skip-embedder",
+        "--judge",
+        f.judge.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--require-complete",
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--require-complete") && err.contains("10 of 458") && err.contains(want[0]),
+        "{err}"
+    );
+    assert!(!out.join("metrics.json").exists());
 }
 
 #[test]

@@ -31,10 +31,12 @@ fuzz_target!(|data: &[u8]| {
             Some(PlanFormat::Hugginggpt),
             Some(PlanFormat::Controlllm),
             Some(PlanFormat::Scorekit),
+            Some(PlanFormat::Pddl),
         ] {
             let _ = parse_plan(&rec, f);
         }
     }
+    let _ = scorekit::suites::muse::pddl::read_plan(s);
     let _ = parse_queries("q.json", s);
     let _ = parse_flow("flow.json", s, queries());
     let mut a = AliasTable::shipped();

@@ -84,6 +84,8 @@ fuzz_target!(|data: &[u8]| {
                     passage_id: &q.passage_id,
                     question_id: &q.id,
                     judge: Some(v),
+                    follow: Some(v.follow),
+                    empty: false,
                     pairs: Some(p),
                 }
             })

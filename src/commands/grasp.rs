@@ -33,13 +33,21 @@ pub fn run(args: GraspArgs) -> Result<()> {
             test.kind.name()
         )));
     }
-    let (rows, lines) = read_rows(&args.responses)?;
+    let (mut rows, lines) = read_rows(&args.responses)?;
     let file = &args.responses;
     let located = |issue: RowIssue| -> Error {
         let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
         InputError::field(file, line, issue.field, issue.message).into()
     };
-    let items = grasp::score(test.kind, &rows).map_err(located)?;
+    // Scene names against the test's: old names mapped, a typo refused (it would split a group).
+    let names = grasp::names::check_scenes(test.kind, &mut rows, args.allow_unknown_scenes)
+        .map_err(located)?;
+    let mut items = grasp::score(test.kind, &rows).map_err(located)?;
+    for it in &mut items {
+        it.renamed_from = names.renamed.get(&it.row).cloned();
+        it.unknown_scene = names.unknown.contains(&it.row);
+    }
+    warn_names(file, &lines, &names, &rows);
     let out = &args.output;
     let opts = SummaryOptions {
         bootstrap: out.bootstrap,
@@ -52,6 +60,10 @@ pub fn run(args: GraspArgs) -> Result<()> {
         doc.add_input(cfg)?;
     }
     doc.settings = settings(&test, &opts);
+    if args.allow_unknown_scenes {
+        doc.settings
+            .insert("allow_unknown_scenes".into(), json!(true));
+    }
     doc.set_shard(out.shard);
     // Rows are scored whole (pairs need their twins), then the shard keeps its own items.
     let mut items: Vec<grasp::Item> = items
@@ -89,6 +101,45 @@ pub fn run(args: GraspArgs) -> Result<()> {
     }
     dir.print_summary(out.json, &metrics_json, &outputs.table);
     Ok(())
+}
+
+/// One stderr line for mapped old scene names and one for unknown scenes kept as groups.
+fn warn_names(file: &Path, lines: &[usize], names: &grasp::names::SceneCheck, rows: &[Row]) {
+    let at = |row: usize| {
+        format!(
+            "{}:{}",
+            file.display(),
+            lines.get(row.wrapping_sub(1)).copied().unwrap_or(0)
+        )
+    };
+    if !names.renamed.is_empty() {
+        let mut pairs: BTreeMap<String, usize> = BTreeMap::new();
+        for (row, old) in &names.renamed {
+            let new = rows
+                .iter()
+                .find(|r| r.row == *row)
+                .map_or("", |r| r.scene.as_str());
+            *pairs.entry(format!("{old} -> {new}")).or_default() += 1;
+        }
+        let v: Vec<String> = pairs
+            .iter()
+            .map(|(k, n)| format!("{k} ({n} rows)"))
+            .collect();
+        eprintln!(
+            "warning: old upstream scene names mapped to the current ones: {} (first at {}; renamed_from in items.jsonl)",
+            v.join(", "),
+            at(*names.renamed.keys().next().expect("non-empty"))
+        );
+    }
+    if !names.unknown.is_empty() {
+        let shown: Vec<String> = names.unknown.iter().take(5).map(|r| at(*r)).collect();
+        eprintln!(
+            "warning: {} row(s) have a scene the test does not know, kept as their own group(s) (--allow-unknown-scenes): {}{}",
+            names.unknown.len(),
+            shown.join(", "),
+            if names.unknown.len() > 5 { ", ..." } else { "" }
+        );
+    }
 }
 
 /// The key `--shard` splits by: a Level 2 row goes with its P_/IP_ twin (test and video
@@ -185,6 +236,32 @@ fn outputs_with(
         test.mode.as_deref(),
         Path::new(&file),
     );
+    // Rows per scene (expected by the test's config and present), renamed and unknown scenes.
+    let scenes = grasp::scene_rows(kind, items);
+    let mut renamed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unknown: BTreeMap<String, usize> = BTreeMap::new();
+    for i in items.iter() {
+        if let Some(old) = &i.renamed_from {
+            *renamed.entry(format!("{old} -> {}", i.scene)).or_default() += 1;
+        }
+        if i.unknown_scene {
+            *unknown.entry(i.scene.clone()).or_default() += 1;
+        }
+    }
+    let scene_map: serde_json::Map<String, Value> = scenes
+        .iter()
+        .map(|s| {
+            (
+                s.scene.clone(),
+                json!({"expected": s.expected, "rows": s.rows}),
+            )
+        })
+        .collect();
+    doc.metrics
+        .insert("scene_rows".into(), Value::Object(scene_map));
+    doc.metrics.insert("renamed_scenes".into(), json!(renamed));
+    doc.metrics.insert("unknown_scenes".into(), json!(unknown));
+    report.push_str(&report::grasp::scenes_report(&scenes, &renamed, &unknown));
     let mut table = report::grasp::tables(&summary);
     if let Some(s) = &semantic {
         let th: Option<Thresholds> = doc

@@ -51,6 +51,8 @@ pub fn run(args: MergeArgs) -> Result<()> {
             doc.suite
         ))
     })?;
+    let docs: Vec<&MetricsDoc> = parts.iter().map(|p| &p.doc).collect();
+    (suite.combine)(&mut doc, &docs);
     let dirs: Vec<PathBuf> = parts.iter().map(|p| p.dir.clone()).collect();
     let (items, outputs) = (suite.rebuild)(&mut doc, &dirs)?;
     let dir = OutputDir::prepare(&args.out, args.force)?;

@@ -552,7 +552,12 @@ pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Re
     doc.metrics.clear();
     doc.groups.clear();
     let stats = &totals.stats;
-    let recheck_summary = recheck_report(&totals);
+    let tolerance = doc
+        .settings
+        .get("tolerance")
+        .and_then(Value::as_str)
+        .and_then(Tolerance::from_name);
+    let recheck_summary = recheck_report(&totals, tolerance);
     let started = Instant::now();
     fill_metrics(doc, &totals, bootstrap, seed);
     timings.bootstrap = started.elapsed();
@@ -562,6 +567,16 @@ pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Re
     if use_recheck {
         doc.metrics
             .insert("recheck".into(), recheck_summary.0.clone());
+        // Which tolerance the numeric answers were re-checked with, and how many re-checked
+        // verdicts differ from the stored flags (per task in `recheck.<task>.differ`).
+        if let Some(t) = tolerance {
+            doc.metrics.insert(
+                "recheck_tolerance".into(),
+                json!({"name": t.name(), "rule": t.rule()}),
+            );
+        }
+        let differ: usize = totals.recheck.values().map(|t| t.differ).sum();
+        doc.metrics.insert("recheck_differ".into(), json!(differ));
     }
     let summary = tables::summary(stats);
     let tables_md = report::mint::markdown(&summary);
@@ -727,7 +742,7 @@ fn fill_metrics(doc: &mut MetricsDoc, totals: &Totals, bootstrap: usize, seed: u
 
 /// Per task: re-checked, agreeing, differing, unverifiable, and the differing instances.
 /// Returns (metrics value, markdown section, recheck.csv).
-fn recheck_report(totals: &Totals) -> (Value, String, String) {
+fn recheck_report(totals: &Totals, tolerance: Option<Tolerance>) -> (Value, String, String) {
     let rows = &totals.recheck_rows;
     let tasks: Vec<RecheckTask> = totals
         .recheck
@@ -770,7 +785,11 @@ fn recheck_report(totals: &Totals) -> (Value, String, String) {
         .collect();
     (
         Value::Object(json_per),
-        report::mint::recheck_markdown(&tasks, !csv_rows.is_empty()),
+        report::mint::recheck_markdown(
+            &tasks,
+            tolerance.map(|t| (t.name(), t.rule())),
+            !csv_rows.is_empty(),
+        ),
         report::mint::recheck_csv(&csv_rows),
     )
 }

@@ -54,6 +54,7 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
         CliFormat::Hugginggpt => Some(PlanFormat::Hugginggpt),
         CliFormat::Controlllm => Some(PlanFormat::Controlllm),
         CliFormat::Scorekit => Some(PlanFormat::Scorekit),
+        CliFormat::Pddl => Some(PlanFormat::Pddl),
     };
     let known: BTreeMap<i64, ()> = queries.iter().map(|q| (q.idx, ())).collect();
     let plans = read_plans(&args.plans, format, &known)?;
@@ -172,6 +173,20 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
     let missing = items.iter().filter(|i| i.missing_plan).count();
     if missing > 0 && !out.quiet {
         eprintln!("warning: {missing} quer(ies) have no plan in {} and score 0 (missing_plan in items.jsonl)", args.plans.display());
+    }
+    let errors: Vec<String> = items
+        .iter()
+        .filter(|i| i.plan_error.is_some())
+        .filter_map(|i| i.plan_line.map(|l| format!("{}:{l}", args.plans.display())))
+        .collect();
+    if !errors.is_empty() && !out.quiet {
+        let shown: Vec<&str> = errors.iter().take(5).map(String::as_str).collect();
+        eprintln!(
+            "warning: {} plan(s) could not be read as a plan and score 0: {}{} (plan_error in items.jsonl)",
+            errors.len(),
+            shown.join(", "),
+            if errors.len() > 5 { ", ..." } else { "" }
+        );
     }
     dir.print_summary(out.json, &metrics_json, &outputs.table);
     Ok(())

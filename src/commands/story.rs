@@ -10,12 +10,12 @@ use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
 use crate::runtime::judge::{Head, Judge};
 use crate::runtime::Embedder;
 use crate::suites::story::{
-    self, Checked, Counts, Generation, GroupMetrics, Item, JudgeVerdict, PairValue, Question,
-    Status,
+    self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, JudgeVerdict, Outcome,
+    PairValue, Question, Status,
 };
 use indicatif::ProgressBar;
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Files a judge needs. Older RoBERTa checkpoints (the default judge among them) have no
 /// tokenizer.json, only vocab.json + merges.txt.
@@ -74,6 +74,17 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         .iter()
         .filter(|c| c.status == Status::Scored)
         .collect();
+    // Coverage: per group, the dataset questions of this run (its shard's) without an ending.
+    let scope: Vec<&str> = questions
+        .iter()
+        .filter(|q| shard.contains(&q.passage_id))
+        .map(|q| q.id.as_str())
+        .collect();
+    let missing = missing_in_scope(&scope, &checked, &generations);
+    warn_missing(&missing, scope.len());
+    if args.require_complete {
+        require_complete(&missing, scope.len())?;
+    }
 
     // Resolve both models before any long work, so a missing one fails at once.
     let judge_model = if args.skip_judge {
@@ -144,6 +155,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     doc.set_shard(shard);
     doc.metrics
         .insert("dataset_questions".into(), json!(questions.len()));
+    set_scope(&mut doc, &scope, &missing);
 
     // Everything that decides the results is known now: an unfinished run of the same
     // identity in --out is continued, its finished items kept as they are.
@@ -162,16 +174,18 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     let done_rows: HashSet<usize> = items.iter().map(|i| i.row).collect();
     let is_done = |c: &Checked| done_rows.contains(&generations[c.generation].row);
     let mut writer = dir.items_append("items.jsonl")?;
-    let item = |c: &Checked, verdict: Option<&JudgeVerdict>, pairs: Option<&Vec<PairValue>>| {
+    let item = |c: &Checked, verdict: Option<Outcome>, pairs: Option<&Vec<PairValue>>| {
         story_item(c, &questions, &generations, verdict, pairs)
     };
 
-    // Unscored generations need no model.
+    // Unscored generations need no model; an empty ending is Not-Follow without the judge.
     for c in checked
         .iter()
         .filter(|c| c.status != Status::Scored && !is_done(c))
     {
-        let it = item(c, None, None);
+        let outcome =
+            (c.status == Status::EmptyEnding && judge.is_some()).then_some(Outcome::EMPTY);
+        let it = item(c, outcome, None);
         writer.write(&it)?;
         items.push(it);
     }
@@ -208,7 +222,8 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             None => HashMap::new(),
         };
         for c in plan.members.iter().filter(|c| !is_done(c)) {
-            let it = item(c, verdicts.get(&c.generation), pairs.get(&c.generation));
+            let verdict = verdicts.get(&c.generation).cloned().map(Outcome::Judged);
+            let it = item(c, verdict, pairs.get(&c.generation));
             writer.write(&it)?;
             items.push(it);
         }
@@ -231,7 +246,7 @@ fn story_item(
     c: &Checked,
     questions: &[Question],
     generations: &[Generation],
-    verdict: Option<&JudgeVerdict>,
+    verdict: Option<Outcome>,
     pairs: Option<&Vec<PairValue>>,
 ) -> Item {
     let g = &generations[c.generation];
@@ -249,7 +264,7 @@ fn story_item(
         status: c.status,
         duplicate_of_row: c.duplicate_of_row,
         gold_label: q.map(|q| q.gold),
-        judge: verdict.cloned(),
+        judge: verdict,
         dissimilarity_pairs: pairs.cloned(),
         dissimilarity_mean: mean,
     }
@@ -411,26 +426,47 @@ impl<'a> ChunkPlan<'a> {
 }
 
 /// Metrics from items, the one place `scorekit story` and `scorekit merge` compute them: puts
-/// the items in the single-run order (by row), counts statuses and computes IFSM, the ceiling and
-/// Dissimilarity per group with the bootstrap and seed of `doc.settings` (keeping
-/// `dataset_questions` from `doc.metrics`), and renders the table and report.
+/// the items in the single-run order (by row), counts statuses and computes IFSM, the ceiling,
+/// Dissimilarity and coverage per group with the bootstrap and seed of `doc.settings` (keeping
+/// `dataset_questions` and the coverage scope from `doc.metrics`, and each group's
+/// `missing_ids` from `doc.groups`: see [`set_scope`]), and renders the table and report.
 pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     items.sort_by_key(|i| i.row);
     let bootstrap = doc.setting_u64("bootstrap")? as usize;
     let seed = doc.setting_u64("seed")?;
-    let dataset_questions = doc
-        .metrics
-        .get("dataset_questions")
-        .and_then(Value::as_u64)
-        .unwrap_or(0) as usize;
+    let count = |key: &str| doc.metrics.get(key).and_then(Value::as_u64);
+    let dataset_questions = count("dataset_questions").unwrap_or(0) as usize;
+    let scope = count(SCOPE_QUESTIONS).map_or(dataset_questions, |n| n as usize);
+    let scope_first = ids_of(doc.metrics.get(SCOPE_FIRST_IDS));
+    let listed: BTreeMap<String, Vec<String>> = doc
+        .groups
+        .iter()
+        .map(|(g, v)| (g.clone(), ids_of(v.get("missing_ids"))))
+        .collect();
     let results = story::summarize(items, bootstrap, seed);
+    // A group the scope lists nothing for answered none of the scope's questions.
+    let missing_ids: BTreeMap<String, Vec<String>> = results
+        .keys()
+        .map(|g| {
+            let ids = listed
+                .get(g)
+                .cloned()
+                .unwrap_or_else(|| scope_first.clone());
+            (g.clone(), ids)
+        })
+        .collect();
+    let coverage = story::coverage(items, scope, &missing_ids);
     doc.groups.clear();
     for (name, (m, c)) in &results {
-        doc.groups.insert(name.to_string(), group_json(m, c));
+        doc.groups
+            .insert(name.to_string(), group_json(m, c, coverage.get(name)));
     }
-    doc.metrics = headline(&results, dataset_questions);
-    let table = report::story::table(&results);
-    let report = report::story::report(doc, &results, &table);
+    doc.metrics = headline(&results, &coverage, dataset_questions);
+    doc.metrics.insert(SCOPE_QUESTIONS.into(), json!(scope));
+    doc.metrics
+        .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));
+    let table = report::story::table(&results, &coverage);
+    let report = report::story::report(doc, &results, &coverage, &table);
     Ok(Outputs {
         report,
         table,
@@ -464,17 +500,160 @@ fn warn_unscored(file: &str, generations: &[Generation], checked: &[Checked]) {
     }
 }
 
-fn group_json(m: &GroupMetrics, c: &Counts) -> Value {
+fn group_json(m: &GroupMetrics, c: &Counts, cov: Option<&Coverage>) -> Value {
     let mut v = serde_json::to_value(m).expect("metrics serialise");
     if let (Some(obj), Value::Object(counts)) = (v.as_object_mut(), json!(c)) {
         obj.extend(counts);
     }
+    if let (Some(obj), Some(Value::Object(cov))) = (v.as_object_mut(), cov.map(|c| json!(c))) {
+        obj.extend(cov);
+    }
     v
 }
 
-/// Headline metrics: the only group's metrics when there is one, plus counts over all groups.
+/// metrics.json key: dataset questions of the run (the shard's with `--shard`).
+const SCOPE_QUESTIONS: &str = "questions_in_scope";
+/// metrics.json key: the first ids (sorted) of those questions, so that `merge` can list the
+/// missing questions of a group that had no generation at all in some shard.
+const SCOPE_FIRST_IDS: &str = "scope_first_ids";
+
+fn ids_of(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Per group (every group with a generation in this run), the sorted missing question ids.
+fn missing_in_scope<'a>(
+    scope: &[&'a str],
+    checked: &[Checked],
+    generations: &[Generation],
+) -> BTreeMap<String, Vec<&'a str>> {
+    let groups: BTreeSet<&str> = checked
+        .iter()
+        .map(|c| generations[c.generation].group())
+        .collect();
+    let answers: Vec<(&str, &str)> = checked
+        .iter()
+        .filter(|c| c.status.answers())
+        .map(|c| {
+            let g = &generations[c.generation];
+            (g.group(), g.question_id.as_str())
+        })
+        .collect();
+    story::missing_questions(scope, &answers, &groups)
+}
+
+/// Record the coverage scope in `doc` for [`outputs`] (and, through metrics.json, for `merge`).
+fn set_scope(doc: &mut MetricsDoc, scope: &[&str], missing: &BTreeMap<String, Vec<&str>>) {
+    let mut sorted: Vec<&str> = scope.to_vec();
+    sorted.sort_unstable();
+    sorted.truncate(story::MISSING_IDS_LISTED);
+    doc.metrics
+        .insert(SCOPE_QUESTIONS.into(), json!(scope.len()));
+    doc.metrics.insert(SCOPE_FIRST_IDS.into(), json!(sorted));
+    for (g, ids) in missing {
+        let first: Vec<&str> = ids
+            .iter()
+            .take(story::MISSING_IDS_LISTED)
+            .copied()
+            .collect();
+        doc.groups
+            .insert(g.clone(), json!({ "missing_ids": first }));
+    }
+}
+
+/// `scorekit merge`: the parts' scopes (disjoint shards) together: their question counts add
+/// up, and a group's first missing ids are the first of the union of each part's list (the
+/// part's first scope ids where the group had no generation in that part).
+pub fn combine_scopes(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) {
+    let scope: u64 = parts
+        .iter()
+        .map(|p| {
+            let n = |k: &str| p.metrics.get(k).and_then(Value::as_u64);
+            n(SCOPE_QUESTIONS).or(n("dataset_questions")).unwrap_or(0)
+        })
+        .sum();
+    let first = |ids: BTreeSet<String>| -> Vec<String> {
+        ids.into_iter().take(story::MISSING_IDS_LISTED).collect()
+    };
+    let all_first: BTreeSet<String> = parts
+        .iter()
+        .flat_map(|p| ids_of(p.metrics.get(SCOPE_FIRST_IDS)))
+        .collect();
+    let groups: BTreeSet<&String> = parts.iter().flat_map(|p| p.groups.keys()).collect();
+    let mut listed = Map::new();
+    for g in groups {
+        let ids: BTreeSet<String> = parts
+            .iter()
+            .flat_map(|p| match p.groups.get(g) {
+                Some(v) => ids_of(v.get("missing_ids")),
+                None => ids_of(p.metrics.get(SCOPE_FIRST_IDS)),
+            })
+            .collect();
+        listed.insert(g.clone(), json!({ "missing_ids": first(ids) }));
+    }
+    doc.metrics.insert(SCOPE_QUESTIONS.into(), json!(scope));
+    doc.metrics
+        .insert(SCOPE_FIRST_IDS.into(), json!(first(all_first)));
+    doc.groups = listed;
+}
+
+/// One stderr line per group with dataset questions that have no ending.
+fn warn_missing(missing: &BTreeMap<String, Vec<&str>>, scope: usize) {
+    for (g, ids) in missing.iter().filter(|(_, ids)| !ids.is_empty()) {
+        eprintln!(
+            "warning: model {g:?} has no ending for {} of {scope} dataset question(s): {} \
+             (coverage in metrics.json; --require-complete makes this an error)",
+            ids.len(),
+            first_ids(ids)
+        );
+    }
+}
+
+/// `a, b, c, ...`: the first listed ids.
+fn first_ids(ids: &[&str]) -> String {
+    let n = story::MISSING_IDS_LISTED;
+    let shown: Vec<&str> = ids.iter().take(n).copied().collect();
+    format!(
+        "{}{}",
+        shown.join(", "),
+        if ids.len() > n { ", ..." } else { "" }
+    )
+}
+
+/// `--require-complete`: a group with a missing question is an error (exit 2).
+fn require_complete(missing: &BTreeMap<String, Vec<&str>>, scope: usize) -> Result<()> {
+    let gaps: Vec<String> = missing
+        .iter()
+        .filter(|(_, ids)| !ids.is_empty())
+        .map(|(g, ids)| {
+            format!(
+                "model {g:?} has no ending for {} of {scope} dataset question(s): {}",
+                ids.len(),
+                first_ids(ids)
+            )
+        })
+        .collect();
+    if gaps.is_empty() {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "--require-complete: {}",
+        gaps.join("; ")
+    )))
+}
+
+/// Headline metrics: the only group's metrics and coverage when there is one, plus counts over
+/// all groups.
 fn headline(
     results: &BTreeMap<String, (GroupMetrics, Counts)>,
+    coverage: &BTreeMap<String, Coverage>,
     dataset_questions: usize,
 ) -> Map<String, Value> {
     let mut total = Counts::default();
@@ -487,8 +666,11 @@ fn headline(
     }
     let mut m = Map::new();
     if results.len() == 1 {
-        if let Some((_, (g, _))) = results.iter().next() {
+        if let Some((name, (g, _))) = results.iter().next() {
             if let Value::Object(o) = serde_json::to_value(g).expect("metrics serialise") {
+                m.extend(o);
+            }
+            if let Some(Value::Object(o)) = coverage.get(name).map(|c| json!(c)) {
                 m.extend(o);
             }
         }

@@ -18,6 +18,9 @@ pub trait Suite {
     /// Put `items` in the single-run order, fill `doc.metrics` and `doc.groups` from them with
     /// the settings in `doc`, and render the report, the stdout table and the other files.
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs>;
+    /// Before `outputs` in a merge: fold into `doc` (the first part's) what the parts'
+    /// metrics.json know and their items do not (e.g. story's coverage scope). Nothing by default.
+    fn combine(_doc: &mut MetricsDoc, _parts: &[&MetricsDoc]) {}
 }
 
 /// `scorekit grasp`.
@@ -59,6 +62,9 @@ impl Suite for Story {
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::story::outputs(doc, items)
     }
+    fn combine(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) {
+        super::story::combine_scopes(doc, parts)
+    }
 }
 
 /// A merge's result: the merged items.jsonl and the rebuilt outputs.
@@ -71,6 +77,8 @@ pub struct Registered {
     /// Read the items.jsonl of every part folder (in the order given), rebuild metrics and
     /// outputs from the items, and return the merged items.jsonl with the outputs.
     pub rebuild: fn(&mut MetricsDoc, &[PathBuf]) -> Result<Rebuilt>,
+    /// [`Suite::combine`].
+    pub combine: fn(&mut MetricsDoc, &[&MetricsDoc]),
 }
 
 fn rebuild<S: Suite>(doc: &mut MetricsDoc, parts: &[PathBuf]) -> Result<Rebuilt> {
@@ -104,6 +112,7 @@ const fn registered<S: Suite>() -> Registered {
     Registered {
         name: S::NAME,
         rebuild: rebuild::<S>,
+        combine: S::combine,
     }
 }
 

@@ -386,6 +386,69 @@ pub fn tables(s: &Summary) -> String {
     out
 }
 
+/// Rows of one scene: expected by the test's config and present in the input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SceneRows {
+    /// Scene name (current upstream name).
+    pub scene: String,
+    /// Rows the test's config produces for it (upstream's default of 128 videos a folder);
+    /// `None` for a scene the test does not know (`--allow-unknown-scenes`).
+    pub expected: Option<usize>,
+    /// Rows present.
+    pub rows: usize,
+}
+
+/// report.md section: expected and present rows per scene, renamed and unknown scenes.
+pub fn scenes_report(
+    scenes: &[SceneRows],
+    renamed: &BTreeMap<String, usize>,
+    unknown: &BTreeMap<String, usize>,
+) -> String {
+    let mut r = String::from(
+        "
+## Rows per scene
+
+Expected: rows the test's config produces with upstream's default          of 128 videos per scene folder (not checked against the released videos).
+
+",
+    );
+    let mut t = Table::new(&["scene", "expected", "rows"]);
+    for s in scenes {
+        t.row(&[
+            s.scene.clone(),
+            s.expected
+                .map_or_else(|| "unknown scene".into(), |e| e.to_string()),
+            s.rows.to_string(),
+        ]);
+    }
+    r.push_str(&t.render());
+    if !renamed.is_empty() {
+        r.push_str(
+            "
+Old upstream scene names mapped to the current ones (rows): ",
+        );
+        let v: Vec<String> = renamed.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+        r.push_str(&v.join(", "));
+        r.push_str(
+            ".
+",
+        );
+    }
+    if !unknown.is_empty() {
+        r.push_str(
+            "
+Scenes the test does not know, kept as their own groups (rows): ",
+        );
+        let v: Vec<String> = unknown.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+        r.push_str(&v.join(", "));
+        r.push_str(
+            ".
+",
+        );
+    }
+    r
+}
+
 /// report.md: what the scorer counts, the tables, and the rows whose gold contradicts their scene
 /// prefix. `source`: where the test type came from; `mode`: the config's mode, if any.
 pub fn report(s: &Summary, source: &str, mode: Option<&str>, file: &Path) -> String {

@@ -320,9 +320,23 @@ pub struct RecheckRow {
     pub note: String,
 }
 
-/// report.md section of `--recheck`: per task, re-checked and differing counts.
-pub fn recheck_markdown(tasks: &[RecheckTask], any_rows: bool) -> String {
+/// report.md section of `--recheck`: the tolerance used, and per task re-checked and differing
+/// counts.
+pub fn recheck_markdown(
+    tasks: &[RecheckTask],
+    tolerance: Option<(&str, &str)>,
+    any_rows: bool,
+) -> String {
     let mut md = String::from("## Re-check against the stored success flags\n\n");
+    if let Some((name, rule)) = tolerance {
+        md.push_str(&format!(
+            "Numeric answers re-checked with tolerance `{name}`: {rule}.\n\n"
+        ));
+    }
+    let differ: usize = tasks.iter().map(|t| t.differ).sum();
+    md.push_str(&format!(
+        "{differ} re-checked verdict(s) differ from the stored flags; per task:\n\n"
+    ));
     let mut table = Table::new(&[
         "task",
         "re-checked",

@@ -28,6 +28,8 @@ pub struct QueryRow {
     pub o: Option<bool>,
     /// The query has no plan.
     pub missing_plan: bool,
+    /// Why the planner's response is not a plan.
+    pub plan_error: Option<String>,
     /// Gold tasks the plan lacks.
     pub missing_tasks: Vec<String>,
     /// Predicted tasks not in the gold set.
@@ -125,8 +127,8 @@ pub fn report(s: &Summary, failing: &[QueryRow]) -> String {
         cell(m.get("FoT_without_low_confidence_flow"))
     ));
     out.push_str(&format!(
-        "Queries without a plan (scored 0): {}. With unknown task names: {}. Over-selected (all gold tasks plus extras): {}. O without TS: {}. output_type corrected from the gold tasks: {}. O source: {}. Plan formats: {}.\n\n",
-        g("n_missing_plans"), g("n_with_unknown_names"), g("n_over_selected"), g("n_O_without_TS"),
+        "Queries without a plan (scored 0): {}. Plans that could not be read (planner errors, scored 0): {}. With unknown task names: {}. Over-selected (all gold tasks plus extras): {}. O without TS: {}. output_type corrected from the gold tasks: {}. O source: {}. Plan formats: {}.\n\n",
+        g("n_missing_plans"), g("n_plan_errors"), g("n_with_unknown_names"), g("n_over_selected"), g("n_O_without_TS"),
         g("n_output_type_corrected"), g("O_source"), g("plan_formats")
     ));
     out.push_str(
@@ -152,6 +154,8 @@ Gold dependencies are scorekit's reviewed annotation, not upstream gold. See doc
             i.o.map_or("n/a", b).into(),
             if i.missing_plan {
                 "(no plan)".into()
+            } else if let Some(e) = &i.plan_error {
+                format!("(plan error: {e})")
             } else {
                 i.missing_tasks.join(", ")
             },

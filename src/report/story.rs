@@ -30,6 +30,25 @@ pub struct GroupMetrics {
     /// Mean over stories of each story's mean pair dissimilarity (n = stories with a pair).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dissimilarity_macro: Option<Estimate>,
+    /// Empty endings left out of the Dissimilarity pairs (they are in IFSM as Not-Follow).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dissimilarity_left_out: Option<usize>,
+}
+
+/// How much of the dataset a group answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coverage {
+    /// Dataset questions of the run (of its shard with `--shard`).
+    #[serde(rename = "questions_in_scope")]
+    pub questions: usize,
+    /// Questions with an answer (a scored or an empty ending).
+    pub answered: usize,
+    /// Questions without any generation of the group.
+    pub missing: usize,
+    /// answered / questions (`None` with no questions).
+    pub coverage: Option<f64>,
+    /// The first missing question ids, sorted.
+    pub missing_ids: Vec<String>,
 }
 
 /// Counts of generations per status in one group.
@@ -43,7 +62,7 @@ pub struct Counts {
     pub unknown_question: usize,
     /// A second ending of the same (model, question).
     pub duplicate: usize,
-    /// Empty endings.
+    /// Empty endings (scored as Not-Follow).
     pub empty_ending: usize,
 }
 
@@ -69,11 +88,24 @@ fn dis(e: &Option<Estimate>) -> String {
     }
 }
 
+/// Coverage as `answered/questions (pct)`, `-` when unknown.
+fn cov(c: Option<&Coverage>) -> String {
+    match c.and_then(|c| c.coverage.map(|v| (c, v))) {
+        Some((c, v)) => format!("{}/{} ({})", c.answered, c.questions, percent(v)),
+        None => "-".into(),
+    }
+}
+
 /// The human table: one row per result group.
-pub fn table(results: &BTreeMap<String, (GroupMetrics, Counts)>) -> String {
+pub fn table(
+    results: &BTreeMap<String, (GroupMetrics, Counts)>,
+    coverage: &BTreeMap<String, Coverage>,
+) -> String {
     let mut t = Table::new(&[
         "model",
+        "coverage",
         "scored",
+        "empty",
         "not scored",
         "IFSM %",
         "judge acc. %",
@@ -85,8 +117,10 @@ pub fn table(results: &BTreeMap<String, (GroupMetrics, Counts)>) -> String {
     for (name, (m, c)) in results {
         t.row(&[
             name.to_string(),
+            cov(coverage.get(name)),
             c.scored.to_string(),
-            (c.generations - c.scored).to_string(),
+            c.empty_ending.to_string(),
+            (c.generations - c.scored - c.empty_ending).to_string(),
             est(&m.ifsm),
             est(&m.judge_accuracy),
             est(&m.judge_consistency),
@@ -98,19 +132,21 @@ pub fn table(results: &BTreeMap<String, (GroupMetrics, Counts)>) -> String {
     t.render()
 }
 
-/// report.md: the table, what the columns mean, the models and the unscored count.
+/// report.md: the table, what the columns mean, the models, coverage and the unscored count.
 pub fn report(
     doc: &MetricsDoc,
     results: &BTreeMap<String, (GroupMetrics, Counts)>,
+    coverage: &BTreeMap<String, Coverage>,
     table: &str,
 ) -> String {
     let mut s = String::from("# Possible Stories: IFSM and Dissimilarity\n\n");
     s.push_str(table);
     s.push_str(
         "\nIFSM: share of generated endings the judge picks when the ending replaces the gold \
-         option. Judge acc. / consist.: the judge on the human options of the same questions \
-         (its ceiling; consistency = stories with every question right). Intervals: 95% \
-         bootstrap.\n\n## Models\n\n",
+         option; an empty ending counts as Not-Follow (in IFSM's n, never sent to the judge). \
+         Judge acc. / consist.: the judge on the human options of the same questions \
+         (its ceiling; consistency = stories with every question right). Coverage: dataset \
+         questions with an ending of the model. Intervals: 95% bootstrap.\n\n## Models\n\n",
     );
     for m in &doc.models {
         s.push_str(&format!(
@@ -118,15 +154,43 @@ pub fn report(
             m.id, m.revision, m.sha256
         ));
     }
+    let empty: usize = results.values().map(|(_, c)| c.empty_ending).sum();
+    if empty > 0 {
+        let left_out: usize = results
+            .values()
+            .filter_map(|(m, _)| m.dissimilarity_left_out)
+            .sum();
+        s.push_str(&format!(
+            "\n{empty} empty ending(s) count in IFSM as Not-Follow (`status: \"empty_ending\"` \
+             in items.jsonl); {left_out} of them were left out of the Dissimilarity pairs.\n"
+        ));
+    }
     let unscored: usize = results
         .values()
-        .map(|(_, c)| c.generations - c.scored)
+        .map(|(_, c)| c.generations - c.scored - c.empty_ending)
         .sum();
     if unscored > 0 {
         s.push_str(&format!(
-            "\n{unscored} generation(s) were not scored (unknown question, duplicate or empty \
-             ending); each is listed in items.jsonl with its status.\n"
+            "\n{unscored} generation(s) were not scored (unknown question or a second ending \
+             for the same question); each is listed in items.jsonl with its status.\n"
         ));
+    }
+    let gaps: Vec<(&String, &Coverage)> = coverage.iter().filter(|(_, c)| c.missing > 0).collect();
+    if !gaps.is_empty() {
+        s.push_str("\n## Coverage gaps\n\n");
+        for (g, c) in gaps {
+            s.push_str(&format!(
+                "- {g}: {} of {} dataset question(s) without an ending; first: {}{}\n",
+                c.missing,
+                c.questions,
+                c.missing_ids.join(", "),
+                if c.missing > c.missing_ids.len() {
+                    ", ..."
+                } else {
+                    ""
+                }
+            ));
+        }
     }
     s
 }

@@ -10,9 +10,9 @@
 use crate::error::InputError;
 use crate::input::Record;
 use crate::report::bootstrap_mean;
-pub use crate::report::story::{Counts, GroupMetrics};
+pub use crate::report::story::{Counts, Coverage, GroupMetrics};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Number of options per question.
 pub const OPTIONS: usize = 4;
@@ -134,7 +134,8 @@ impl Generation {
 }
 
 /// Parse generation records. Wrong types are input errors (exit 2); an unknown question, a
-/// duplicate or an empty ending is not, and is reported per item by [`check`].
+/// duplicate or an empty ending is not, and is reported per item by [`check`] (an empty ending
+/// is the model's answer and counts as Not-Follow).
 pub fn parse_generations(records: &[Record]) -> Result<Vec<Generation>, InputError> {
     records
         .iter()
@@ -152,7 +153,7 @@ pub fn parse_generations(records: &[Record]) -> Result<Vec<Generation>, InputErr
         .collect()
 }
 
-/// Whether a generation can be scored, and why not.
+/// Whether a generation is scored, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -162,7 +163,9 @@ pub enum Status {
     UnknownQuestion,
     /// The same model already has an ending for this question (the first one is scored).
     Duplicate,
-    /// The ending is empty or only whitespace.
+    /// The ending is empty or only whitespace: the model answered and did not follow the
+    /// instruction. It counts in IFSM as Not-Follow (never sent to the judge) and stays out of
+    /// the Dissimilarity pairs.
     EmptyEnding,
 }
 
@@ -179,7 +182,17 @@ pub struct Checked {
     pub duplicate_of_row: Option<usize>,
 }
 
-/// Match generations to questions; one scored ending per (model, question), the first in the file.
+impl Status {
+    /// Whether the generation is the model's answer to a dataset question (scored, or an empty
+    /// ending scored as Not-Follow): what coverage counts.
+    pub fn answers(self) -> bool {
+        matches!(self, Status::Scored | Status::EmptyEnding)
+    }
+}
+
+/// Match generations to questions; one ending per (model, question), the first in the file. An
+/// empty first ending is that answer (Not-Follow); a later ending for the same question is a
+/// duplicate whether or not the first was empty.
 pub fn check(questions: &[Question], generations: &[Generation]) -> Vec<Checked> {
     let by_id: HashMap<&str, usize> = questions
         .iter()
@@ -195,14 +208,16 @@ pub fn check(questions: &[Question], generations: &[Generation]) -> Vec<Checked>
             let mut duplicate_of_row = None;
             let status = if question.is_none() {
                 Status::UnknownQuestion
-            } else if g.ending.trim().is_empty() {
-                Status::EmptyEnding
             } else if let Some(&row) = first.get(&(g.group(), g.question_id.as_str())) {
                 duplicate_of_row = Some(row);
                 Status::Duplicate
             } else {
                 first.insert((g.group(), g.question_id.as_str()), g.row);
-                Status::Scored
+                if g.ending.trim().is_empty() {
+                    Status::EmptyEnding
+                } else {
+                    Status::Scored
+                }
             };
             Checked {
                 generation: gi,
@@ -258,6 +273,41 @@ pub fn judge_verdict(gold_scores: &[f32], gold: usize, ending_score: f32) -> Jud
         judge_gold_pick: gold_pick,
         judge_correct: gold_pick == gold,
         judge_gold_scores: gold_scores.to_vec(),
+    }
+}
+
+/// The IFSM outcome of one item as items.jsonl holds it: the judge's full verdict, or Not-Follow
+/// without the judge (an empty ending).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Outcome {
+    /// The judge's verdict on a non-empty ending.
+    Judged(JudgeVerdict),
+    /// An empty ending: `follow` is false, the judge never saw it.
+    NotJudged {
+        /// Always false.
+        follow: bool,
+    },
+}
+
+impl Outcome {
+    /// Not-Follow for an empty ending.
+    pub const EMPTY: Outcome = Outcome::NotJudged { follow: false };
+
+    /// Whether the item follows the instruction.
+    pub fn follow(&self) -> bool {
+        match self {
+            Outcome::Judged(j) => j.follow,
+            Outcome::NotJudged { follow } => *follow,
+        }
+    }
+
+    /// The judge's verdict, when the judge saw the item.
+    pub fn verdict(&self) -> Option<&JudgeVerdict> {
+        match self {
+            Outcome::Judged(j) => Some(j),
+            Outcome::NotJudged { .. } => None,
+        }
     }
 }
 
@@ -319,9 +369,14 @@ pub struct ItemResult<'a> {
     pub passage_id: &'a str,
     /// Question id (to count each pair once).
     pub question_id: &'a str,
-    /// The judge's verdict, unless the judge was skipped.
+    /// The judge's verdict, unless the judge was skipped or the ending is empty.
     pub judge: Option<&'a JudgeVerdict>,
-    /// The item's pairs, unless the embedder was skipped.
+    /// Follow or not, for IFSM: the judge's verdict, or false for an empty ending; `None` when
+    /// the judge was skipped.
+    pub follow: Option<bool>,
+    /// The ending is empty (in IFSM as Not-Follow, out of Dissimilarity and the judge's ceiling).
+    pub empty: bool,
+    /// The item's pairs, unless the embedder was skipped or the ending is empty.
     pub pairs: Option<&'a [PairValue]>,
 }
 
@@ -351,9 +406,10 @@ pub struct Item {
     /// The gold option, when the question is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gold_label: Option<usize>,
-    /// The judge's verdict, unless the judge was skipped or the item is not scored.
+    /// The judge's verdict, unless the judge was skipped or the item is not scored; for an
+    /// empty ending (with the judge) only `follow: false`.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<JudgeVerdict>,
+    pub judge: Option<Outcome>,
     /// Dissimilarity pairs, unless the embedder was skipped or the item is not scored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dissimilarity_pairs: Option<Vec<PairValue>>,
@@ -384,12 +440,19 @@ pub fn summarize(
     let mut counts: BTreeMap<&str, Counts> = BTreeMap::new();
     for it in items {
         count(counts.entry(&it.group).or_default(), it.status);
-        if let (Status::Scored, Some(p)) = (it.status, &it.passage_id) {
+        if let (true, Some(p)) = (it.status.answers(), &it.passage_id) {
+            let empty = it.status == Status::EmptyEnding;
             group_items.entry(&it.group).or_default().push(ItemResult {
                 passage_id: p,
                 question_id: &it.question_id,
-                judge: it.judge.as_ref(),
-                pairs: it.dissimilarity_pairs.as_deref(),
+                judge: it.judge.as_ref().and_then(Outcome::verdict),
+                follow: it.judge.as_ref().map(Outcome::follow),
+                empty,
+                pairs: if empty {
+                    None
+                } else {
+                    it.dissimilarity_pairs.as_deref()
+                },
             });
         }
     }
@@ -403,11 +466,12 @@ pub fn summarize(
         .collect()
 }
 
-/// Metrics of one group from its scored items. Intervals: items (IFSM, accuracy), stories
-/// (consistency, macro), pairs (micro).
+/// Metrics of one group from its answered items (scored and empty endings). Intervals: items
+/// (IFSM, accuracy), stories (consistency, macro), pairs (micro). Empty endings count in IFSM's
+/// n as Not-Follow and nowhere else.
 pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> GroupMetrics {
     let mut stories: BTreeMap<&str, Vec<&ItemResult>> = BTreeMap::new();
-    for it in items {
+    for it in items.iter().filter(|i| !i.empty) {
         stories.entry(it.passage_id).or_default().push(it);
     }
     let judged: Vec<&JudgeVerdict> = items.iter().filter_map(|i| i.judge).collect();
@@ -415,9 +479,17 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
         let v: Vec<f64> = judged.iter().map(|j| f64::from(u8::from(f(j)))).collect();
         bootstrap_mean(&v, resamples, seed)
     };
+    let follows: Vec<f64> = items
+        .iter()
+        .filter_map(|i| i.follow)
+        .map(|f| f64::from(u8::from(f)))
+        .collect();
     let (mut ifsm, mut accuracy, mut consistency, mut chance) = (None, None, None, None);
+    if !follows.is_empty() {
+        ifsm = bootstrap_mean(&follows, resamples, seed);
+        chance = Some(CHANCE);
+    }
     if !judged.is_empty() {
-        ifsm = rate(&|j| j.follow);
         accuracy = rate(&|j| j.judge_correct);
         let per_story: Vec<f64> = stories
             .values()
@@ -428,10 +500,10 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
             })
             .collect();
         consistency = bootstrap_mean(&per_story, resamples, seed);
-        chance = Some(CHANCE);
     }
-    let (mut micro, mut macro_) = (None, None);
+    let (mut micro, mut macro_, mut left_out) = (None, None, None);
     if items.iter().any(|i| i.pairs.is_some()) {
+        left_out = Some(items.iter().filter(|i| i.empty).count());
         let mut all_pairs = Vec::new();
         let mut story_means = Vec::new();
         for members in stories.values() {
@@ -455,7 +527,7 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
         macro_ = bootstrap_mean(&story_means, resamples, seed);
     }
     GroupMetrics {
-        items: items.len(),
+        items: items.iter().filter(|i| !i.empty).count(),
         stories: stories.len(),
         ifsm,
         judge_accuracy: accuracy,
@@ -463,7 +535,74 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
         chance,
         dissimilarity_micro: micro,
         dissimilarity_macro: macro_,
+        dissimilarity_left_out: left_out,
     }
+}
+
+/// How many ids of missing questions metrics.json and messages list.
+pub const MISSING_IDS_LISTED: usize = 10;
+
+/// Per group, the dataset questions in `scope` (the run's questions: the whole dataset, or a
+/// shard's) without any answer among `answers` (group, question id), sorted by id; every group
+/// in `groups` gets an entry.
+pub fn missing_questions<'a>(
+    scope: &[&'a str],
+    answers: &[(&str, &str)],
+    groups: &BTreeSet<&str>,
+) -> BTreeMap<String, Vec<&'a str>> {
+    let mut answered: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (g, q) in answers {
+        answered.entry(g).or_default().insert(q);
+    }
+    let mut sorted: Vec<&str> = scope.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    groups
+        .iter()
+        .map(|g| {
+            let have = answered.get(g);
+            let missing = sorted
+                .iter()
+                .copied()
+                .filter(|q| !have.is_some_and(|h| h.contains(q)))
+                .collect();
+            (g.to_string(), missing)
+        })
+        .collect()
+}
+
+/// Coverage of each group from its items and the scope: `questions` dataset questions in the
+/// run, `missing_ids[group]` the first ids of its missing ones (sorted; computed where the
+/// dataset is at hand). Answered = distinct known questions with a scored or empty ending.
+pub fn coverage(
+    items: &[Item],
+    questions: usize,
+    missing_ids: &BTreeMap<String, Vec<String>>,
+) -> BTreeMap<String, Coverage> {
+    let mut answered: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for it in items {
+        let e = answered.entry(&it.group).or_default();
+        if it.status.answers() {
+            e.insert(&it.question_id);
+        }
+    }
+    answered
+        .into_iter()
+        .map(|(g, qs)| {
+            let answered = qs.len();
+            let c = Coverage {
+                questions,
+                answered,
+                missing: questions.saturating_sub(answered),
+                coverage: (questions > 0).then(|| answered as f64 / questions as f64),
+                missing_ids: missing_ids
+                    .get(g)
+                    .map(|v| v.iter().take(MISSING_IDS_LISTED).cloned().collect())
+                    .unwrap_or_default(),
+            };
+            (g.to_string(), c)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -612,6 +751,8 @@ mod tests {
                 passage_id: p,
                 question_id: q,
                 judge: None,
+                follow: None,
+                empty: false,
                 pairs: Some(pv),
             })
             .collect();
@@ -642,6 +783,8 @@ mod tests {
                 passage_id: p,
                 question_id: q,
                 judge: Some(j),
+                follow: Some(j.follow),
+                empty: false,
                 pairs: None,
             })
             .collect();

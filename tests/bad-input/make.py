@@ -11,20 +11,20 @@ def w(rel, data):
         f.write(data if isinstance(data, bytes) else data.encode())
 
 H = "scene,prompt,video_file,gt,response\n"
-ok = 'Gravity,Is it?,"v/0.mp4,",yes,ok<SEP>yes\n'
+ok = 'Movement,Is it?,"v/0.mp4,",yes,ok<SEP>yes\n'
 w("grasp/empty.csv", "")
 w("grasp/header-only.csv", H)
-w("grasp/missing-gt-column.csv", "scene,prompt,video_file,response\nGravity,p,v,yes\n")
-w("grasp/duplicate-column.csv", "scene,gt,gt,response\nGravity,yes,no,yes\n")
-w("grasp/ragged-row.csv", H + ok + 'Gravity,p,v,yes,yes,extra\n')
-w("grasp/non-utf8.csv", H.encode() + ok.encode() + b"Gravity,p,v,yes,ok<SEP>\xff\xfe yes\n")
-w("grasp/gt-not-yes-no.csv", H + ok + 'Gravity,p,v,perhaps,yes\n')
-w("grasp/truncated.jsonl", '{"scene": "Gravity", "gt": "yes", "response": "yes"}\n{"scene": "Gravity", "gt": "ye\n')
-w("grasp/missing-field.jsonl", '{"scene": "Gravity", "gt": "yes", "response": "yes"}\n{"scene": "Gravity", "response": "yes"}\n')
-w("grasp/wrong-type.jsonl", '{"scene": "Gravity", "gt": 1, "response": "yes"}\n')
-w("grasp/nan.jsonl", '{"scene": "Gravity", "gt": "yes", "response": NaN}\n')
-w("grasp/not-an-object.jsonl", '["Gravity", "yes", "yes"]\n')
-w("grasp/huge-line.jsonl", '{"scene": "Gravity", "gt": "yes", "response": "' + "yes " * 300000 + '"\n')
+w("grasp/missing-gt-column.csv", "scene,prompt,video_file,response\nMovement,p,v,yes\n")
+w("grasp/duplicate-column.csv", "scene,gt,gt,response\nMovement,yes,no,yes\n")
+w("grasp/ragged-row.csv", H + ok + 'Movement,p,v,yes,yes,extra\n')
+w("grasp/non-utf8.csv", H.encode() + ok.encode() + b"Movement,p,v,yes,ok<SEP>\xff\xfe yes\n")
+w("grasp/gt-not-yes-no.csv", H + ok + 'Movement,p,v,perhaps,yes\n')
+w("grasp/truncated.jsonl", '{"scene": "Movement", "gt": "yes", "response": "yes"}\n{"scene": "Movement", "gt": "ye\n')
+w("grasp/missing-field.jsonl", '{"scene": "Movement", "gt": "yes", "response": "yes"}\n{"scene": "Movement", "response": "yes"}\n')
+w("grasp/wrong-type.jsonl", '{"scene": "Movement", "gt": 1, "response": "yes"}\n')
+w("grasp/nan.jsonl", '{"scene": "Movement", "gt": "yes", "response": NaN}\n')
+w("grasp/not-an-object.jsonl", '["Movement", "yes", "yes"]\n')
+w("grasp/huge-line.jsonl", '{"scene": "Movement", "gt": "yes", "response": "' + "yes " * 300000 + '"\n')
 w("grasp/open-unknown-scene.csv", H + 'NoSuchScene,p,v,red,ok<SEP>red\n')
 w("grasp/open-unknown-label.csv", H + 'Color,p,v,purple,ok<SEP>red\n')
 

@@ -4,11 +4,13 @@
 //! ([`Item`]), and [`summarize`] computes every metric from those items alone, so a merge of
 //! sharded runs can recompute the same numbers from `items.jsonl`. No CLI, no file I/O here.
 
+pub mod names;
 pub mod rules;
 pub mod semantic;
 
 pub use crate::report::grasp::{
-    AnswerCounts, BinaryGroup, Group, OpenGroup, Pairwise, Summary, TestKind, VerdictCounts,
+    AnswerCounts, BinaryGroup, Group, OpenGroup, Pairwise, SceneRows, Summary, TestKind,
+    VerdictCounts,
 };
 use crate::report::{bootstrap_mean, Estimate};
 use rules::{binary_answer, binary_verdict, judge_open, open_labels, Answer, OpenError, Verdict};
@@ -81,6 +83,40 @@ pub struct Item {
     /// (its verdict counts only in the separate semantic accuracy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semantic: Option<semantic::SemanticVerdict>,
+    /// The scene's old upstream name, as the input gave it (`scene` is the current name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renamed_from: Option<String>,
+    /// The test does not know the scene (kept as its own group by `--allow-unknown-scenes`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unknown_scene: bool,
+}
+
+/// Rows per scene: what the test's config expects (upstream's default video count) and how
+/// many came, for every known scene and every other scene among the items.
+pub fn scene_rows(test: TestKind, items: &[Item]) -> Vec<SceneRows> {
+    let mut came: BTreeMap<&str, usize> = BTreeMap::new();
+    for i in items {
+        *came.entry(&i.scene).or_default() += 1;
+    }
+    let known = names::known_scenes(test);
+    let mut out: Vec<SceneRows> = known
+        .iter()
+        .map(|(s, e)| SceneRows {
+            scene: s.clone(),
+            expected: Some(*e),
+            rows: came.get(s.as_str()).copied().unwrap_or(0),
+        })
+        .collect();
+    out.extend(
+        came.iter()
+            .filter(|(s, _)| !known.contains_key(**s))
+            .map(|(s, n)| SceneRows {
+                scene: s.to_string(),
+                expected: None,
+                rows: *n,
+            }),
+    );
+    out
 }
 
 /// The group (test) of a scene: the part after its last `_`.
@@ -204,6 +240,8 @@ pub fn score_row(test: TestKind, r: &Row) -> Result<Item, RowIssue> {
         pair_index: None,
         gt_mismatch,
         semantic: None,
+        renamed_from: None,
+        unknown_scene: false,
     })
 }
 

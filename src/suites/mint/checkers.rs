@@ -25,6 +25,24 @@ impl Tolerance {
             Tolerance::Head => "head",
         }
     }
+
+    /// The tolerance called `name` ([`Tolerance::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Tolerance::Pre, Tolerance::Head]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
+
+    /// The numeric rule, for reports.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Tolerance::Pre => {
+                "|ref - ans| <= 0.05 * ref (the checker behind the stored flags; a negative \
+                 reference never matches)"
+            }
+            Tolerance::Head => "|ref - ans| <= 0.05 * |ref| (upstream HEAD)",
+        }
+    }
 }
 
 fn solution_re() -> &'static Regex {

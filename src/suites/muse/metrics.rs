@@ -56,6 +56,10 @@ pub fn summarize(items: &[Item], resamples: usize, seed: u64) -> Summary {
     let count = |f: &dyn Fn(&Item) -> bool| items.iter().filter(|i| f(i)).count();
     metrics.insert("n_missing_plans".into(), json!(count(&|i| i.missing_plan)));
     metrics.insert(
+        "n_plan_errors".into(),
+        json!(count(&|i| i.plan_error.is_some())),
+    );
+    metrics.insert(
         "n_with_unknown_names".into(),
         json!(count(&|i| !i.unknown_names.is_empty())),
     );
@@ -122,6 +126,7 @@ pub fn failing_queries(items: &[Item]) -> Vec<QueryRow> {
             fot: i.fot,
             o: i.o,
             missing_plan: i.missing_plan,
+            plan_error: i.plan_error.clone(),
             missing_tasks: i.missing_tasks.clone(),
             extra_tasks: i.extra_tasks.clone(),
             unknown_names: i.unknown_names.clone(),
@@ -150,6 +155,7 @@ mod tests {
             gold_tasks: vec![],
             gold_edges: vec![],
             missing_plan: false,
+            plan_error: None,
             format: Some("scorekit".into()),
             mapped: vec![],
             predicted_tasks: vec![],

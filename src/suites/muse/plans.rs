@@ -1,4 +1,10 @@
-//! Planner outputs in three formats (HuggingGPT, ControlLLM, scorekit), parsed into one plan shape.
+//! Planner outputs in four formats (HuggingGPT, ControlLLM, scorekit, PDDL), parsed into one
+//! plan shape.
+//!
+//! Two kinds of failure: a line that is not a JSON object or has no integer `idx` is bad input
+//! (an [`InputError`], exit 2); a planner response that cannot be read as a plan (no list of
+//! steps, a cycle, a dependency on an unknown step, an empty plan, ...) is the planner's failure,
+//! kept in [`Plan::error`] and scored 0.
 
 use super::flow::find_cycle;
 use crate::error::InputError;
@@ -18,6 +24,8 @@ pub enum PlanFormat {
     Controlllm,
     /// `{"idx", "tasks": [{"id", "task", "dep"}], "outputs": [{"modality", "path"}]}`.
     Scorekit,
+    /// `{"idx", "pddl": "<plan>"}`: a classical planner's plan over MuSE's PDDL domains.
+    Pddl,
 }
 
 impl PlanFormat {
@@ -27,6 +35,7 @@ impl PlanFormat {
             PlanFormat::Hugginggpt => "hugginggpt",
             PlanFormat::Controlllm => "controlllm",
             PlanFormat::Scorekit => "scorekit",
+            PlanFormat::Pddl => "pddl",
         }
     }
 }
@@ -53,12 +62,14 @@ pub struct Plan {
     pub line: usize,
     /// 1-based position among the plans file's records.
     pub row: usize,
-    /// The format the line was read as.
-    pub format: PlanFormat,
-    /// The steps, in the plan's order.
+    /// The format the line was read as (`None` when auto-detection found no plan at all).
+    pub format: Option<PlanFormat>,
+    /// The steps, in the plan's order (empty when the plan could not be read).
     pub nodes: Vec<Node>,
     /// Final outputs the run recorded (scorekit format), as modalities; `None` when not given.
     pub outputs: Option<Vec<String>>,
+    /// Why the planner's response could not be read as a plan (the query then scores 0).
+    pub error: Option<String>,
 }
 
 fn solution_re() -> &'static Regex {
@@ -75,10 +86,15 @@ fn generated_re() -> &'static Regex {
 /// String fields that may hold a planner's raw response.
 const RESPONSE_FIELDS: [&str; 3] = ["response", "solution", "tasks"];
 
-/// Which format a plan line is in: a `<Solution>` block or `returns`/`description` steps mean
-/// ControlLLM, `args` steps or a raw response string mean HuggingGPT, otherwise scorekit.
+/// Which format a plan line is in: a `pddl` field means PDDL; a `<Solution>` block or
+/// `returns`/`description` steps mean ControlLLM; `args` steps or a raw response string (in
+/// `tasks` or `response`) mean HuggingGPT; otherwise scorekit. An error here is the planner's
+/// (no plan in any known shape).
 pub fn detect(rec: &Record) -> Result<PlanFormat, InputError> {
     let obj = rec.object()?;
+    if obj.contains_key("pddl") {
+        return Ok(PlanFormat::Pddl);
+    }
     for f in RESPONSE_FIELDS {
         if let Some(Value::String(s)) = obj.get(f) {
             if s.contains("<Solution>") {
@@ -88,6 +104,9 @@ pub fn detect(rec: &Record) -> Result<PlanFormat, InputError> {
     }
     match obj.get("tasks") {
         Some(Value::String(_)) => Ok(PlanFormat::Hugginggpt),
+        None if matches!(obj.get("response"), Some(Value::String(_))) => {
+            Ok(PlanFormat::Hugginggpt)
+        }
         Some(Value::Array(a)) => {
             let has = |k: &str| a.iter().any(|t| t.get(k).is_some());
             Ok(if has("returns") || has("description") {
@@ -113,19 +132,30 @@ pub fn detect(rec: &Record) -> Result<PlanFormat, InputError> {
 fn steps(rec: &Record, format: PlanFormat) -> Result<(Vec<Value>, &'static str), InputError> {
     let obj = rec.object()?;
     if format == PlanFormat::Controlllm {
+        let mut response = None;
         for f in RESPONSE_FIELDS {
             if let Some(Value::String(s)) = obj.get(f) {
+                response.get_or_insert(f);
                 let Some(m) = solution_re().captures(s) else {
                     continue;
                 };
                 return parse_list(rec, f, m.get(1).expect("group").as_str()).map(|l| (l, f));
             }
         }
+        if let (Some(f), None | Some(Value::String(_))) = (response, obj.get("tasks")) {
+            return Err(rec.field_error(f, "no <Solution>…</Solution> block in the response"));
+        }
     }
     match obj.get("tasks") {
         Some(Value::Array(a)) => Ok((a.clone(), "tasks")),
         Some(Value::String(s)) if format == PlanFormat::Hugginggpt => {
             parse_list(rec, "tasks", s).map(|l| (l, "tasks"))
+        }
+        None if format == PlanFormat::Hugginggpt
+            && matches!(obj.get("response"), Some(Value::String(_))) =>
+        {
+            let s = obj.get("response").and_then(Value::as_str).unwrap_or("");
+            parse_list(rec, "response", s).map(|l| (l, "response"))
         }
         Some(v) => Err(rec.field_error(
             "tasks",
@@ -262,31 +292,87 @@ fn step(
     })
 }
 
-/// Parse one plan line. `format` `None` means auto-detect. Bad structure (duplicate or unknown
-/// ids, a dependency cycle, missing fields) is an input error naming the line and field.
+/// Parse one plan line. `format` `None` means auto-detect. A line that is not a JSON object or
+/// lacks an integer `idx` is an input error; a response that cannot be read as a plan (bad
+/// structure, duplicate or unknown step ids, a dependency cycle, no steps) is returned as a plan
+/// with [`Plan::error`] set, naming the field and what was wrong.
 pub fn parse_plan(rec: &Record, format: Option<PlanFormat>) -> Result<Plan, InputError> {
+    rec.object()?;
     let idx = rec.i64("idx")?;
+    let mut plan = Plan {
+        idx,
+        line: rec.line,
+        row: rec.row,
+        format,
+        nodes: Vec::new(),
+        outputs: None,
+        error: None,
+    };
+    let reason = |e: InputError| match e.field {
+        Some(f) => format!("field {f:?}: {}", e.message),
+        None => e.message,
+    };
     let format = match format {
         Some(f) => f,
-        None => detect(rec)?,
+        None => match detect(rec) {
+            Ok(f) => f,
+            Err(e) => {
+                plan.error = Some(reason(e));
+                return Ok(plan);
+            }
+        },
     };
-    let (list, field) = steps(rec, format)?;
-    let mut nodes: Vec<Node> = Vec::with_capacity(list.len());
-    for (j, s) in list.iter().enumerate() {
-        let s = s.as_object().ok_or_else(|| {
-            rec.field_error(
-                &format!("{field}[{j}]"),
-                format!("expected an object, found {}", type_name(s)),
-            )
-        })?;
-        let node = step(rec, field, j, s, format)?;
-        if nodes.iter().any(|n| n.id == node.id) {
-            return Err(rec.field_error(
-                &format!("{field}[{j}].id"),
-                format!("duplicate step id {}", node.id),
-            ));
+    plan.format = Some(format);
+    match read_steps(rec, format) {
+        Ok((nodes, outputs)) => {
+            plan.nodes = nodes;
+            plan.outputs = outputs;
         }
-        nodes.push(node);
+        Err(e) => plan.error = Some(reason(e)),
+    }
+    Ok(plan)
+}
+
+/// The steps and recorded outputs of a plan line in `format`, or why they cannot be read.
+type Steps = (Vec<Node>, Option<Vec<String>>);
+
+fn read_steps(rec: &Record, format: PlanFormat) -> Result<Steps, InputError> {
+    let (nodes, field) = if format == PlanFormat::Pddl {
+        let text = match rec.get("pddl")? {
+            Some(Value::String(s)) => s,
+            Some(v) => {
+                return Err(rec.field_error(
+                    "pddl",
+                    format!("expected the plan as a string, found {}", type_name(v)),
+                ))
+            }
+            None => return Err(rec.field_error("pddl", "missing")),
+        };
+        let nodes = super::pddl::read_plan(text).map_err(|e| rec.field_error("pddl", e))?;
+        (nodes, "pddl")
+    } else {
+        let (list, field) = steps(rec, format)?;
+        let mut nodes: Vec<Node> = Vec::with_capacity(list.len());
+        for (j, s) in list.iter().enumerate() {
+            let s = s.as_object().ok_or_else(|| {
+                rec.field_error(
+                    &format!("{field}[{j}]"),
+                    format!("expected an object, found {}", type_name(s)),
+                )
+            })?;
+            let node = step(rec, field, j, s, format)?;
+            if nodes.iter().any(|n| n.id == node.id) {
+                return Err(rec.field_error(
+                    &format!("{field}[{j}].id"),
+                    format!("duplicate step id {}", node.id),
+                ));
+            }
+            nodes.push(node);
+        }
+        (nodes, field)
+    };
+    if nodes.is_empty() {
+        return Err(rec.field_error(field, "the plan has no steps"));
     }
     for (j, n) in nodes.iter().enumerate() {
         if let Some(d) = n.deps.iter().find(|d| !nodes.iter().any(|m| &m.id == *d)) {
@@ -329,14 +415,7 @@ pub fn parse_plan(rec: &Record, format: Option<PlanFormat>) -> Result<Plan, Inpu
             ))
         }
     };
-    Ok(Plan {
-        idx,
-        line: rec.line,
-        row: rec.row,
-        format,
-        nodes,
-        outputs,
-    })
+    Ok((nodes, outputs))
 }
 
 #[cfg(test)]
@@ -372,40 +451,70 @@ mod tests {
             "args": [{"type": "text", "value": "<GENERATED>-0"}], "returns": [{"type": "image", "value": "<GENERATED>-1"}]}]</Solution>"#;
         let r = rec(json!({"idx": 33, "response": text}));
         let p = parse_plan(&r, None).unwrap();
-        assert_eq!(p.format, PlanFormat::Controlllm);
+        assert_eq!(p.format, Some(PlanFormat::Controlllm));
         assert_eq!(p.nodes[1].deps, ["0"]);
         assert_eq!(p.nodes[1].returns, ["image"]);
     }
 
+    /// The planner's error of a line (panics if the line is read as a plan).
+    fn plan_error(v: Value) -> String {
+        let p = parse_plan(&rec(v), None).unwrap();
+        assert!(p.nodes.is_empty());
+        p.error.expect("a plan error")
+    }
+
     #[test]
-    fn structural_errors_name_the_field() {
-        let cyc = rec(json!({"idx": 1, "tasks": [
+    fn unreadable_plans_are_the_planners_errors_naming_the_field() {
+        let e = plan_error(json!({"idx": 1, "tasks": [
             {"id": "a", "task": "text-generation", "dep": ["b"]},
             {"id": "b", "task": "translation-xx-to-yy", "dep": ["a"]}]}));
-        let e = parse_plan(&cyc, None).unwrap_err().to_string();
         assert!(
-            e.starts_with("plans.jsonl:4: field \"tasks\": the dependencies form a cycle"),
+            e.starts_with("field \"tasks\": the dependencies form a cycle"),
             "{e}"
         );
-        let unk = rec(json!({"idx": 1, "tasks": [{"id": 0, "task": "x", "dep": [3]}]}));
         assert_eq!(
-            parse_plan(&unk, None).unwrap_err().to_string(),
-            "plans.jsonl:4: field \"tasks[0].dep\": step 0 depends on unknown step id 3"
+            plan_error(json!({"idx": 1, "tasks": [{"id": 0, "task": "x", "dep": [3]}]})),
+            "field \"tasks[0].dep\": step 0 depends on unknown step id 3"
         );
-        let dup = rec(json!({"idx": 1, "tasks": [{"id": 0, "task": "x"}, {"id": 0, "task": "y"}]}));
-        assert!(parse_plan(&dup, None)
-            .unwrap_err()
-            .to_string()
-            .contains("duplicate step id 0"));
+        assert!(plan_error(
+            json!({"idx": 1, "tasks": [{"id": 0, "task": "x"}, {"id": 0, "task": "y"}]})
+        )
+        .contains("duplicate step id 0"));
+        assert!(
+            plan_error(json!({"idx": 1, "tasks": "I cannot help with that"}))
+                .contains("no parseable JSON list")
+        );
+        assert_eq!(
+            plan_error(json!({"idx": 1, "tasks": []})),
+            "field \"tasks\": the plan has no steps"
+        );
+        assert!(plan_error(json!({"idx": 1, "answer": "no idea"})).contains("\"tasks\": missing"));
+        let p = parse_plan(
+            &rec(json!({"idx": 1, "response": "Sorry."})),
+            Some(PlanFormat::Controlllm),
+        )
+        .unwrap();
+        assert_eq!(
+            p.error.as_deref(),
+            Some("field \"response\": no <Solution>…</Solution> block in the response")
+        );
+        // Bad input stays an input error: no idx, not an object.
         let noidx = rec(json!({"tasks": []}));
         assert!(parse_plan(&noidx, None)
             .unwrap_err()
             .to_string()
             .contains("\"idx\": missing"));
-        let garbage = rec(json!({"idx": 1, "tasks": "I cannot help with that"}));
-        assert!(parse_plan(&garbage, None)
-            .unwrap_err()
-            .to_string()
-            .contains("no parseable JSON list"));
+        assert!(parse_plan(&rec(json!([1, 2])), None).is_err());
+    }
+
+    #[test]
+    fn a_raw_hugginggpt_response_under_response() {
+        let text = r#"I will do it. [{"task": "automatic-speech-recognition", "id": 0, "dep": [-1],
+            "args": {"audio": "a.wav"}}, {"task": "text-to-image", "id": 1, "dep": [0],
+            "args": {"text": "<GENERATED>-0"}}] Done."#;
+        let p = parse_plan(&rec(json!({"idx": 33, "response": text})), None).unwrap();
+        assert_eq!(p.format, Some(PlanFormat::Hugginggpt));
+        assert_eq!(p.error, None);
+        assert_eq!(p.nodes[1].deps, ["0"]);
     }
 }

@@ -42,6 +42,10 @@ pub struct Item {
     pub gold_edges: Vec<[String; 2]>,
     /// True when no plan was given for this query (scored 0).
     pub missing_plan: bool,
+    /// Why the planner's response could not be read as a plan (scored 0: TS, FoT and the rule's
+    /// O are false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_error: Option<String>,
     /// Format the plan was read as.
     pub format: Option<String>,
     /// Every predicted task name, in plan order, with its MuSE mapping.
@@ -133,7 +137,8 @@ pub fn score_query(
         gold_tasks: q.tasks.clone(),
         gold_edges,
         missing_plan: plan.is_none(),
-        format: plan.map(|p| p.format.name().to_string()),
+        plan_error: plan.and_then(|p| p.error.clone()),
+        format: plan.and_then(|p| p.format).map(|f| f.name().to_string()),
         mapped: Vec::new(),
         predicted_tasks: Vec::new(),
         unknown_names: Vec::new(),
@@ -151,7 +156,7 @@ pub fn score_query(
         o_source: String::new(),
         name_matches: Vec::new(),
     };
-    if let Some(plan) = plan {
+    if let Some(plan) = plan.filter(|p| p.error.is_none()) {
         judge(&mut item, q, plan, aliases);
     }
     (item.o, item.o_source) = match verdict {
@@ -293,7 +298,7 @@ mod tests {
             idx: 0,
             line: 1,
             row: 1,
-            format: PlanFormat::Scorekit,
+            format: Some(PlanFormat::Scorekit),
             nodes: steps
                 .iter()
                 .map(|(id, t, d)| Node {
@@ -304,6 +309,7 @@ mod tests {
                 })
                 .collect(),
             outputs: None,
+            error: None,
         }
     }
 
