@@ -131,13 +131,15 @@ fn kill_and_resume(
 fn mint_exec_code_killed_at_random_points_resumes_to_the_uninterrupted_result() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("outputs");
-    for task in ["humaneval", "mbpp"] {
+    // MBPP line 16 (task 15) runs for about the default 10 s timeout on this hardware, so its
+    // verdict depends on the machine's load: the first 15 MBPP lines keep the test deterministic.
+    for (task, lines) in [("humaneval", 25), ("mbpp", 15)] {
         copy_head(
             &root,
             &format!(
                 "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/code_generation/{task}/results.jsonl"
             ),
-            25,
+            lines,
         );
     }
     copy_head(
