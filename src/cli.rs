@@ -56,6 +56,11 @@ pub enum Command {
         after_help = "Example:\n  scorekit merge --parts out/shard-0 out/shard-1 --out out/all"
     )]
     Merge(MergeArgs),
+    /// Compare systems scored on the same benchmark items: leaderboard and paired tests.
+    #[command(
+        after_help = "Example:\n  scorekit compare --runs out/gpt4 out/llama --labels GPT-4,Llama --out out/compare"
+    )]
+    Compare(CompareArgs),
     /// Train and evaluate multiple-choice judges (the IFSM judge).
     #[command(subcommand)]
     Judge(JudgeCommand),
@@ -545,6 +550,33 @@ pub struct BenchArgs {
     pub json: bool,
     #[command(flatten)]
     pub runtime: ModelArgs,
+}
+
+/// `scorekit compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Output folders of two or more runs of one suite on the same benchmark inputs (a run with
+    /// several result groups contributes each group as a system).
+    #[arg(long, value_name = "DIR", num_args = 2.., required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Names of the runs, comma-separated, one per --runs folder (default: the folders' names).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub labels: Option<Vec<String>>,
+    /// Folder for metrics.json, report.md and tables.tex.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Overwrite results already in --out.
+    #[arg(long)]
+    pub force: bool,
+    /// Print metrics.json on stdout instead of the human tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Bootstrap resamples for the intervals (0 disables them).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap (results are deterministic for a seed).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// `scorekit merge`.

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_judge;
+pub mod compare;
 pub mod data;
 pub mod embed;
 pub mod grasp;
@@ -30,6 +31,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Data(a) => data::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Judge(c) => judge::run(c),
     }
 }
