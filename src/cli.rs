@@ -555,9 +555,10 @@ pub struct BenchArgs {
 /// `scorekit compare`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Output folders of two or more runs of one suite on the same benchmark inputs (a run with
-    /// several result groups contributes each group as a system).
-    #[arg(long, value_name = "DIR", num_args = 2.., required = true)]
+    /// Output folders of runs of one suite on the same benchmark inputs, usually two or more;
+    /// a run with several result groups (story's models, MINT's configurations) contributes
+    /// each group as a system, so one such run is enough.
+    #[arg(long, value_name = "DIR", num_args = 1.., required = true)]
     pub runs: Vec<PathBuf>,
     /// Names of the runs, comma-separated, one per --runs folder (default: the folders' names).
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]

@@ -1,0 +1,481 @@
+//! `scorekit compare` end to end on real runs: GRASP results built from the real GRASP prompts,
+//! the real MINT trajectories of two agents, MuSE plans for the real queries, and story runs on
+//! the real Possible Stories dev split with the tiny test judge. McNemar p-values are checked
+//! against scipy (`scripts/reference/compare_reference.py` wrote `tests/data/compare/`).
+
+mod common;
+
+use common::tiny_judge::story_args;
+use common::{read_json, repo, run, shared_data, stderr, write};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn reference() -> Value {
+    read_json(&repo().join("tests/data/compare/reference.json"))
+}
+
+fn ok(args: &[&str]) {
+    let o = run(args);
+    assert!(o.status.success(), "{args:?}\nstderr: {}", stderr(&o));
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Run compare; returns its metrics.json.
+fn compare(runs: &[&Path], extra: &[&str], out: &Path) -> Value {
+    let mut args: Vec<String> = vec!["compare".into(), "--runs".into()];
+    args.extend(runs.iter().map(|p| s(p)));
+    args.extend(["--out".into(), s(out), "--bootstrap".into(), "300".into()]);
+    args.extend(extra.iter().map(|x| x.to_string()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&a);
+    assert!(out.join("report.md").is_file() && out.join("tables.tex").is_file());
+    read_json(&out.join("metrics.json"))
+}
+
+fn find<'a>(m: &'a Value, metric: &str, a: &str, b: &str) -> &'a Value {
+    m["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == metric && c["a"] == a && c["b"] == b)
+        .unwrap_or_else(|| panic!("no {metric} {a} vs {b} in {}", m["comparisons"]))
+}
+
+fn close(x: &Value, y: &Value) -> bool {
+    let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+    (x - y).abs() <= 1e-12 * y.abs().max(1e-300) || x == y
+}
+
+/// The fields scipy's reference has, equal (p-values to 1e-12 relative).
+fn assert_matches(c: &Value, r: &Value) {
+    for k in ["n_paired", "a_only", "b_only"] {
+        assert_eq!(c[k], r[k], "{k}: {c}");
+    }
+    for k in ["a_value", "b_value", "p_value"] {
+        assert!(close(&c[k], &r[k]), "{k}: {} vs scipy {}", c[k], r[k]);
+    }
+    assert!(c["test"].as_str().unwrap().starts_with("exact McNemar"));
+    let d = &c["diff"];
+    let diff = c["a_value"].as_f64().unwrap() - c["b_value"].as_f64().unwrap();
+    assert!((d["value"].as_f64().unwrap() - diff).abs() < 1e-12);
+    assert!(d["ci_low"].as_f64().unwrap() <= diff && diff <= d["ci_high"].as_f64().unwrap());
+}
+
+#[test]
+fn binomial_tails_equal_scipy() {
+    for r in reference()["binomial"].as_array().unwrap() {
+        let (k, m) = (r[0].as_u64().unwrap(), r[1].as_u64().unwrap());
+        let p = scorekit::suites::compare::binomial_two_sided(k, m);
+        let want = r[2].as_f64().unwrap();
+        // Summed in log space: equal to scipy up to floating-point rounding.
+        assert!(
+            (p - want).abs() <= 1e-10 * want,
+            "{k} vs {m}: {p} vs {want}"
+        );
+    }
+}
+
+#[test]
+fn grasp_mcnemar_equals_scipy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut runs = Vec::new();
+    for name in ["a", "b"] {
+        let csv = repo().join(format!("tests/data/compare/grasp_{name}.csv"));
+        let out = d.join(name);
+        ok(&[
+            "grasp",
+            "--responses",
+            &s(&csv),
+            "--test",
+            "level1-binary",
+            "--out",
+            &s(&out),
+            "--bootstrap",
+            "0",
+        ]);
+        runs.push(out);
+    }
+    let m = compare(&[&runs[0], &runs[1]], &["--labels", "A,B"], &d.join("cmp"));
+    assert_eq!(m["compared_suite"], "grasp");
+    let c = find(&m, "accuracy", "A", "B");
+    assert_matches(c, &reference()["grasp"]);
+    // One comparison: Holm changes nothing.
+    assert_eq!(c["p_holm"], c["p_value"]);
+    assert_eq!(
+        (c["unpaired_a"].as_u64(), c["unpaired_b"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let board = m["leaderboard"].as_array().unwrap();
+    assert_eq!(board.len(), 2);
+    assert_eq!(board[0]["system"], "A");
+    assert_eq!(board[0]["metrics"]["accuracy"]["n"], 224);
+}
+
+/// Copy the configurations `rel` (paths under MINT's outputs/) into a new outputs folder.
+fn mint_outputs(root: &Path, name: &str, rels: &[&str]) -> PathBuf {
+    let dir = root.join(name);
+    let src = shared_data("mint/results/data/outputs");
+    for rel in rels {
+        copy_dir(&src.join(rel), &dir.join(rel));
+    }
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn mint_agents_and_configurations_are_systems_with_scipy_p_values_and_holm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let gpt = mint_outputs(
+        d,
+        "gpt",
+        &[
+            "gpt-3.5-turbo-0613/F=None/max1_p1+tool+cd",
+            "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd",
+        ],
+    );
+    let llama = mint_outputs(
+        d,
+        "llama",
+        &["Meta-Llama-3-8B-Instruct/F=None/max5_p2+tool+cd"],
+    );
+    for (o, out) in [(&gpt, "run-gpt"), (&llama, "run-llama")] {
+        ok(&[
+            "mint",
+            "--outputs",
+            &s(o),
+            "--out",
+            &s(&d.join(out)),
+            "--bootstrap",
+            "0",
+        ]);
+    }
+    let m = compare(
+        &[&d.join("run-gpt"), &d.join("run-llama")],
+        &["--labels", "gpt,llama"],
+        &d.join("cmp"),
+    );
+    let k1 = "gpt/gpt-3.5-turbo-0613/F=None/max1_p1+tool+cd";
+    let k5 = "gpt/gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd";
+    let r = reference();
+    assert_matches(
+        find(&m, "success_rate", k5, "llama"),
+        &r["mint_gpt35_vs_llama3_k5"],
+    );
+    assert_matches(find(&m, "success_rate", k1, k5), &r["mint_gpt35_k1_vs_k5"]);
+    // Three systems, one metric: three comparisons, Holm over the three.
+    let cs = m["comparisons"].as_array().unwrap();
+    assert_eq!(cs.len(), 3);
+    let mut p: Vec<f64> = cs.iter().map(|c| c["p_value"].as_f64().unwrap()).collect();
+    p.sort_by(f64::total_cmp);
+    let holm = [
+        3.0 * p[0],
+        (2.0 * p[1]).max(3.0 * p[0]),
+        p[2].max(2.0 * p[1]),
+    ];
+    for c in cs {
+        let raw = c["p_value"].as_f64().unwrap();
+        let rank = p.iter().position(|&x| x == raw).unwrap();
+        assert!((c["p_holm"].as_f64().unwrap() - holm[rank].min(1.0)).abs() < 1e-15);
+    }
+    let report = std::fs::read_to_string(d.join("cmp/report.md")).unwrap();
+    assert!(report.contains("| llama "), "{report}");
+    assert!(report.contains("McNemar"));
+}
+
+/// One scorekit-format plan per real MuSE query; `drop_last` every `every`-th query's last task
+/// (its plan then misses a task), keeping plan steps in the gold order.
+fn muse_plans(every: usize, offset: usize) -> String {
+    let qs = read_json(&shared_data("muse/MuSE_Benchmark/queries.json"));
+    let mut out = String::new();
+    for (i, q) in qs.as_array().unwrap().iter().enumerate() {
+        let mut tasks: Vec<String> = q["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        if (i + offset) % every == 0 {
+            tasks.pop();
+            if tasks.is_empty() {
+                tasks.push("image-classification".into());
+            }
+        }
+        let steps: Vec<Value> = tasks
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let dep: Vec<&str> = if k == 0 { vec![] } else { vec![&tasks[k - 1]] };
+                json!({"id": t, "task": t, "dep": dep})
+            })
+            .collect();
+        out.push_str(&format!("{}\n", json!({"idx": q["idx"], "tasks": steps})));
+    }
+    out
+}
+
+fn muse_run(d: &Path, name: &str, plans: &str, queries: &Path) -> PathBuf {
+    let p = write(d, &format!("{name}.jsonl"), plans);
+    let out = d.join(name);
+    ok(&[
+        "muse",
+        "--queries",
+        &s(queries),
+        "--plans",
+        &s(&p),
+        "--out",
+        &s(&out),
+        "--bootstrap",
+        "0",
+    ]);
+    out
+}
+
+#[test]
+fn swapping_a_and_b_flips_the_difference_and_keeps_the_p_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let a = muse_run(d, "pa", &muse_plans(5, 0), &q);
+    let b = muse_run(d, "pb", &muse_plans(3, 1), &q);
+    let ab = compare(&[&a, &b], &[], &d.join("ab"));
+    let ba = compare(&[&b, &a], &[], &d.join("ba"));
+    for metric in ["TS", "FoT", "O"] {
+        let x = find(&ab, metric, "pa", "pb");
+        let y = find(&ba, metric, "pb", "pa");
+        assert_eq!(x["n_paired"], 100);
+        assert_eq!(x["p_value"], y["p_value"], "{metric}");
+        assert_eq!(x["p_holm"], y["p_holm"], "{metric}");
+        assert_eq!((&x["a_only"], &x["b_only"]), (&y["b_only"], &y["a_only"]));
+        assert_eq!(
+            (&x["a_value"], &x["b_value"]),
+            (&y["b_value"], &y["a_value"])
+        );
+        let (dx, dy) = (&x["diff"], &y["diff"]);
+        let f = |v: &Value, k: &str| v[k].as_f64().unwrap();
+        assert_eq!(f(dx, "value"), -f(dy, "value"));
+        assert!(
+            (f(dx, "ci_low") + f(dy, "ci_high")).abs() < 1e-12,
+            "{dx} {dy}"
+        );
+        assert!(
+            (f(dx, "ci_high") + f(dy, "ci_low")).abs() < 1e-12,
+            "{dx} {dy}"
+        );
+    }
+    // A plan that misses a task fails TS on that query: A misses 20, B 34 (every 3rd, shifted).
+    let ts = find(&ab, "TS", "pa", "pb");
+    assert!(ts["a_value"].as_f64().unwrap() > ts["b_value"].as_f64().unwrap());
+    // Same seed, same interval: the run is deterministic.
+    let again = compare(&[&a, &b], &[], &d.join("ab2"));
+    assert_eq!(again["comparisons"], ab["comparisons"]);
+}
+
+fn refused(args: &[&str]) -> String {
+    let o = run(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    stderr(&o)
+}
+
+#[test]
+fn runs_of_other_suites_or_other_benchmark_inputs_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let a = muse_run(d, "pa", &muse_plans(5, 0), &q);
+    // The same queries with one query reworded: another benchmark file.
+    let text = std::fs::read_to_string(&q).unwrap();
+    let mut all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    all[99]["input"] = json!("Please describe this picture ./data/images/image_1.jpg");
+    let q2 = write(d, "queries99.json", serde_json::to_string(&all).unwrap());
+    let b = muse_run(d, "pb", &muse_plans(5, 0), &q2);
+    let e = refused(&[
+        "compare",
+        "--runs",
+        &s(&a),
+        &s(&b),
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(
+        e.contains("different benchmark inputs")
+            && e.contains("queries")
+            && e.contains("queries99.json"),
+        "{e}"
+    );
+    assert!(!d.join("x").exists(), "nothing written on refusal");
+
+    let g = d.join("g");
+    let csv = repo().join("tests/data/compare/grasp_a.csv");
+    ok(&[
+        "grasp",
+        "--responses",
+        &s(&csv),
+        "--test",
+        "level1-binary",
+        "--out",
+        &s(&g),
+    ]);
+    let e = refused(&[
+        "compare",
+        "--runs",
+        &s(&a),
+        &s(&g),
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(e.contains("different suites (muse vs grasp)"), "{e}");
+
+    let e = refused(&[
+        "compare",
+        "--runs",
+        &s(&a),
+        &s(&a),
+        "--labels",
+        "x",
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(
+        e.contains("--labels names 1 run(s) but --runs gives 2"),
+        "{e}"
+    );
+    let e = refused(&[
+        "compare",
+        "--runs",
+        &s(&a),
+        &s(&a),
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(e.contains("two systems are called \"pa\""), "{e}");
+    let e = refused(&[
+        "compare",
+        "--runs",
+        &s(&a),
+        &s(&d.join("nope")),
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(e.contains("nope"), "{e}");
+}
+
+#[test]
+fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut args = story_args(d, 60, &["m1", "m2", "m3"]);
+    let out = d.join("story");
+    args.extend(["--out".into(), s(&out), "--quiet".into()]);
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&a);
+    // One run with three models: three systems, named by model.
+    let m = compare(&[&out], &[], &d.join("cmp"));
+    let names: Vec<&str> = m["leaderboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["system"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["m1", "m2", "m3"]);
+    // Two metrics compared (the judge's ceiling is in the leaderboard only) for 3 pairs.
+    assert_eq!(m["comparisons"].as_array().unwrap().len(), 6);
+
+    // Expected counts, straight from items.jsonl.
+    let items: Vec<Value> = std::fs::read_to_string(out.join("items.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let follow = |model: &str| -> std::collections::BTreeMap<String, bool> {
+        items
+            .iter()
+            .filter(|i| i["model"] == model && i["status"] == "scored")
+            .map(|i| {
+                (
+                    i["question_id"].as_str().unwrap().to_string(),
+                    i["follow"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (f1, f2) = (follow("m1"), follow("m2"));
+    assert_eq!(f1.len(), 60);
+    let a_only = f1.iter().filter(|(k, &v)| v && !f2[*k]).count();
+    let b_only = f1.iter().filter(|(k, &v)| !v && f2[*k]).count();
+    let c = find(&m, "ifsm", "m1", "m2");
+    assert_eq!(c["n_paired"], 60);
+    assert_eq!(
+        (c["a_only"].as_u64(), c["b_only"].as_u64()),
+        (Some(a_only as u64), Some(b_only as u64))
+    );
+    let want = scorekit::suites::compare::binomial_two_sided(a_only as u64, b_only as u64);
+    assert_eq!(c["p_value"].as_f64().unwrap(), want);
+    let board = &m["leaderboard"][0]["metrics"];
+    let run_metrics = read_json(&out.join("metrics.json"));
+    assert_eq!(
+        board["ifsm"]["value"],
+        run_metrics["groups"]["m1"]["ifsm"]["value"]
+    );
+    assert_eq!(
+        board["dissimilarity_macro"]["n"],
+        run_metrics["groups"]["m1"]["dissimilarity_macro"]["n"]
+    );
+    assert!(
+        (board["dissimilarity_macro"]["value"].as_f64().unwrap()
+            - run_metrics["groups"]["m1"]["dissimilarity_macro"]["value"]
+                .as_f64()
+                .unwrap())
+        .abs()
+            < 1e-12
+    );
+    let dis = find(&m, "dissimilarity_macro", "m1", "m3");
+    assert!(dis["test"].as_str().unwrap().starts_with("exact sign test"));
+    assert_eq!(dis["n_paired"], board["dissimilarity_macro"]["n"]);
+
+    // Another dataset (the test split): refused, naming the dataset.
+    let other = d.join("other");
+    let test = shared_data("possible-stories/test.jsonl");
+    let gens = d.join("gen.jsonl");
+    ok(&[
+        "story",
+        "--dataset",
+        &s(&test),
+        "--generations",
+        &s(&gens),
+        "--skip-judge",
+        "--embedder",
+        &s(&d.join("embedder")),
+        "--out",
+        &s(&other),
+        "--quiet",
+    ]);
+    let e = refused(&[
+        "compare",
+        "--runs",
+        &s(&out),
+        &s(&other),
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(
+        e.contains("dataset differs") && e.contains("test.jsonl"),
+        "{e}"
+    );
+}
