@@ -35,6 +35,26 @@ fn compare(runs: &[&Path], extra: &[&str], out: &Path) -> Value {
     read_json(&out.join("metrics.json"))
 }
 
+/// table.csv as one map per row.
+fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            headers
+                .iter()
+                .zip(rec.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(s: &str) -> f64 {
+    s.parse().unwrap()
+}
+
 fn find<'a>(m: &'a Value, metric: &str, a: &str, b: &str) -> &'a Value {
     m["comparisons"]
         .as_array()
@@ -113,6 +133,37 @@ fn grasp_mcnemar_equals_scipy() {
     assert_eq!(board.len(), 2);
     assert_eq!(board[0]["system"], "A");
     assert_eq!(board[0]["metrics"]["accuracy"]["n"], 224);
+
+    // The run's main table as CSV and LaTeX, and the chart with chance marked per test.
+    let run = read_json(&runs[0].join("metrics.json"));
+    let rows = csv_rows(&runs[0].join("table.csv"));
+    assert_eq!(rows.len(), 6, "five tests and the total");
+    for r in &rows[..5] {
+        let g = &run["groups"][&r["test"]];
+        assert_eq!(
+            num(&r["accuracy"]),
+            g["accuracy"]["value"].as_f64().unwrap()
+        );
+        assert_eq!(num(&r["chance"]), 0.5);
+        assert_eq!(
+            num(&r["acc (pos.)"]),
+            g["acc_pos"]["value"].as_f64().unwrap()
+        );
+        assert_eq!(r["n"], g["n"].to_string());
+    }
+    assert_eq!(rows[5]["test"], "all");
+    assert_eq!(
+        num(&rows[5]["accuracy"]),
+        run["metrics"]["accuracy"]["value"].as_f64().unwrap()
+    );
+    assert_eq!(
+        num(&rows[5]["accuracy"]),
+        reference()["grasp"]["a_value"].as_f64().unwrap()
+    );
+    let tex = std::fs::read_to_string(runs[0].join("tables.tex")).unwrap();
+    assert!(tex.contains("\\begin{tabular}{lrrrrrr}") && tex.contains("RelationalPosition &"));
+    let svg = std::fs::read_to_string(runs[0].join("accuracy.svg")).unwrap();
+    assert_eq!(svg.matches("class=\"reference\"").count(), 5);
 }
 
 /// Copy the configurations `rel` (paths under MINT's outputs/) into a new outputs folder.
@@ -282,6 +333,20 @@ fn swapping_a_and_b_flips_the_difference_and_keeps_the_p_value() {
     // A plan that misses a task fails TS on that query: A misses 20, B 34 (every 3rd, shifted).
     let ts = find(&ab, "TS", "pa", "pb");
     assert!(ts["a_value"].as_f64().unwrap() > ts["b_value"].as_f64().unwrap());
+    // MuSE's own table and chart: headline row equals metrics.json; per number of tasks.
+    let run = read_json(&a.join("metrics.json"));
+    let rows = csv_rows(&a.join("table.csv"));
+    assert_eq!(rows[0]["group"], "all");
+    for k in ["TS", "FoT", "O"] {
+        assert_eq!(
+            num(&rows[0][k]),
+            run["metrics"][k]["value"].as_f64().unwrap()
+        );
+    }
+    assert!(rows.iter().any(|r| r["group"] == "tasks:3"));
+    let svg = std::fs::read_to_string(a.join("scores.svg")).unwrap();
+    assert!(svg.contains("3-task queries") && svg.contains("all queries"));
+
     // Same seed, same interval: the run is deterministic.
     let again = compare(&[&a, &b], &[], &d.join("ab2"));
     assert_eq!(again["comparisons"], ab["comparisons"]);
@@ -445,6 +510,31 @@ fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
         .abs()
             < 1e-12
     );
+    // Rows: "a" (only the unknown question, nothing scored), m1, m2, m3.
+    let rows = csv_rows(&out.join("table.csv"));
+    assert_eq!(rows.len(), 4);
+    assert_eq!(
+        (rows[0]["model"].as_str(), rows[0]["IFSM"].as_str()),
+        ("a", "")
+    );
+    let rows = &rows[1..];
+    assert_eq!(rows[0]["model"], "m1");
+    assert_eq!(
+        num(&rows[0]["IFSM"]),
+        run_metrics["groups"]["m1"]["ifsm"]["value"]
+            .as_f64()
+            .unwrap()
+    );
+    assert_eq!(
+        num(&rows[0]["judge accuracy_ci_low"]),
+        run_metrics["groups"]["m1"]["judge_accuracy"]["ci_low"]
+            .as_f64()
+            .unwrap()
+    );
+    let svg = std::fs::read_to_string(out.join("ifsm.svg")).unwrap();
+    // Per model: IFSM and the judge's ceiling (two dots), chance marked; plus the legend.
+    assert_eq!(svg.matches("<circle").count(), 3 * 2 + 2);
+    assert_eq!(svg.matches("class=\"reference\"").count(), 3);
     let dis = find(&m, "dissimilarity_macro", "m1", "m3");
     assert!(dis["test"].as_str().unwrap().starts_with("exact sign test"));
     assert_eq!(dis["n_paired"], board["dissimilarity_macro"]["n"]);

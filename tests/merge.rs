@@ -107,7 +107,13 @@ fn muse_three_shards_merge_to_the_single_run() {
             "--seed",
             "5",
         ],
-        &["items.jsonl", "report.md"],
+        &[
+            "items.jsonl",
+            "report.md",
+            "tables.tex",
+            "table.csv",
+            "scores.svg",
+        ],
     );
 }
 
@@ -146,7 +152,13 @@ fn grasp_three_shards_merge_to_the_single_run_with_pairs() {
             "--bootstrap",
             "300",
         ],
-        &["items.jsonl", "report.md"],
+        &[
+            "items.jsonl",
+            "report.md",
+            "tables.tex",
+            "table.csv",
+            "accuracy.svg",
+        ],
     );
 }
 
@@ -383,5 +395,15 @@ fn story_three_shards_merge_to_the_single_run() {
     // plus an unknown question.
     let args = story_args(d, 30, &["a", "b"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    single_vs_merged(d, &args, &["items.jsonl:verdicts", "report.md"]);
+    single_vs_merged(
+        d,
+        &args,
+        &[
+            "items.jsonl:verdicts",
+            "report.md",
+            "tables.tex",
+            "table.csv",
+            "ifsm.svg",
+        ],
+    );
 }

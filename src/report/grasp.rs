@@ -2,6 +2,8 @@
 //! pairwise and semantic summaries) and its markdown writers (the stdout tables and report.md).
 //! `suites::grasp` computes these from items and re-exports them.
 
+use super::svg::{interval_chart, ChartRow};
+use super::table::{Cell, DataTable};
 use super::{percent, Estimate, Table};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -541,4 +543,82 @@ pub fn semantic_report(
     }
     r.push_str(&t.render());
     r
+}
+
+/// The main table as the shared table model (tables.tex, table.csv): one row per test with its
+/// accuracy (Acc (comb)), chance level and, for yes/no tests, Acc on each gold label.
+pub fn main_table(s: &Summary) -> DataTable {
+    let mut t = DataTable::new(
+        &format!(
+            "GRASP {}: accuracy per test (%, 95% bootstrap intervals)",
+            s.test.name()
+        ),
+        &[
+            "test",
+            "n",
+            "accuracy",
+            "chance",
+            "acc (pos.)",
+            "acc (neg.)",
+            "invalid",
+        ],
+    );
+    for (name, g) in &s.groups {
+        let (pos, neg, invalid, chance, n) = match g {
+            Group::Binary(b) => (
+                Cell::RateCi(b.acc_pos),
+                Cell::RateCi(b.acc_neg),
+                b.invalid,
+                b.chance,
+                b.n,
+            ),
+            Group::Open(o) => (Cell::Missing, Cell::Missing, o.invalid, o.chance, o.n),
+        };
+        t.push(vec![
+            Cell::Text(name.clone()),
+            Cell::Count(n as u64),
+            Cell::RateCi(*g.accuracy()),
+            Cell::Rate(chance),
+            pos,
+            neg,
+            Cell::Count(invalid as u64),
+        ]);
+    }
+    t.push(vec![
+        Cell::Text("all".into()),
+        Cell::Count(s.n as u64),
+        Cell::RateCi(s.accuracy),
+        Cell::Missing,
+        Cell::Missing,
+        Cell::Missing,
+        Cell::Count(s.invalid as u64),
+    ]);
+    t
+}
+
+/// accuracy.svg: accuracy per test with its interval, the test's chance level marked.
+pub fn accuracy_chart(s: &Summary) -> String {
+    let mut rows: Vec<ChartRow> = s
+        .groups
+        .iter()
+        .map(|(name, g)| ChartRow {
+            name: name.clone(),
+            values: vec![Some(*g.accuracy())],
+            reference: Some(match g {
+                Group::Binary(b) => b.chance,
+                Group::Open(o) => o.chance,
+            }),
+        })
+        .collect();
+    rows.push(ChartRow {
+        name: "all".into(),
+        values: vec![Some(s.accuracy)],
+        reference: None,
+    });
+    interval_chart(
+        &format!("GRASP {}: accuracy per test (%)", s.test.name()),
+        &["accuracy"],
+        &rows,
+        "chance",
+    )
 }
