@@ -321,9 +321,14 @@ pub enum GraspTest {
 /// `scorekit grasp`.
 #[derive(Debug, Args)]
 pub struct GraspArgs {
-    /// Upstream results.csv (scene, prompt, video_file, gt, response) or JSONL with those fields.
-    #[arg(long, value_name = "FILE")]
-    pub responses: PathBuf,
+    /// Upstream results.csv (scene, prompt, video_file, gt, response) or JSONL with those fields;
+    /// several files (one per model, same test) are laid out as the paper's Table 2.
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    pub responses: Vec<PathBuf>,
+    /// Model names of the --responses files, comma-separated, in the same order (default: each
+    /// file's folder name, or its file name).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub labels: Option<Vec<String>>,
     /// Test type (default: read test_config.yaml beside the responses).
     #[arg(long, value_enum)]
     pub test: Option<GraspTest>,

@@ -569,3 +569,150 @@ fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
         "{e}"
     );
 }
+
+#[test]
+fn grasp_several_response_files_make_table_2_pair_in_compare_and_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (a, b) = (
+        repo().join("tests/data/compare/grasp_a.csv"),
+        repo().join("tests/data/compare/grasp_b.csv"),
+    );
+    let both = d.join("both");
+    let base = [
+        "grasp",
+        "--responses",
+        &s(&a),
+        &s(&b),
+        "--labels",
+        "GPT,Llama",
+        "--test",
+        "level1-binary",
+        "--bootstrap",
+        "200",
+    ];
+    let mut args = base.to_vec();
+    let both_s = s(&both);
+    args.extend(["--out", &both_s]);
+    ok(&args);
+    // Each model's numbers are those of a single-file run of its file.
+    let single = d.join("single-a");
+    ok(&[
+        "grasp",
+        "--responses",
+        &s(&a),
+        "--test",
+        "level1-binary",
+        "--bootstrap",
+        "200",
+        "--out",
+        &s(&single),
+    ]);
+    let one = read_json(&single.join("metrics.json"));
+    let m = read_json(&both.join("metrics.json"));
+    assert_eq!(m["metrics"]["models"], json!(["GPT", "Llama"]));
+    assert_eq!(m["groups"]["GPT"]["accuracy"], one["metrics"]["accuracy"]);
+    assert_eq!(m["groups"]["GPT"]["tests"], one["groups"]);
+    // Table 2: one row per model, one column per test, chance last.
+    let rows = csv_rows(&both.join("table.csv"));
+    assert_eq!(rows.len(), 3);
+    assert_eq!(
+        rows.iter().map(|r| r["model"].as_str()).collect::<Vec<_>>(),
+        ["GPT", "Llama", "chance"]
+    );
+    for test in [
+        "Color",
+        "Direction",
+        "Movement",
+        "RelationalPosition",
+        "Shape",
+    ] {
+        assert_eq!(
+            num(&rows[0][test]),
+            one["groups"][test]["accuracy"]["value"].as_f64().unwrap(),
+            "{test}"
+        );
+        assert_eq!(num(&rows[2][test]), 0.5);
+    }
+    let r = reference();
+    assert_eq!(
+        num(&rows[1]["all"]),
+        r["grasp"]["b_value"].as_f64().unwrap()
+    );
+    let svg = std::fs::read_to_string(both.join("accuracy.svg")).unwrap();
+    assert!(svg.contains(">GPT<") && svg.contains(">Llama<"));
+    let items = std::fs::read_to_string(both.join("items.jsonl")).unwrap();
+    assert_eq!(items.lines().count(), 448, "every row of both files");
+
+    // The one run holds two systems: compare pairs them as two single-file runs would.
+    let c = compare(&[&both], &[], &d.join("cmp"));
+    assert_matches(find(&c, "accuracy", "GPT", "Llama"), &r["grasp"]);
+
+    // Sharded and merged: the same results.
+    let mut parts = Vec::new();
+    for i in 0..2 {
+        let out = s(&d.join(format!("part{i}")));
+        let shard = format!("{i}/2");
+        let mut a = base.to_vec();
+        a.extend(["--shard", &shard, "--out", &out]);
+        ok(&a);
+        parts.push(out);
+    }
+    let merged = d.join("merged");
+    ok(&[
+        "merge",
+        "--parts",
+        &parts[1],
+        &parts[0],
+        "--out",
+        &s(&merged),
+    ]);
+    for f in [
+        "items.jsonl",
+        "table.csv",
+        "tables.tex",
+        "accuracy.svg",
+        "report.md",
+    ] {
+        assert_eq!(
+            std::fs::read(merged.join(f)).unwrap(),
+            std::fs::read(both.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert_eq!(
+        read_json(&merged.join("metrics.json"))["groups"],
+        m["groups"]
+    );
+
+    let e = refused(&[
+        "grasp",
+        "--responses",
+        &s(&a),
+        &s(&b),
+        "--labels",
+        "only-one",
+        "--test",
+        "level1-binary",
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(
+        e.contains("--labels names 1 model(s) but --responses gives 2"),
+        "{e}"
+    );
+    let e = refused(&[
+        "grasp",
+        "--responses",
+        &s(&a),
+        &s(&b),
+        "--test",
+        "level1-binary",
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(
+        e.contains("two --responses files are called \"compare\""),
+        "{e}"
+    );
+}

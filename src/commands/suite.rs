@@ -117,7 +117,7 @@ impl Suite for Grasp {
     }
     const METRICS: &'static [MetricSpec] = &observe::GRASP;
     fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
-        observe::grasp(items, "")
+        observe::grasp(items)
     }
     /// The test (its rows and labels); the responses and the config beside them are the
     /// model's.

@@ -622,3 +622,70 @@ pub fn accuracy_chart(s: &Summary) -> String {
         "chance",
     )
 }
+
+/// The GRASP paper's Table 2 layout for several models scored on one test: one row per model,
+/// one column per test (accuracy, %), then the model's accuracy over all rows.
+pub fn table2(models: &[(String, Summary)]) -> DataTable {
+    let tests: std::collections::BTreeSet<&String> =
+        models.iter().flat_map(|(_, s)| s.groups.keys()).collect();
+    let test = models.first().map_or("", |(_, s)| s.test.name());
+    let mut headers = vec!["model".to_string()];
+    headers.extend(tests.iter().map(|t| t.to_string()));
+    headers.push("all".into());
+    let mut t = DataTable::new(
+        &format!("GRASP {test}: accuracy (%) per model and test (Table 2 layout)"),
+        &headers,
+    );
+    for (name, s) in models {
+        let mut row = vec![Cell::Text(name.clone())];
+        row.extend(
+            tests
+                .iter()
+                .map(|t| Cell::rate(s.groups.get(*t).map(|g| g.accuracy().value))),
+        );
+        row.push(Cell::Rate(s.accuracy.value));
+        t.push(row);
+    }
+    let mut chance = vec![Cell::Text("chance".into())];
+    chance.extend(tests.iter().map(|t| {
+        let c = models.iter().find_map(|(_, s)| {
+            s.groups.get(*t).map(|g| match g {
+                Group::Binary(b) => b.chance,
+                Group::Open(o) => o.chance,
+            })
+        });
+        Cell::rate(c)
+    }));
+    t.push(chance);
+    t
+}
+
+/// accuracy.svg for several models: one band per test, one dot per model, chance marked.
+pub fn models_chart(models: &[(String, Summary)]) -> String {
+    let tests: std::collections::BTreeSet<&String> =
+        models.iter().flat_map(|(_, s)| s.groups.keys()).collect();
+    let names: Vec<&str> = models.iter().map(|(n, _)| n.as_str()).collect();
+    let rows: Vec<ChartRow> = tests
+        .iter()
+        .map(|t| ChartRow {
+            name: t.to_string(),
+            values: models
+                .iter()
+                .map(|(_, s)| s.groups.get(*t).map(|g| *g.accuracy()))
+                .collect(),
+            reference: models.iter().find_map(|(_, s)| {
+                s.groups.get(*t).map(|g| match g {
+                    Group::Binary(b) => b.chance,
+                    Group::Open(o) => o.chance,
+                })
+            }),
+        })
+        .collect();
+    let test = models.first().map_or("", |(_, s)| s.test.name());
+    interval_chart(
+        &format!("GRASP {test}: accuracy per test and model (%)"),
+        &names,
+        &rows,
+        "chance",
+    )
+}

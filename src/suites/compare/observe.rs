@@ -141,21 +141,23 @@ pub const GRASP: [MetricSpec; 1] = [MetricSpec {
     compared: true,
 }];
 
-/// GRASP items of one run (one group, `group`): correct = 1. The id of a row is its scene, its
-/// video paths and its gold label, with the occurrence count of that triple in file order (a
-/// Level 1 binary video is asked twice, a true and a false statement; rows without video
-/// paths pair by their order within the scene and label).
-pub fn grasp(items: &[grasp::Item], group: &str) -> Result<Observed, DuplicateId> {
+/// GRASP items by model (one group for a single-file run, one per `model` when several files
+/// were scored together): correct = 1. The id of a row is its scene, its video paths and its
+/// gold label, with the occurrence count of that triple in file order (a Level 1 binary video is
+/// asked twice, a true and a false statement; rows without video paths pair by their order
+/// within the scene and label).
+pub fn grasp(items: &[grasp::Item]) -> Result<Observed, DuplicateId> {
     let mut out = Observed::new();
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut seen: BTreeMap<(&str, String), usize> = BTreeMap::new();
     for (i, it) in items.iter().enumerate() {
+        let group = it.model.as_deref().unwrap_or("");
         let base = format!(
             "{}|{}|{}",
             it.scene,
             it.video_file.as_deref().unwrap_or(""),
             it.gt
         );
-        let k = seen.entry(base.clone()).or_default();
+        let k = seen.entry((group, base.clone())).or_default();
         *k += 1;
         let id = format!("{base}|#{k}");
         let correct = it.verdict == grasp::rules::Verdict::Correct;

@@ -81,6 +81,10 @@ pub struct Item {
     /// (its verdict counts only in the separate semantic accuracy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semantic: Option<semantic::SemanticVerdict>,
+    /// The model (its `--labels` name) when several response files are scored in one run;
+    /// `row` is then the row in that model's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// The group (test) of a scene: the part after its last `_`.
@@ -204,6 +208,7 @@ pub fn score_row(test: TestKind, r: &Row) -> Result<Item, RowIssue> {
         pair_index: None,
         gt_mismatch,
         semantic: None,
+        model: None,
     })
 }
 
