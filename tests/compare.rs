@@ -262,7 +262,7 @@ fn muse_plans(every: usize, offset: usize) -> String {
             .iter()
             .map(|t| t.as_str().unwrap().to_string())
             .collect();
-        if (i + offset) % every == 0 {
+        if (i + offset).is_multiple_of(every) {
             tasks.pop();
             if tasks.is_empty() {
                 tasks.push("image-classification".into());
