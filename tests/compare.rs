@@ -686,6 +686,19 @@ fn grasp_several_response_files_make_table_2_pair_in_compare_and_merge() {
     );
 
     let e = refused(&[
+        "compare",
+        "--runs",
+        &parts[0],
+        &s(&both),
+        "--out",
+        &s(&d.join("x")),
+    ]);
+    assert!(
+        e.contains("one shard (\"0/2\")") && e.contains("scorekit merge"),
+        "{e}"
+    );
+
+    let e = refused(&[
         "grasp",
         "--responses",
         &s(&a),

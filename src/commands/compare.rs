@@ -193,6 +193,14 @@ fn check_runs(runs: &[Run]) -> Result<&'static Registered> {
             first.doc.suite
         ))
     })?;
+    if let Some(r) = runs.iter().find(|r| r.doc.settings.contains_key("shard")) {
+        return Err(Error::usage(format!(
+            "{} is one shard ({}) of a run: combine the shards with `scorekit merge` and compare \
+             the merged folder",
+            r.dir.display(),
+            r.doc.settings["shard"]
+        )));
+    }
     let bench: Vec<BenchmarkInput> = (suite.benchmark)(&first.doc);
     for r in &runs[1..] {
         if r.doc.suite != first.doc.suite {

@@ -1,6 +1,7 @@
 //! LaTeX writers: MINT's tables.tex (the same tables as tables.md, as tabulars).
 
 use super::mint::{artefact_cell, invalid_cell, opt, signed, Tables, TYPES, TYPE_NAMES};
+use super::table::tex_escape;
 
 fn bold_tex((s, b): (String, bool)) -> String {
     if b {
@@ -8,14 +9,6 @@ fn bold_tex((s, b): (String, bool)) -> String {
     } else {
         s
     }
-}
-
-fn tex_escape(s: &str) -> String {
-    s.replace('\\', "\\textbackslash{}")
-        .replace('_', "\\_")
-        .replace('%', "\\%")
-        .replace('&', "\\&")
-        .replace('#', "\\#")
 }
 
 /// tables.tex: the same tables as LaTeX tabulars.
