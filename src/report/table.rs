@@ -25,6 +25,20 @@ pub enum Cell {
     NumberCi(Estimate, usize),
     /// No value (`-`; empty in CSV).
     Missing,
+    /// Text, in bold (markdown `**x**`, LaTeX `\textbf{x}`) when `bold`.
+    Styled {
+        /// The text.
+        text: String,
+        /// Bold or not.
+        bold: bool,
+    },
+    /// Text with its own LaTeX (math, say), used as is in LaTeX; `text` elsewhere.
+    Tex {
+        /// Markdown and CSV.
+        text: String,
+        /// LaTeX, not escaped.
+        tex: String,
+    },
 }
 
 impl Cell {
@@ -59,13 +73,27 @@ impl Cell {
                 format!("{:.d$} [{:.d$}, {:.d$}]", e.value, e.ci_low, e.ci_high)
             }
             Cell::Missing => "-".into(),
+            Cell::Styled { text, bold: true } => format!("**{text}**"),
+            Cell::Styled { text, .. } | Cell::Tex { text, .. } => text.clone(),
+        }
+    }
+
+    /// The cell in LaTeX: escaped text, bold or raw LaTeX where the cell says so.
+    fn latex(&self) -> String {
+        match self {
+            Cell::Styled { text, bold: true } => format!("\\textbf{{{}}}", tex_escape(text)),
+            Cell::Styled { text, .. } => tex_escape(text),
+            Cell::Tex { tex, .. } => tex.clone(),
+            c => tex_escape(&c.shown()),
         }
     }
 
     /// CSV fields: one, or three for a cell with an interval (`width` 3 columns).
     fn csv_fields(&self, width: usize) -> Vec<String> {
         let mut f = match self {
-            Cell::Text(s) => vec![s.clone()],
+            Cell::Text(s) | Cell::Styled { text: s, .. } | Cell::Tex { text: s, .. } => {
+                vec![s.clone()]
+            }
             Cell::Count(n) => vec![n.to_string()],
             Cell::Rate(x) | Cell::Number(x, _) => vec![x.to_string()],
             Cell::RateCi(e) | Cell::NumberCi(e, _) => vec![
@@ -89,6 +117,10 @@ pub struct DataTable {
     pub headers: Vec<String>,
     /// Rows, each as wide as the headers (short rows are padded with missing cells).
     pub rows: Vec<Vec<Cell>>,
+    /// Leading columns set left-aligned in LaTeX (the rest right-aligned).
+    pub left: usize,
+    /// LaTeX column headers, used as is (math, say), instead of the escaped `headers`.
+    pub latex_headers: Option<Vec<String>>,
 }
 
 impl DataTable {
@@ -98,6 +130,8 @@ impl DataTable {
             caption: caption.to_string(),
             headers: headers.iter().map(ToString::to_string).collect(),
             rows: Vec::new(),
+            left: 1,
+            latex_headers: None,
         }
     }
 
@@ -117,16 +151,22 @@ impl DataTable {
         t.render()
     }
 
-    /// A LaTeX tabular (booktabs rules), first column left-aligned, the others right-aligned.
+    /// A LaTeX tabular (booktabs rules), the first `left` columns left-aligned, the others
+    /// right-aligned, preceded by the caption as a comment.
     pub fn latex(&self) -> String {
         let cols = self.headers.len();
-        let spec: String = (0..cols).map(|i| if i == 0 { 'l' } else { 'r' }).collect();
+        let spec: String = (0..cols)
+            .map(|i| if i < self.left { 'l' } else { 'r' })
+            .collect();
         let mut s = format!("% {}\n", self.caption.replace('\n', " "));
         s.push_str(&format!("\\begin{{tabular}}{{{spec}}}\n\\toprule\n"));
-        let head: Vec<String> = self.headers.iter().map(|h| tex_escape(h)).collect();
+        let head: Vec<String> = match &self.latex_headers {
+            Some(h) => h.clone(),
+            None => self.headers.iter().map(|h| tex_escape(h)).collect(),
+        };
         s.push_str(&format!("{} \\\\\n\\midrule\n", head.join(" & ")));
         for r in &self.rows {
-            let cells: Vec<String> = r.iter().map(|c| tex_escape(&c.shown())).collect();
+            let cells: Vec<String> = r.iter().map(Cell::latex).collect();
             s.push_str(&format!("{} \\\\\n", cells.join(" & ")));
         }
         s.push_str("\\bottomrule\n\\end{tabular}\n");
@@ -165,14 +205,12 @@ impl DataTable {
     }
 }
 
-/// Several tables in one tables.tex, separated by a blank line.
+/// Several tables in one tables.tex, each followed by a blank line.
 pub fn latex_document(title: &str, tables: &[&DataTable]) -> String {
     let mut s = format!("% {title} written by scorekit\n");
-    for (i, t) in tables.iter().enumerate() {
-        if i > 0 {
-            s.push('\n');
-        }
+    for t in tables {
         s.push_str(&t.latex());
+        s.push('\n');
     }
     s
 }
