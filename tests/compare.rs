@@ -446,6 +446,21 @@ fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let mut args = story_args(d, 60, &["m1", "m2", "m3"]);
+    // Empty endings: m1 for the 61st dev question (nothing else from m1 there: Not-Follow, an
+    // item only m1 has), m2 again for the first (m2 answered it: its scored ending counts).
+    let dev: Vec<Value> = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let gens = d.join("gen.jsonl");
+    let mut text = std::fs::read_to_string(&gens).unwrap();
+    text.push_str(&format!(
+        "{}\n{}\n",
+        json!({"question_id": dev[60]["question_id"], "ending": "", "model": "m1"}),
+        json!({"question_id": dev[0]["question_id"], "ending": "  ", "model": "m2"})
+    ));
+    std::fs::write(&gens, text).unwrap();
     let out = d.join("story");
     args.extend(["--out".into(), s(&out), "--quiet".into()]);
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -486,30 +501,39 @@ fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
     let b_only = f1.iter().filter(|(k, &v)| !v && f2[*k]).count();
     let c = find(&m, "ifsm", "m1", "m2");
     assert_eq!(c["n_paired"], 60);
+    assert_eq!((&c["unpaired_a"], &c["unpaired_b"]), (&json!(1), &json!(0)));
     assert_eq!(
         (c["a_only"].as_u64(), c["b_only"].as_u64()),
         (Some(a_only as u64), Some(b_only as u64))
     );
     let want = scorekit::suites::compare::binomial_two_sided(a_only as u64, b_only as u64);
     assert_eq!(c["p_value"].as_f64().unwrap(), want);
-    let board = &m["leaderboard"][0]["metrics"];
+    // The leaderboard holds each system's value over all of its items: as the run's own for m3
+    // (no empty ending); m1's IFSM has its empty ending as a 61st item, Not-Follow.
     let run_metrics = read_json(&out.join("metrics.json"));
+    let board = &m["leaderboard"][2]["metrics"];
+    assert_eq!(m["leaderboard"][2]["system"], "m3");
+    let g3 = &run_metrics["groups"]["m3"];
+    assert_eq!(board["ifsm"]["value"], g3["ifsm"]["value"]);
     assert_eq!(
-        board["ifsm"]["value"],
-        run_metrics["groups"]["m1"]["ifsm"]["value"]
+        board["judge_accuracy"]["value"],
+        g3["judge_accuracy"]["value"]
     );
     assert_eq!(
         board["dissimilarity_macro"]["n"],
-        run_metrics["groups"]["m1"]["dissimilarity_macro"]["n"]
+        g3["dissimilarity_macro"]["n"]
     );
     assert!(
         (board["dissimilarity_macro"]["value"].as_f64().unwrap()
-            - run_metrics["groups"]["m1"]["dissimilarity_macro"]["value"]
-                .as_f64()
-                .unwrap())
+            - g3["dissimilarity_macro"]["value"].as_f64().unwrap())
         .abs()
             < 1e-12
     );
+    let m1 = &m["leaderboard"][0]["metrics"]["ifsm"];
+    let g1 = &run_metrics["groups"]["m1"]["ifsm"];
+    assert_eq!(m1["n"], 61);
+    let follows = g1["value"].as_f64().unwrap() * g1["n"].as_f64().unwrap();
+    assert!((m1["value"].as_f64().unwrap() - follows / 61.0).abs() < 1e-12);
     // Rows: "a" (only the unknown question, nothing scored), m1, m2, m3.
     let rows = csv_rows(&out.join("table.csv"));
     assert_eq!(rows.len(), 4);

@@ -294,6 +294,42 @@ mod tests {
     }
 
     #[test]
+    fn bold_and_raw_latex_cells_and_left_columns() {
+        let mut t = DataTable::new("c", &["a", "b", "x"]);
+        t.left = 2;
+        t.latex_headers = Some(vec!["a".into(), "b".into(), "$x_1$".into()]);
+        t.push(vec![
+            Cell::Styled {
+                text: "1_2".into(),
+                bold: true,
+            },
+            Cell::Tex {
+                text: "Δ".into(),
+                tex: "$\\Delta$".into(),
+            },
+            Cell::Styled {
+                text: "3".into(),
+                bold: false,
+            },
+        ]);
+        assert!(
+            t.markdown().contains("| **1_2** | Δ   | 3   |"),
+            "{}",
+            t.markdown()
+        );
+        assert_eq!(
+            t.latex(),
+            "% c\n\\begin{tabular}{llr}\n\\toprule\na & b & $x_1$ \\\\\n\\midrule\n\
+             \\textbf{1\\_2} & $\\Delta$ & 3 \\\\\n\\bottomrule\n\\end{tabular}\n"
+        );
+        assert_eq!(t.csv(), "a,b,x\n1_2,Δ,3\n");
+        assert_eq!(
+            latex_document("T", &[&t]),
+            format!("% T written by scorekit\n{}\n", t.latex())
+        );
+    }
+
+    #[test]
     fn escapes_every_latex_special() {
         assert_eq!(
             tex_escape(r"a\b_c%d&e#f$g{h}i~j^k"),

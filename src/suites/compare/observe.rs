@@ -70,11 +70,13 @@ pub const STORY: [MetricSpec; 3] = [
 ];
 
 /// Story items by model group. `ifsm` pairs by `question_id` (follow = 1); an empty ending of a
-/// run that ran the judge counts as Not-Follow (0), as the rule scores it. `dissimilarity_macro`
-/// pairs by story (`passage_id`): the story's mean over its pairs, each pair once.
+/// run that ran the judge counts as Not-Follow (0) where the model has no scored ending for that
+/// question (the model generated nothing usable). `dissimilarity_macro` pairs by story
+/// (`passage_id`): the story's mean over its pairs, each pair once.
 pub fn story(items: &[story::Item], judged: bool) -> Result<Observed, DuplicateId> {
     let mut out = Observed::new();
     let mut stories: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    let mut empty: Vec<(&str, &str)> = Vec::new();
     for (i, it) in items.iter().enumerate() {
         let line = i + 1;
         match (it.status, &it.judge) {
@@ -97,14 +99,7 @@ pub fn story(items: &[story::Item], judged: bool) -> Result<Observed, DuplicateI
                 )?;
             }
             (story::Status::EmptyEnding, _) if judged => {
-                insert(
-                    &mut out,
-                    &it.group,
-                    "ifsm",
-                    it.question_id.clone(),
-                    0.0,
-                    line,
-                )?;
+                empty.push((&it.group, &it.question_id));
             }
             _ => {}
         }
@@ -119,6 +114,14 @@ pub fn story(items: &[story::Item], judged: bool) -> Result<Observed, DuplicateI
                     .map(|q| q.dissimilarity),
             );
         }
+    }
+    for (group, question) in empty {
+        out.entry(group.to_string())
+            .or_default()
+            .entry("ifsm")
+            .or_default()
+            .entry(question.to_string())
+            .or_insert(0.0);
     }
     for ((group, passage), values) in stories {
         if !values.is_empty() {
