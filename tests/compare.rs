@@ -245,6 +245,10 @@ fn mint_agents_and_configurations_are_systems_with_scipy_p_values_and_holm() {
         let rank = p.iter().position(|&x| x == raw).unwrap();
         assert!((c["p_holm"].as_f64().unwrap() - holm[rank].min(1.0)).abs() < 1e-15);
     }
+    let svg = std::fs::read_to_string(d.join("cmp/leaderboard.svg")).unwrap();
+    // One SR dot per system plus the legend's.
+    assert_eq!(svg.matches("<circle").count(), 3 + 1);
+    assert!(svg.contains(">llama<"));
     let report = std::fs::read_to_string(d.join("cmp/report.md")).unwrap();
     assert!(report.contains("| llama "), "{report}");
     assert!(report.contains("McNemar"));

@@ -131,6 +131,10 @@ pub fn run(args: CompareArgs) -> Result<()> {
 
     let dir = OutputDir::prepare(&args.out, args.force)?;
     dir.write("tables.tex", tex.as_bytes())?;
+    dir.write(
+        "leaderboard.svg",
+        report::leaderboard_chart(suite.name, &board).as_bytes(),
+    )?;
     dir.write("report.md", report_md.as_bytes())?;
     dir.write(METRICS_FILE, metrics_json.as_bytes())?;
     dir.print_summary(args.json, &metrics_json, &report_md);

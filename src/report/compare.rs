@@ -1,6 +1,7 @@
 //! `scorekit compare`: the typed results (pairwise comparisons, leaderboard) and their writers:
 //! report.md (leaderboard and pairwise table) and tables.tex (the same two tables).
 
+use super::svg::{interval_chart, ChartRow};
 use super::table::{latex_document, Cell, DataTable};
 use super::{Estimate, MetricsDoc};
 use serde::{Deserialize, Serialize};
@@ -225,4 +226,32 @@ pub fn tables_tex(suite: &str, board: &Leaderboard, comparisons: &[Comparison]) 
     let lead = leaderboard_table(suite, board);
     let pair = pairwise_table(suite, &board.metrics, comparisons);
     latex_document("scorekit compare", &[&lead, &pair])
+}
+
+/// leaderboard.svg: every system's rates (the binary metrics, such as IFSM beside the judge's
+/// ceiling or TS / FoT / O) with their 95% intervals, one band per system.
+pub fn leaderboard_chart(suite: &str, board: &Leaderboard) -> String {
+    let rates: Vec<usize> = board
+        .metrics
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.kind == MetricKind::Binary)
+        .map(|(i, _)| i)
+        .collect();
+    let series: Vec<&str> = rates.iter().map(|&i| board.metrics[i].label).collect();
+    let rows: Vec<ChartRow> = board
+        .rows
+        .iter()
+        .map(|r| ChartRow {
+            name: r.system.clone(),
+            values: rates.iter().map(|&i| r.values[i]).collect(),
+            reference: None,
+        })
+        .collect();
+    interval_chart(
+        &format!("{suite}: systems compared (%)"),
+        &series,
+        &rows,
+        "",
+    )
 }

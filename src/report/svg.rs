@@ -27,7 +27,15 @@ pub fn interval_chart(
     reference_label: &str,
 ) -> String {
     let band = 14.0 * series.len().max(1) as f64 + 12.0;
-    let (w, left, right, top, bottom) = (720.0, 230.0, 40.0, 40.0, 70.0);
+    // Room for the longest category name (about 7 px a character at 12 px sans-serif).
+    let longest = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let left = (7.0 * longest as f64 + 20.0).max(120.0);
+    let (right, top, bottom) = (40.0, 40.0, 70.0);
+    let w = left + 490.0;
     let h = top + bottom + band * rows.len().max(1) as f64;
     let pw = w - left - right;
     let x = |v: f64| left + v.clamp(0.0, 1.0) * pw;
