@@ -56,6 +56,11 @@ pub enum Command {
         after_help = "Example:\n  scorekit merge --parts out/shard-0 out/shard-1 --out out/all"
     )]
     Merge(MergeArgs),
+    /// Compare systems scored on the same benchmark items: leaderboard and paired tests.
+    #[command(
+        after_help = "Example:\n  scorekit compare --runs out/gpt4 out/llama --labels GPT-4,Llama --out out/compare"
+    )]
+    Compare(CompareArgs),
     /// Train and evaluate multiple-choice judges (the IFSM judge).
     #[command(subcommand)]
     Judge(JudgeCommand),
@@ -320,9 +325,14 @@ pub enum GraspTest {
 /// `scorekit grasp`.
 #[derive(Debug, Args)]
 pub struct GraspArgs {
-    /// Upstream results.csv (scene, prompt, video_file, gt, response) or JSONL with those fields.
-    #[arg(long, value_name = "FILE")]
-    pub responses: PathBuf,
+    /// Upstream results.csv (scene, prompt, video_file, gt, response) or JSONL with those fields;
+    /// several files (one per model, same test) are laid out as the paper's Table 2.
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    pub responses: Vec<PathBuf>,
+    /// Model names of the --responses files, comma-separated, in the same order (default: each
+    /// file's folder name, or its file name).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub labels: Option<Vec<String>>,
     /// Test type (default: read test_config.yaml beside the responses).
     #[arg(long, value_enum)]
     pub test: Option<GraspTest>,
@@ -554,6 +564,34 @@ pub struct BenchArgs {
     pub json: bool,
     #[command(flatten)]
     pub runtime: ModelArgs,
+}
+
+/// `scorekit compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Output folders of runs of one suite on the same benchmark inputs, usually two or more;
+    /// a run with several result groups (story's models, MINT's configurations) contributes
+    /// each group as a system, so one such run is enough.
+    #[arg(long, value_name = "DIR", num_args = 1.., required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Names of the runs, comma-separated, one per --runs folder (default: the folders' names).
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub labels: Option<Vec<String>>,
+    /// Folder for metrics.json, report.md and tables.tex.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Overwrite results already in --out.
+    #[arg(long)]
+    pub force: bool,
+    /// Print metrics.json on stdout instead of the human tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Bootstrap resamples for the intervals (0 disables them).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap (results are deterministic for a seed).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 /// `scorekit merge`.

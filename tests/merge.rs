@@ -107,7 +107,13 @@ fn muse_three_shards_merge_to_the_single_run() {
             "--seed",
             "5",
         ],
-        &["items.jsonl", "report.md"],
+        &[
+            "items.jsonl",
+            "report.md",
+            "tables.tex",
+            "table.csv",
+            "scores.svg",
+        ],
     );
 }
 
@@ -146,7 +152,13 @@ fn grasp_three_shards_merge_to_the_single_run_with_pairs() {
             "--bootstrap",
             "300",
         ],
-        &["items.jsonl", "report.md"],
+        &[
+            "items.jsonl",
+            "report.md",
+            "tables.tex",
+            "table.csv",
+            "accuracy.svg",
+        ],
     );
 }
 
@@ -400,7 +412,17 @@ fn story_three_shards_merge_to_the_single_run() {
     text.push_str(&extra);
     std::fs::write(&gen, text).unwrap();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    single_vs_merged(d, &args, &["items.jsonl:verdicts", "report.md"]);
+    single_vs_merged(
+        d,
+        &args,
+        &[
+            "items.jsonl:verdicts",
+            "report.md",
+            "tables.tex",
+            "table.csv",
+            "ifsm.svg",
+        ],
+    );
     let single = read_json(&d.join("all/metrics.json"));
     let g = &single["groups"];
     assert_eq!(g["a"]["answered"], 31);

@@ -20,7 +20,10 @@ const REQUIRED: [&str; 3] = ["scene", "gt", "response"];
 
 /// Run `scorekit grasp`.
 pub fn run(args: GraspArgs) -> Result<()> {
-    let test = resolve_test(&args)?;
+    if args.responses.len() > 1 || args.labels.is_some() {
+        return super::grasp_models::run(args);
+    }
+    let test = resolve_test(args.test, &args.responses[0])?;
     if args.semantic && !test.kind.is_open() {
         return Err(Error::usage(format!(
             "--semantic re-reads open-ended answers (level1-open); the test here is {}",
@@ -33,8 +36,8 @@ pub fn run(args: GraspArgs) -> Result<()> {
             test.kind.name()
         )));
     }
-    let (mut rows, lines) = read_rows(&args.responses)?;
-    let file = &args.responses;
+    let file = &args.responses[0];
+    let (mut rows, lines) = read_rows(file)?;
     let located = |issue: RowIssue| -> Error {
         let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
         InputError::field(file, line, issue.field, issue.message).into()
@@ -104,7 +107,12 @@ pub fn run(args: GraspArgs) -> Result<()> {
 }
 
 /// One stderr line for mapped old scene names and one for unknown scenes kept as groups.
-fn warn_names(file: &Path, lines: &[usize], names: &grasp::names::SceneCheck, rows: &[Row]) {
+pub(super) fn warn_names(
+    file: &Path,
+    lines: &[usize],
+    names: &grasp::names::SceneCheck,
+    rows: &[Row],
+) {
     let at = |row: usize| {
         format!(
             "{}:{}",
@@ -145,6 +153,14 @@ fn warn_names(file: &Path, lines: &[usize], names: &grasp::names::SceneCheck, ro
 /// The key `--shard` splits by: a Level 2 row goes with its P_/IP_ twin (test and video
 /// index), other rows by scene and video (by scene and row where the input has no video).
 pub fn shard_key(i: &grasp::Item) -> String {
+    let key = shard_key_in_file(i);
+    match &i.model {
+        Some(m) => format!("{m}\u{1f}{key}"),
+        None => key,
+    }
+}
+
+fn shard_key_in_file(i: &grasp::Item) -> String {
     match (&i.pair_index, &i.video_file) {
         (Some(p), _) => format!("{}\u{1f}{p}", i.test),
         (None, Some(v)) => format!("{}\u{1f}{v}", i.scene),
@@ -178,6 +194,9 @@ fn outputs_with(
     items: &mut [grasp::Item],
     located: &dyn Fn(RowIssue) -> Error,
 ) -> Result<Outputs> {
+    if items.iter().any(|i| i.model.is_some()) {
+        return super::grasp_models::outputs(doc, items);
+    }
     items.sort_by_key(|i| i.row);
     let setting = |k: &str| {
         doc.settings
@@ -290,10 +309,22 @@ fn outputs_with(
             summary.accuracy.value,
         ));
     }
+    let main = report::grasp::main_table(&summary);
+    let files = vec![
+        (
+            "tables.tex".to_string(),
+            report::table::latex_document("GRASP table", &[&main]).into_bytes(),
+        ),
+        ("table.csv".to_string(), main.csv().into_bytes()),
+        (
+            "accuracy.svg".to_string(),
+            report::grasp::accuracy_chart(&summary).into_bytes(),
+        ),
+    ];
     Ok(Outputs {
         report,
         table,
-        files: Vec::new(),
+        files,
     })
 }
 
@@ -342,14 +373,14 @@ fn read_semantic(
 }
 
 /// The test type and where it came from.
-struct ResolvedTest {
-    kind: TestKind,
+pub(super) struct ResolvedTest {
+    pub(super) kind: TestKind,
     /// `flag` or the config path.
-    source: String,
+    pub(super) source: String,
     /// The config file, when one was read.
-    config: Option<PathBuf>,
+    pub(super) config: Option<PathBuf>,
     /// `mode` of the config (level1-binary: standard, cot, oneshot).
-    mode: Option<String>,
+    pub(super) mode: Option<String>,
 }
 
 fn from_flag(t: GraspTest) -> TestKind {
@@ -362,14 +393,14 @@ fn from_flag(t: GraspTest) -> TestKind {
 }
 
 /// `--test`, else `test_name` of the `test_config.yaml` beside the responses, else a usage error.
-fn resolve_test(args: &GraspArgs) -> Result<ResolvedTest> {
-    let dir = match args.responses.parent() {
+pub(super) fn resolve_test(flag: Option<GraspTest>, responses: &Path) -> Result<ResolvedTest> {
+    let dir = match responses.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let config_path = dir.join(CONFIG_NAME);
     let has_config = config_path.is_file();
-    if let Some(flag) = args.test {
+    if let Some(flag) = flag {
         let kind = from_flag(flag);
         // The flag wins; a config that agrees still tells the mode (cot, oneshot).
         let cfg = if has_config {
@@ -398,7 +429,7 @@ fn resolve_test(args: &GraspArgs) -> Result<ResolvedTest> {
     if !has_config {
         return Err(Error::usage(format!(
             "cannot tell the test type of {}: pass --test {} or put upstream's {CONFIG_NAME} beside it",
-            args.responses.display(),
+            responses.display(),
             test_names().replace(", ", "|")
         )));
     }
@@ -454,7 +485,7 @@ fn read_config(path: &Path) -> Result<(Option<TestKind>, Option<String>)> {
 }
 
 /// Read the rows (CSV, or JSONL by extension or by a leading `{`) and the file line of each.
-fn read_rows(path: &Path) -> Result<(Vec<Row>, Vec<usize>)> {
+pub(super) fn read_rows(path: &Path) -> Result<(Vec<Row>, Vec<usize>)> {
     let (rows, lines) = if is_jsonl(path)? {
         let records = read_jsonl(path)?;
         let lines = records.iter().map(|r| r.line).collect();
@@ -519,7 +550,10 @@ fn jsonl_row(r: &Record) -> Result<Row, InputError> {
     })
 }
 
-fn settings(test: &ResolvedTest, opts: &SummaryOptions) -> serde_json::Map<String, Value> {
+pub(super) fn settings(
+    test: &ResolvedTest,
+    opts: &SummaryOptions,
+) -> serde_json::Map<String, Value> {
     let mut s = serde_json::Map::new();
     s.insert("test".into(), json!(test.kind.name()));
     s.insert("test_source".into(), json!(test.source));
@@ -541,7 +575,7 @@ fn settings(test: &ResolvedTest, opts: &SummaryOptions) -> serde_json::Map<Strin
     s
 }
 
-fn headline(s: &Summary) -> serde_json::Map<String, Value> {
+pub(super) fn headline(s: &Summary) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::new();
     m.insert("accuracy".into(), json!(s.accuracy));
     m.insert("n".into(), json!(s.n));

@@ -2,9 +2,11 @@
 
 pub mod bench;
 pub mod bench_judge;
+pub mod compare;
 pub mod data;
 pub mod embed;
 pub mod grasp;
+pub mod grasp_models;
 pub mod judge;
 pub mod merge;
 pub mod mint;
@@ -30,6 +32,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Data(a) => data::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
+        Command::Compare(a) => compare::run(a),
         Command::Judge(c) => judge::run(c),
     }
 }

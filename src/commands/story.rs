@@ -470,8 +470,26 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     Ok(Outputs {
         report,
         table,
-        files: Vec::new(),
+        files: story_files(&results),
     })
+}
+
+/// tables.tex and table.csv (the main table) and, when the judge ran, ifsm.svg.
+fn story_files(
+    results: &BTreeMap<String, (story::GroupMetrics, story::Counts)>,
+) -> Vec<(String, Vec<u8>)> {
+    let main = report::story::main_table(results);
+    let mut files = vec![
+        (
+            "tables.tex".to_string(),
+            report::table::latex_document("Possible Stories table", &[&main]).into_bytes(),
+        ),
+        ("table.csv".to_string(), main.csv().into_bytes()),
+    ];
+    if let Some(svg) = report::story::ifsm_chart(results) {
+        files.push(("ifsm.svg".to_string(), svg.into_bytes()));
+    }
+    files
 }
 
 /// One stderr line per kind of unscored generation, naming the first few by file:line.

@@ -1,13 +1,30 @@
-//! The suites as `scorekit merge` sees them: a name, an item type (one line of items.jsonl, defined
-//! in the suite's module) and the one function that rebuilds metrics and reports from items, shared
-//! with the suite's own command. [`REGISTRY`] lists every suite; add a new one there.
+//! The suites as `scorekit merge` and `scorekit compare` see them: a name, an item type (one line
+//! of items.jsonl, defined in the suite's module), the one function that rebuilds metrics and
+//! reports from items, shared with the suite's own command, and for `compare` the headline
+//! metrics per item and what makes two runs score the same benchmark. [`REGISTRY`] lists every
+//! suite; add a new one there.
 
 use crate::error::{InputError, Result};
 use crate::report::{jsonl, MetricsDoc, Outputs};
 use crate::suites;
+use crate::suites::compare::observe::{self, DuplicateId, Observed};
+use crate::suites::compare::MetricSpec;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::path::PathBuf;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// One part of what a run was scored against (a benchmark file, a scoring setting): two runs
+/// compare only where all of these agree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchmarkInput {
+    /// What it is (`dataset`, `queries`, `setting test`, ...).
+    pub what: String,
+    /// What must be equal (a sha256, a setting's JSON).
+    pub key: String,
+    /// How to show it in a message (path and sha256, or the setting).
+    pub shown: String,
+}
 
 /// A scoring suite whose sharded runs can be merged.
 pub trait Suite {
@@ -21,6 +38,69 @@ pub trait Suite {
     /// Before `outputs` in a merge: fold into `doc` (the first part's) what the parts'
     /// metrics.json know and their items do not (e.g. story's coverage scope). Nothing by default.
     fn combine(_doc: &mut MetricsDoc, _parts: &[&MetricsDoc]) {}
+    /// The headline metrics `compare` reads per item (the leaderboard's columns).
+    const METRICS: &'static [MetricSpec];
+    /// Per result group, the per-item values of [`Suite::METRICS`] (`compare`).
+    fn observe(
+        doc: &MetricsDoc,
+        items: &[Self::Item],
+    ) -> std::result::Result<Observed, DuplicateId>;
+    /// What the run was scored against: runs that differ here are not compared.
+    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput>;
+}
+
+/// The `i`-th input file of a run as a benchmark input called `what`.
+fn input(doc: &MetricsDoc, i: usize, what: &str) -> BenchmarkInput {
+    match doc.inputs.get(i) {
+        Some(f) => BenchmarkInput {
+            what: what.to_string(),
+            key: f.sha256.clone(),
+            shown: format!("{} (sha256 {})", f.path, f.sha256),
+        },
+        None => BenchmarkInput {
+            what: what.to_string(),
+            key: String::new(),
+            shown: "none".into(),
+        },
+    }
+}
+
+/// Scoring settings as benchmark inputs (absent settings compare as `null`).
+fn settings(doc: &MetricsDoc, keys: &[&str]) -> Vec<BenchmarkInput> {
+    keys.iter()
+        .map(|k| {
+            let v = doc.settings.get(*k).cloned().unwrap_or(Value::Null);
+            BenchmarkInput {
+                what: format!("setting {k}"),
+                key: v.to_string(),
+                shown: v.to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The models of a run (judge, embedder) as one benchmark input: they are the measuring
+/// instrument, so runs with different ones are not paired.
+fn models(doc: &MetricsDoc) -> BenchmarkInput {
+    let shown: Vec<String> = doc
+        .models
+        .iter()
+        .map(|m| format!("{}@{} (sha256 {})", m.id, m.revision, m.sha256))
+        .collect();
+    BenchmarkInput {
+        what: "models".into(),
+        key: doc
+            .models
+            .iter()
+            .map(|m| m.sha256.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        shown: if shown.is_empty() {
+            "none".into()
+        } else {
+            shown.join(", ")
+        },
+    }
 }
 
 /// `scorekit grasp`.
@@ -38,6 +118,15 @@ impl Suite for Grasp {
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::grasp::outputs(doc, items)
     }
+    const METRICS: &'static [MetricSpec] = &observe::GRASP;
+    fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
+        observe::grasp(items)
+    }
+    /// The test (its rows and labels); the responses and the config beside them are the
+    /// model's.
+    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
+        settings(doc, &["test", "scorer", "semantic"])
+    }
 }
 
 impl Suite for Mint {
@@ -46,6 +135,19 @@ impl Suite for Mint {
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::mint::outputs(doc, items)
     }
+    const METRICS: &'static [MetricSpec] = &observe::MINT;
+    fn observe(
+        doc: &MetricsDoc,
+        items: &[Self::Item],
+    ) -> std::result::Result<Observed, DuplicateId> {
+        let rechecked = doc.settings.get("recheck") == Some(&Value::Bool(true));
+        observe::mint(items, rechecked)
+    }
+    /// MINT's inputs are the trajectories themselves (model outputs); the instances are paired
+    /// by task and id, and the verdict rule must agree.
+    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
+        settings(doc, &["recheck", "tolerance", "exec_code"])
+    }
 }
 
 impl Suite for Muse {
@@ -53,6 +155,19 @@ impl Suite for Muse {
     type Item = suites::muse::Item;
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::muse::outputs(doc, items)
+    }
+    const METRICS: &'static [MetricSpec] = &observe::MUSE;
+    fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
+        observe::muse(items, "")
+    }
+    /// queries.json (inputs[0]), the gold flow, the alias table and the scoring rules.
+    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
+        let mut b = vec![input(doc, 0, "queries")];
+        b.extend(settings(
+            doc,
+            &["flow", "aliases", "final_output", "name_mapping"],
+        ));
+        b
     }
 }
 
@@ -64,6 +179,14 @@ impl Suite for Story {
     }
     fn combine(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) {
         super::story::combine_scopes(doc, parts)
+    }
+    const METRICS: &'static [MetricSpec] = &observe::STORY;
+    fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
+        observe::story(items)
+    }
+    /// The dataset (inputs[0]) and the judge and embedder.
+    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
+        vec![input(doc, 0, "dataset"), models(doc)]
     }
 }
 
@@ -79,6 +202,27 @@ pub struct Registered {
     pub rebuild: fn(&mut MetricsDoc, &[PathBuf]) -> Result<Rebuilt>,
     /// [`Suite::combine`].
     pub combine: fn(&mut MetricsDoc, &[&MetricsDoc]),
+    /// [`Suite::METRICS`].
+    pub metrics: &'static [MetricSpec],
+    /// Read one run's items.jsonl and return [`Suite::observe`] of it.
+    pub observe: fn(&MetricsDoc, &Path) -> Result<Observed>,
+    /// [`Suite::benchmark`].
+    pub benchmark: fn(&MetricsDoc) -> Vec<BenchmarkInput>,
+}
+
+fn observe_run<S: Suite>(doc: &MetricsDoc, dir: &Path) -> Result<Observed> {
+    let items = read_items::<S::Item>(&[dir.to_path_buf()])?;
+    S::observe(doc, &items).map_err(|d| {
+        InputError::line(
+            dir.join("items.jsonl"),
+            d.item,
+            format!(
+                "item id {:?} of group {:?} appears twice; compare pairs items by id",
+                d.id, d.group
+            ),
+        )
+        .into()
+    })
 }
 
 fn rebuild<S: Suite>(doc: &mut MetricsDoc, parts: &[PathBuf]) -> Result<Rebuilt> {
@@ -113,6 +257,9 @@ const fn registered<S: Suite>() -> Registered {
         name: S::NAME,
         rebuild: rebuild::<S>,
         combine: S::combine,
+        metrics: S::METRICS,
+        observe: observe_run::<S>,
+        benchmark: S::benchmark,
     }
 }
 

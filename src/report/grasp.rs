@@ -2,6 +2,8 @@
 //! pairwise and semantic summaries) and its markdown writers (the stdout tables and report.md).
 //! `suites::grasp` computes these from items and re-exports them.
 
+use super::svg::{interval_chart, ChartRow};
+use super::table::{Cell, DataTable};
 use super::{percent, Estimate, Table};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -604,4 +606,149 @@ pub fn semantic_report(
     }
     r.push_str(&t.render());
     r
+}
+
+/// The main table as the shared table model (tables.tex, table.csv): one row per test with its
+/// accuracy (Acc (comb)), chance level and, for yes/no tests, Acc on each gold label.
+pub fn main_table(s: &Summary) -> DataTable {
+    let mut t = DataTable::new(
+        &format!(
+            "GRASP {}: accuracy per test (%, 95% bootstrap intervals)",
+            s.test.name()
+        ),
+        &[
+            "test",
+            "n",
+            "accuracy",
+            "chance",
+            "acc (pos.)",
+            "acc (neg.)",
+            "invalid",
+        ],
+    );
+    for (name, g) in &s.groups {
+        let (pos, neg, invalid, chance, n) = match g {
+            Group::Binary(b) => (
+                Cell::RateCi(b.acc_pos),
+                Cell::RateCi(b.acc_neg),
+                b.invalid,
+                b.chance,
+                b.n,
+            ),
+            Group::Open(o) => (Cell::Missing, Cell::Missing, o.invalid, o.chance, o.n),
+        };
+        t.push(vec![
+            Cell::Text(name.clone()),
+            Cell::Count(n as u64),
+            Cell::RateCi(*g.accuracy()),
+            Cell::Rate(chance),
+            pos,
+            neg,
+            Cell::Count(invalid as u64),
+        ]);
+    }
+    t.push(vec![
+        Cell::Text("all".into()),
+        Cell::Count(s.n as u64),
+        Cell::RateCi(s.accuracy),
+        Cell::Missing,
+        Cell::Missing,
+        Cell::Missing,
+        Cell::Count(s.invalid as u64),
+    ]);
+    t
+}
+
+/// accuracy.svg: accuracy per test with its interval, the test's chance level marked.
+pub fn accuracy_chart(s: &Summary) -> String {
+    let mut rows: Vec<ChartRow> = s
+        .groups
+        .iter()
+        .map(|(name, g)| ChartRow {
+            name: name.clone(),
+            values: vec![Some(*g.accuracy())],
+            reference: Some(match g {
+                Group::Binary(b) => b.chance,
+                Group::Open(o) => o.chance,
+            }),
+        })
+        .collect();
+    rows.push(ChartRow {
+        name: "all".into(),
+        values: vec![Some(s.accuracy)],
+        reference: None,
+    });
+    interval_chart(
+        &format!("GRASP {}: accuracy per test (%)", s.test.name()),
+        &["accuracy"],
+        &rows,
+        "chance",
+    )
+}
+
+/// The GRASP paper's Table 2 layout for several models scored on one test: one row per model,
+/// one column per test (accuracy, %), then the model's accuracy over all rows.
+pub fn table2(models: &[(String, Summary)]) -> DataTable {
+    let tests: std::collections::BTreeSet<&String> =
+        models.iter().flat_map(|(_, s)| s.groups.keys()).collect();
+    let test = models.first().map_or("", |(_, s)| s.test.name());
+    let mut headers = vec!["model".to_string()];
+    headers.extend(tests.iter().map(|t| t.to_string()));
+    headers.push("all".into());
+    let mut t = DataTable::new(
+        &format!("GRASP {test}: accuracy (%) per model and test (Table 2 layout)"),
+        &headers,
+    );
+    for (name, s) in models {
+        let mut row = vec![Cell::Text(name.clone())];
+        row.extend(
+            tests
+                .iter()
+                .map(|t| Cell::rate(s.groups.get(*t).map(|g| g.accuracy().value))),
+        );
+        row.push(Cell::Rate(s.accuracy.value));
+        t.push(row);
+    }
+    let mut chance = vec![Cell::Text("chance".into())];
+    chance.extend(tests.iter().map(|t| {
+        let c = models.iter().find_map(|(_, s)| {
+            s.groups.get(*t).map(|g| match g {
+                Group::Binary(b) => b.chance,
+                Group::Open(o) => o.chance,
+            })
+        });
+        Cell::rate(c)
+    }));
+    t.push(chance);
+    t
+}
+
+/// accuracy.svg for several models: one band per test, one dot per model, chance marked.
+pub fn models_chart(models: &[(String, Summary)]) -> String {
+    let tests: std::collections::BTreeSet<&String> =
+        models.iter().flat_map(|(_, s)| s.groups.keys()).collect();
+    let names: Vec<&str> = models.iter().map(|(n, _)| n.as_str()).collect();
+    let rows: Vec<ChartRow> = tests
+        .iter()
+        .map(|t| ChartRow {
+            name: t.to_string(),
+            values: models
+                .iter()
+                .map(|(_, s)| s.groups.get(*t).map(|g| *g.accuracy()))
+                .collect(),
+            reference: models.iter().find_map(|(_, s)| {
+                s.groups.get(*t).map(|g| match g {
+                    Group::Binary(b) => b.chance,
+                    Group::Open(o) => o.chance,
+                })
+            }),
+        })
+        .collect();
+    let test = models.first().map_or("", |(_, s)| s.test.name());
+    interval_chart(
+        &format!("GRASP {test}: accuracy per test and model (%)"),
+        &names,
+        &rows,
+        "chance",
+    )
 }

@@ -2,6 +2,7 @@
 //! paper's tables laid out as markdown), sr.csv, and the `--recheck` section and recheck.csv. tables.tex is in [`super::latex`],
 //! sr_curves.svg in [`super::svg`].
 
+use super::table::{Cell, DataTable};
 use super::Table;
 use std::collections::BTreeMap;
 
@@ -169,91 +170,124 @@ pub(super) fn artefact_cell(count: usize, n: usize) -> (String, bool) {
     (format!("{pct:.2}"), pct >= 2.0)
 }
 
-fn bold_md((s, b): (String, bool)) -> String {
-    if b {
-        format!("**{s}**")
-    } else {
-        s
-    }
-}
-
 pub(super) fn signed(x: f64) -> String {
     format!("{x:+.1}")
+}
+
+/// Table 2 (SR_1..SR_5 micro, Δtools, R²), for tables.md and tables.tex.
+pub fn table2(tables: &Tables) -> DataTable {
+    let mut t = DataTable::new(
+        "Table 2: SR_k (micro, %) and Delta tools",
+        &["Model", "k=1", "k=2", "k=3", "k=4", "k=5", "Δtools", "R²"],
+    );
+    t.latex_headers = Some(
+        [
+            "Model",
+            "$k=1$",
+            "$k=2$",
+            "$k=3$",
+            "$k=4$",
+            "$k=5$",
+            "$\\Delta_{\\text{tools}}$",
+            "$R^2$",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    for r in &tables.table2 {
+        let mut cells = vec![Cell::Text(r.agent.clone())];
+        cells.extend(
+            r.sr.iter()
+                .map(|v| Cell::Text(opt(*v, |x| format!("{x:.1}")))),
+        );
+        cells.push(Cell::Text(opt(r.slope, signed)));
+        cells.push(Cell::Text(opt(r.r2, |x| format!("{x:.2}"))));
+        t.push(cells);
+    }
+    t
+}
+
+/// Table 3 (SR_5 without and with feedback, Δfeedback), for tables.md and tables.tex.
+pub fn table3(tables: &Tables) -> DataTable {
+    let mut hdr = vec!["Model", "Feedback"];
+    hdr.extend(TYPE_NAMES);
+    let mut t = DataTable::new(
+        "Table 3: SR_5 (%) without and with feedback, Delta feedback",
+        &hdr,
+    );
+    t.left = 2;
+    for r in &tables.table3 {
+        let label = format!("{} ({})", r.feedback_model, r.feedback_setting);
+        let row = |name: Cell, v: [f64; 4], f: &dyn Fn(f64) -> String| {
+            let mut cells = vec![Cell::Text(r.agent.clone()), name];
+            cells.extend(v.iter().map(|x| Cell::Text(f(*x))));
+            cells
+        };
+        let one = |x: f64| format!("{x:.1}");
+        t.push(row(Cell::Text("no feedback".into()), r.without, &one));
+        t.push(row(Cell::Text(format!("w/ {label}")), r.with, &one));
+        let delta = Cell::Tex {
+            text: "Δfeedback".into(),
+            tex: "$\\Delta_{\\text{feedback}}$".into(),
+        };
+        t.push(row(delta, r.delta(), &signed));
+    }
+    t
+}
+
+/// A table of the k = 5, no-feedback configurations by task type: `pick` 0 invalid actions /
+/// turns (bold > 20 %), 1 escaped underscores, 2 `[PYTHON]` tags (% of instances, bold ≥ 2 %).
+pub fn k5_table(tables: &Tables, pick: usize) -> DataTable {
+    let caption = [
+        "Invalid actions / turns (k = 5, no feedback)",
+        "Escaped underscore (%, k = 5, no feedback)",
+        "[PYTHON] tag (%, k = 5, no feedback)",
+    ][pick.min(2)];
+    let mut hdr = vec!["Model"];
+    hdr.extend(TYPE_NAMES);
+    let mut t = DataTable::new(caption, &hdr);
+    for c in &tables.k5 {
+        let mut cells = vec![Cell::Text(c.agent.clone())];
+        cells.extend(TYPES.iter().map(|ty| {
+            c.by_type.get(*ty).map_or(Cell::Text("n/a".into()), |s| {
+                let (text, bold) = match pick {
+                    0 => invalid_cell(s),
+                    1 => artefact_cell(s.underscore, s.n),
+                    _ => artefact_cell(s.python, s.n),
+                };
+                Cell::Styled { text, bold }
+            })
+        }));
+        t.push(cells);
+    }
+    t
 }
 
 /// tables.md: every table, laid out like the paper's, plus per-task SR and incomplete configs.
 pub fn markdown(tables: &Tables) -> String {
     let mut out = String::from("# MINT tables\n\n");
     out.push_str("## Table 2: success rate SR_k (micro, %) and Δtools\n\n");
-    let mut t = Table::new(&["Model", "k=1", "k=2", "k=3", "k=4", "k=5", "Δtools", "R²"]);
-    for r in &tables.table2 {
-        let mut cells = vec![r.agent.clone()];
-        cells.extend(r.sr.iter().map(|v| opt(*v, |x| format!("{x:.1}"))));
-        cells.push(opt(r.slope, signed));
-        cells.push(opt(r.r2, |x| format!("{x:.2}")));
-        t.row(&cells);
-    }
-    out.push_str(&t.render());
+    out.push_str(&table2(tables).markdown());
     out.push_str(
         "\nΔtools: OLS slope of SR_k on k over the k present; n/a with fewer than two k.\n\n",
     );
 
     out.push_str("## Table 3: SR_5 (%) without and with language feedback, Δfeedback\n\n");
-    let mut hdr = vec!["Model", "Feedback"];
-    hdr.extend(TYPE_NAMES);
-    let mut t = Table::new(&hdr);
-    for r in &tables.table3 {
-        let label = format!("{} ({})", r.feedback_model, r.feedback_setting);
-        let row = |name: &str, v: [f64; 4], f: &dyn Fn(f64) -> String| {
-            let mut cells = vec![r.agent.clone(), name.to_string()];
-            cells.extend(v.iter().map(|x| f(*x)));
-            cells
-        };
-        t.row(&row("no feedback", r.without, &|x| format!("{x:.1}")));
-        t.row(&row(&format!("w/ {label}"), r.with, &|x| format!("{x:.1}")));
-        t.row(&row("Δfeedback", r.delta(), &signed));
-    }
-    out.push_str(&t.render());
+    out.push_str(&table3(tables).markdown());
 
-    let k5 = &tables.k5;
     out.push_str("\n## Invalid actions / turns per instance (k = 5, no feedback)\n\n");
-    let mut hdr = vec!["Model"];
-    hdr.extend(TYPE_NAMES);
-    let mut t = Table::new(&hdr);
-    for c in k5 {
-        let mut cells = vec![c.agent.clone()];
-        cells.extend(TYPES.iter().map(|ty| {
-            c.by_type
-                .get(*ty)
-                .map_or("n/a".into(), |s| bold_md(invalid_cell(s)))
-        }));
-        t.row(&cells);
-    }
-    out.push_str(&t.render());
+    out.push_str(&k5_table(tables, 0).markdown());
     out.push_str("\nBold: invalid actions exceed 20 % of turns.\n");
 
     for (title, pick) in [
         (
             "Escaped underscore `\\_` (% of instances, k = 5, no feedback)",
-            0,
+            1,
         ),
-        ("`[PYTHON]` tag (% of instances, k = 5, no feedback)", 1),
+        ("`[PYTHON]` tag (% of instances, k = 5, no feedback)", 2),
     ] {
         out.push_str(&format!("\n## {title}\n\n"));
-        let mut t = Table::new(&hdr);
-        for c in k5 {
-            let mut cells = vec![c.agent.clone()];
-            cells.extend(TYPES.iter().map(|ty| {
-                c.by_type.get(*ty).map_or("n/a".into(), |s| {
-                    bold_md(artefact_cell(
-                        if pick == 0 { s.underscore } else { s.python },
-                        s.n,
-                    ))
-                })
-            }));
-            t.row(&cells);
-        }
-        out.push_str(&t.render());
+        out.push_str(&k5_table(tables, pick).markdown());
         out.push_str("\nBold: at least 2 %.\n");
     }
 

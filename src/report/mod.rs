@@ -3,6 +3,7 @@
 //! live here too, one module per suite, so that nothing here needs `suites/` (docs/architecture.md).
 
 mod bootstrap;
+pub mod compare;
 pub mod grasp;
 pub mod judge;
 pub mod latex;
@@ -13,6 +14,7 @@ pub mod muse;
 mod output;
 pub mod story;
 pub mod svg;
+pub mod table;
 
 pub use bootstrap::{bootstrap_mean, bootstrap_rate, Estimate};
 pub use markdown::{percent, Table};

@@ -2,6 +2,8 @@
 //! names matched by embeddings) and its markdown writers (the stdout table and report.md).
 //! `suites::muse` computes these from items and re-exports them.
 
+use super::svg::{interval_chart, ChartRow};
+use super::table::{Cell, DataTable};
 use super::{percent, Estimate, Table};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -217,4 +219,65 @@ pub fn matches_report(
     r.push('\n');
     r.push_str(&t.render());
     r
+}
+
+fn estimate(v: Option<&Value>) -> Option<Estimate> {
+    v.and_then(|e| serde_json::from_value::<Estimate>(e.clone()).ok())
+}
+
+/// The main table as the shared table model (tables.tex, table.csv): the headline row, then
+/// every group, with n and TS / FoT / O.
+pub fn main_table(s: &Summary) -> DataTable {
+    let mut t = DataTable::new(
+        "MuSE: Task Selection, Flow of Thought, Final Output (%, 95% bootstrap intervals)",
+        &["group", "n", "TS", "FoT", "O"],
+    );
+    let mut row = |name: &str, m: &Map<String, Value>| {
+        let n = m.get("n").and_then(Value::as_u64);
+        t.push(vec![
+            Cell::Text(name.to_string()),
+            n.map_or(Cell::Missing, Cell::Count),
+            Cell::rate_ci(estimate(m.get("TS"))),
+            Cell::rate_ci(estimate(m.get("FoT"))),
+            Cell::rate_ci(estimate(m.get("O"))),
+        ]);
+    };
+    row("all", &s.metrics);
+    for (k, v) in &s.groups {
+        if let Value::Object(m) = v {
+            row(k, m);
+        }
+    }
+    t
+}
+
+/// scores.svg: TS, FoT and O with their intervals, over all queries and per number of gold
+/// tasks (the `tasks:N` groups).
+pub fn scores_chart(s: &Summary) -> String {
+    let of = |m: &Map<String, Value>| -> Vec<Option<Estimate>> {
+        ["TS", "FoT", "O"]
+            .iter()
+            .map(|k| estimate(m.get(*k)))
+            .collect()
+    };
+    let mut rows = vec![ChartRow {
+        name: "all queries".into(),
+        values: of(&s.metrics),
+        reference: None,
+    }];
+    for (k, v) in &s.groups {
+        if let (Some(n), Value::Object(m)) = (k.strip_prefix("tasks:"), v) {
+            rows.push(ChartRow {
+                name: format!("{n}-task queries"),
+                values: of(m),
+                reference: None,
+            });
+        }
+    }
+    interval_chart(
+        "MuSE: TS / FoT / O by number of tasks (%)",
+        &["TS", "FoT", "O"],
+        &rows,
+        "",
+    )
 }

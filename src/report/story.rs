@@ -1,6 +1,8 @@
 //! Possible Stories: the typed summary of a run (per-group metrics and status counts) and its
 //! markdown writers (the stdout table and report.md).
 
+use super::svg::{interval_chart, ChartRow};
+use super::table::{Cell, DataTable};
 use super::{percent, Estimate, MetricsDoc, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -193,4 +195,64 @@ pub fn report(
         }
     }
     s
+}
+
+/// The main table as the shared table model (tables.tex, table.csv): one row per result group.
+pub fn main_table(results: &BTreeMap<String, (GroupMetrics, Counts)>) -> DataTable {
+    let mut t = DataTable::new(
+        "Possible Stories: IFSM and Dissimilarity per model (rates in %, 95% bootstrap intervals)",
+        &[
+            "model",
+            "scored",
+            "not scored",
+            "IFSM",
+            "judge accuracy",
+            "judge consistency",
+            "chance",
+            "Dissimilarity micro",
+            "pairs",
+            "Dissimilarity macro",
+            "stories",
+        ],
+    );
+    let number = |e: &Option<Estimate>| e.map_or(Cell::Missing, |e| Cell::NumberCi(e, 4));
+    let n = |e: &Option<Estimate>| e.map_or(Cell::Missing, |e| Cell::Count(e.n as u64));
+    for (name, (m, c)) in results {
+        t.push(vec![
+            Cell::Text(name.clone()),
+            Cell::Count(c.scored as u64),
+            Cell::Count((c.generations - c.scored) as u64),
+            Cell::rate_ci(m.ifsm),
+            Cell::rate_ci(m.judge_accuracy),
+            Cell::rate_ci(m.judge_consistency),
+            Cell::rate(m.chance),
+            number(&m.dissimilarity_micro),
+            n(&m.dissimilarity_micro),
+            number(&m.dissimilarity_macro),
+            n(&m.dissimilarity_macro),
+        ]);
+    }
+    t
+}
+
+/// ifsm.svg: per model, IFSM with its interval beside the judge's ceiling (its accuracy on the
+/// human options of the same questions), chance marked. `None` when the judge did not run.
+pub fn ifsm_chart(results: &BTreeMap<String, (GroupMetrics, Counts)>) -> Option<String> {
+    if results.values().all(|(m, _)| m.ifsm.is_none()) {
+        return None;
+    }
+    let rows: Vec<ChartRow> = results
+        .iter()
+        .map(|(name, (m, _))| ChartRow {
+            name: name.clone(),
+            values: vec![m.ifsm, m.judge_accuracy],
+            reference: m.chance,
+        })
+        .collect();
+    Some(interval_chart(
+        "Possible Stories: IFSM beside the judge's ceiling (%)",
+        &["IFSM", "judge accuracy (ceiling)"],
+        &rows,
+        "chance",
+    ))
 }

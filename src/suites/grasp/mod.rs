@@ -89,6 +89,10 @@ pub struct Item {
     /// The test does not know the scene (kept as its own group by `--allow-unknown-scenes`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unknown_scene: bool,
+    /// The model (its `--labels` name) when several response files are scored in one run;
+    /// `row` is then the row in that model's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Rows per scene: what the test's config expects (upstream's default video count) and how
@@ -242,6 +246,7 @@ pub fn score_row(test: TestKind, r: &Row) -> Result<Item, RowIssue> {
         semantic: None,
         renamed_from: None,
         unknown_scene: false,
+        model: None,
     })
 }
 

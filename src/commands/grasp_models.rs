@@ -1,0 +1,246 @@
+//! `scorekit grasp --responses a.csv b.csv ... [--labels A,B,...]`: several models' results
+//! files of one test in one run, laid out as the GRASP paper's Table 2 (one row per model, one
+//! column per test).
+//!
+//! Each file is read and scored exactly as a single-file run; its items carry the model's name
+//! (`model`), so that items.jsonl holds every model, `scorekit merge` recomputes the same
+//! tables, and `scorekit compare` sees each model as a system. metrics.json: `groups.<model>` is
+//! that model's single-run headline (accuracy, n, ...) with its per-test groups under `tests`;
+//! `metrics` holds the row count and the models in order.
+
+use super::grasp::{headline, read_rows, resolve_test, settings, shard_key, warn_names};
+use crate::cli::GraspArgs;
+use crate::error::{Error, InputError, Result};
+use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
+use crate::suites::grasp::{self, RowIssue, Summary, SummaryOptions, TestKind};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// Score every --responses file and write one output folder with all models.
+pub fn run(args: GraspArgs) -> Result<()> {
+    if args.semantic {
+        return Err(Error::usage(
+            "--semantic scores one --responses file at a time; run it per model",
+        ));
+    }
+    let labels = labels(&args.responses, args.labels.as_deref())?;
+    let out = &args.output;
+    let opts = SummaryOptions {
+        bootstrap: out.bootstrap,
+        seed: out.seed,
+        pairwise: args.pairwise,
+    };
+    let mut doc = MetricsDoc::new("grasp");
+    let mut items = Vec::new();
+    let mut first: Option<(TestKind, PathBuf)> = None;
+    let mut resolved = None;
+    for (file, label) in args.responses.iter().zip(&labels) {
+        let test = resolve_test(args.test, file)?;
+        match &first {
+            Some((kind, f)) if *kind != test.kind => {
+                return Err(Error::usage(format!(
+                    "{} is a {} results file but {} is {}: one run scores one test; pass --test \
+                     or score them separately",
+                    file.display(),
+                    test.kind.name(),
+                    f.display(),
+                    kind.name()
+                )))
+            }
+            Some(_) => {}
+            None => first = Some((test.kind, file.clone())),
+        }
+        if args.pairwise && !test.kind.is_level2() {
+            return Err(Error::usage(format!(
+                "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
+                test.kind.name()
+            )));
+        }
+        let (mut rows, lines) = read_rows(file)?;
+        let located = |issue: RowIssue| -> Error {
+            let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
+            InputError::field(file, line, issue.field, issue.message).into()
+        };
+        // The same scene-name check as a single-file run: a typo would split a group.
+        let names = grasp::names::check_scenes(test.kind, &mut rows, args.allow_unknown_scenes)
+            .map_err(located)?;
+        let mut scored = grasp::score(test.kind, &rows).map_err(located)?;
+        for it in &mut scored {
+            it.model = Some(label.clone());
+            it.renamed_from = names.renamed.get(&it.row).cloned();
+            it.unknown_scene = names.unknown.contains(&it.row);
+        }
+        warn_names(file, &lines, &names, &rows);
+        items.extend(scored);
+        doc.add_input(file)?;
+        if let Some(cfg) = &test.config {
+            doc.add_input(cfg)?;
+        }
+        resolved.get_or_insert(test);
+    }
+    let test = resolved.expect("at least one --responses file");
+    doc.settings = settings(&test, &opts);
+    if args.responses.len() > 1 {
+        // Each file's config may say another mode: the one run records none.
+        doc.settings.remove("mode");
+    }
+    doc.settings.insert("models".into(), json!(labels));
+    if args.allow_unknown_scenes {
+        doc.settings
+            .insert("allow_unknown_scenes".into(), json!(true));
+    }
+    doc.set_shard(out.shard);
+    let mut items: Vec<grasp::Item> = items
+        .into_iter()
+        .filter(|i| out.shard.contains(&shard_key(i)))
+        .collect();
+    let outputs = outputs(&mut doc, &mut items)?;
+    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
+    let metrics_json = doc.to_json();
+    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
+    dir.print_summary(out.json, &metrics_json, &outputs.table);
+    Ok(())
+}
+
+/// One name per file: `--labels`, else the file's folder name (upstream writes one folder per
+/// model and test), else its file name; names must be distinct.
+fn labels(files: &[PathBuf], given: Option<&[String]>) -> Result<Vec<String>> {
+    let labels: Vec<String> = match given {
+        Some(l) if l.len() != files.len() => {
+            return Err(Error::usage(format!(
+                "--labels names {} model(s) but --responses gives {} file(s)",
+                l.len(),
+                files.len()
+            )))
+        }
+        Some(l) => l.iter().map(|s| s.trim().to_string()).collect(),
+        None => files.iter().map(|f| default_label(f)).collect(),
+    };
+    for (i, l) in labels.iter().enumerate() {
+        if l.is_empty() {
+            return Err(Error::usage("--labels: a model name is empty"));
+        }
+        if labels[..i].contains(l) {
+            return Err(Error::usage(format!(
+                "two --responses files are called {l:?}; name them with --labels"
+            )));
+        }
+    }
+    Ok(labels)
+}
+
+fn default_label(file: &Path) -> String {
+    let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    file.parent()
+        .and_then(name)
+        .filter(|n| !n.is_empty())
+        .or_else(|| name(file))
+        .unwrap_or_else(|| file.display().to_string())
+}
+
+/// Metrics and files of a run with several models (also what `scorekit merge` calls): items in
+/// model order (the `models` setting), then row; one summary per model, as a single run of that
+/// file would compute it; Table 2 as report, tables.tex, table.csv and accuracy.svg.
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Outputs> {
+    let order: Vec<String> = doc
+        .settings
+        .get("models")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let rank = |m: &Option<String>| {
+        m.as_ref()
+            .and_then(|m| order.iter().position(|o| o == m))
+            .unwrap_or(order.len())
+    };
+    items.sort_by(|a, b| (rank(&a.model), &a.model, a.row).cmp(&(rank(&b.model), &b.model, b.row)));
+    let setting = |k: &str| doc.settings.get(k).and_then(Value::as_str);
+    let kind = setting("test")
+        .and_then(TestKind::from_name)
+        .ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!("metrics.json settings lack a GRASP test"))
+        })?;
+    let opts = SummaryOptions {
+        bootstrap: doc.setting_u64("bootstrap")? as usize,
+        seed: doc.setting_u64("seed")?,
+        pairwise: doc.settings.get("pairwise") == Some(&Value::Bool(true)),
+    };
+    let mut models: Vec<(String, Summary)> = Vec::new();
+    let mut start = 0;
+    while start < items.len() {
+        let model = items[start].model.clone();
+        let end = start
+            + items[start..]
+                .iter()
+                .take_while(|i| i.model == model)
+                .count();
+        let name = model.unwrap_or_else(|| "(no model)".into());
+        let summary = grasp::summarize(kind, &items[start..end], &opts).map_err(|issue| {
+            Error::from(InputError::file(
+                format!("items of model {name}"),
+                format!("row {}: {} {}", issue.row, issue.field, issue.message),
+            ))
+        })?;
+        models.push((name, summary));
+        start = end;
+    }
+    doc.groups.clear();
+    for (name, s) in &models {
+        let mut g = headline(s);
+        g.insert(
+            "tests".into(),
+            serde_json::to_value(&s.groups).map_err(anyhow::Error::from)?,
+        );
+        doc.groups.insert(name.clone(), Value::Object(g));
+    }
+    doc.metrics = serde_json::Map::new();
+    doc.metrics.insert("n".into(), json!(items.len()));
+    doc.metrics.insert(
+        "models".into(),
+        json!(models.iter().map(|(n, _)| n).collect::<Vec<_>>()),
+    );
+
+    let table2 = report::grasp::table2(&models);
+    let table = table2.markdown();
+    let mut report_md = format!(
+        "# GRASP {}: {} models\n\n## Table 2: accuracy (%) per model and test\n\n{table}\n\
+         Accuracy = correct / rows of the test (invalid answers count as wrong); intervals are \
+         in metrics.json (`groups.<model>.tests.<test>.accuracy`). Compare models with paired \
+         tests: `scorekit compare --runs <this folder>`.\n",
+        kind.name(),
+        models.len()
+    );
+    let inputs: Vec<String> = doc
+        .inputs
+        .iter()
+        .map(|i| i.path.clone())
+        .filter(|p| !p.ends_with(".yaml"))
+        .collect();
+    for (k, (name, s)) in models.iter().enumerate() {
+        let file = inputs.get(k).map(String::as_str).unwrap_or("");
+        let one = report::grasp::report(
+            s,
+            setting("test_source").unwrap_or(""),
+            None,
+            Path::new(file),
+        );
+        // The model's own report, one heading level down.
+        report_md.push_str(&format!("\n## {name}\n"));
+        report_md.push_str(one.split_once('\n').map_or("", |(_, rest)| rest));
+    }
+    let files = vec![
+        (
+            "tables.tex".to_string(),
+            report::table::latex_document("GRASP Table 2", &[&table2]).into_bytes(),
+        ),
+        ("table.csv".to_string(), table2.csv().into_bytes()),
+        (
+            "accuracy.svg".to_string(),
+            report::grasp::models_chart(&models).into_bytes(),
+        ),
+    ];
+    Ok(Outputs {
+        report: report_md,
+        table,
+        files,
+    })
+}
