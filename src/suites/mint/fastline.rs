@@ -272,47 +272,67 @@ impl<'a> Scan<'a> {
             unicode_escapes: false,
             escaped_underscore: false,
         };
+        // The specials (`"`, `\`, control characters) of 64 bytes at a time, as a bit mask
+        // walked bit by bit: an escape costs a few instructions, not a new scan.
         loop {
-            self.i = find_special(self.b, self.i);
-            match self.peek()? {
-                b'"' => {
-                    raw.to = self.i;
-                    self.i += 1;
-                    return Some(raw);
-                }
-                b'\\' => {
-                    raw.escapes = true;
-                    match *self.b.get(self.i + 1)? {
-                        b'"' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
-                        b'\\' => {
-                            raw.escaped_underscore |= self.b.get(self.i + 2) == Some(&b'_');
-                            self.i += 2;
-                        }
-                        b'u' => {
-                            raw.unicode_escapes = true;
-                            let unit = self.hex4(self.i + 2)?;
-                            self.i += 6;
-                            if (0xDC00..0xE000).contains(&unit) {
-                                return None;
-                            }
-                            if (0xD800..0xDC00).contains(&unit) {
-                                if self.b.get(self.i..self.i + 2)? != b"\\u" {
-                                    return None;
-                                }
-                                let low = self.hex4(self.i + 2)?;
-                                if !(0xDC00..0xE000).contains(&low) {
-                                    return None;
-                                }
-                                self.i += 6;
-                            }
-                        }
-                        _ => return None,
-                    }
-                }
-                // A control character.
-                _ => return None,
+            let base = self.i;
+            let (mut mask, width) = specials64(self.b, base);
+            if width == 0 {
+                return None; // no closing quote
             }
+            while mask != 0 {
+                self.i = base + mask.trailing_zeros() as usize;
+                match self.b[self.i] {
+                    b'"' => {
+                        raw.to = self.i;
+                        self.i += 1;
+                        return Some(raw);
+                    }
+                    b'\\' => self.escape(&mut raw)?,
+                    // A control character.
+                    _ => return None,
+                }
+                let consumed = self.i - base;
+                if consumed >= 64 {
+                    break;
+                }
+                mask &= !0u64 << consumed;
+            }
+            // No special left in `base..base + width` from `self.i` on.
+            self.i = self.i.max(base + width);
         }
+    }
+
+    /// The escape at `self.i` (a backslash): checked, stepped over, noted in `raw`.
+    fn escape(&mut self, raw: &mut RawStr) -> Option<()> {
+        raw.escapes = true;
+        match *self.b.get(self.i + 1)? {
+            b'"' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.i += 2,
+            b'\\' => {
+                raw.escaped_underscore |= self.b.get(self.i + 2) == Some(&b'_');
+                self.i += 2;
+            }
+            b'u' => {
+                raw.unicode_escapes = true;
+                let unit = self.hex4(self.i + 2)?;
+                self.i += 6;
+                if (0xDC00..0xE000).contains(&unit) {
+                    return None;
+                }
+                if (0xD800..0xDC00).contains(&unit) {
+                    if self.b.get(self.i..self.i + 2)? != b"\\u" {
+                        return None;
+                    }
+                    let low = self.hex4(self.i + 2)?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                    self.i += 6;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     fn hex4(&self, at: usize) -> Option<u32> {
@@ -543,37 +563,52 @@ fn decode(raw: &[u8]) -> Option<String> {
     Some(out)
 }
 
-/// The index of the first `"`, `\` or control character at or after `i` (or `b.len()`).
+fn special(c: u8) -> bool {
+    matches!(c, b'"' | b'\\' | 0..=0x1f)
+}
+
+/// The specials (`"`, `\`, control characters) among the 64 bytes from `at` (fewer at the end
+/// of `b`): bit k set when `b[at + k]` is one, and how many bytes were looked at.
 #[inline]
-fn find_special(b: &[u8], mut i: usize) -> usize {
+fn specials64(b: &[u8], at: usize) -> (u64, usize) {
+    if at + 64 > b.len() {
+        let tail = &b[at.min(b.len())..];
+        let mask = tail
+            .iter()
+            .enumerate()
+            .fold(0u64, |m, (k, &c)| m | (u64::from(special(c)) << k));
+        return (mask, tail.len());
+    }
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86-64, and every 16-byte load lies within `b`
-        // (`i + 16 <= b.len()`).
+        let mut mask = 0u64;
+        // SAFETY: SSE2 is part of x86-64, and the four 16-byte loads lie within `b`
+        // (`at + 64 <= b.len()`, checked above).
         unsafe {
             let quote = _mm_set1_epi8(b'"' as i8);
             let backslash = _mm_set1_epi8(b'\\' as i8);
             let control = _mm_set1_epi8(0x1f);
-            while i + 16 <= b.len() {
-                let v = _mm_loadu_si128(b.as_ptr().add(i).cast());
+            for k in 0..4 {
+                let v = _mm_loadu_si128(b.as_ptr().add(at + 16 * k).cast());
                 let hit = _mm_or_si128(
                     _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
                     // v <= 0x1f (unsigned) exactly when min(v, 0x1f) == v.
                     _mm_cmpeq_epi8(_mm_min_epu8(v, control), v),
                 );
-                let mask = _mm_movemask_epi8(hit);
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
-                }
-                i += 16;
+                mask |= u64::from(_mm_movemask_epi8(hit) as u16) << (16 * k);
             }
         }
+        (mask, 64)
     }
-    while i < b.len() && !matches!(b[i], b'"' | b'\\' | 0..=0x1f) {
-        i += 1;
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mask = b[at..at + 64]
+            .iter()
+            .enumerate()
+            .fold(0u64, |m, (k, &c)| m | (u64::from(special(c)) << k));
+        (mask, 64)
     }
-    i
 }
 
 #[cfg(test)]
@@ -582,16 +617,48 @@ mod tests {
 
     #[test]
     fn finds_specials_at_every_offset() {
-        for len in 0..40 {
+        for len in 0..140 {
             for at in 0..len {
                 for c in [b'"', b'\\', 0u8, 0x1f, b'\n'] {
                     let mut v = vec![b'a'; len];
                     v[at] = c;
-                    assert_eq!(find_special(&v, 0), at, "len {len} at {at} c {c}");
+                    v[len - 1 - at] = c;
+                    for from in [0, 1, 60, 64, 70] {
+                        let (mask, width) = specials64(&v, from.min(len));
+                        let want: u64 = (from.min(len)..len)
+                            .take(64)
+                            .enumerate()
+                            .filter(|&(_, i)| i == at || i == len - 1 - at)
+                            .fold(0, |m, (k, _)| m | 1 << k);
+                        assert_eq!((mask, width), (want, (len - from.min(len)).min(64)));
+                    }
                 }
             }
             let v = vec![0xC3u8; len];
-            assert_eq!(find_special(&v, 0), len);
+            assert_eq!(specials64(&v, 0).0, 0);
+        }
+    }
+
+    #[test]
+    fn strings_longer_than_a_block_with_escapes_at_its_edges() {
+        for pad in 55..75 {
+            for esc in [r#"\""#, r#"\\"#, r#"\u00e9"#, r#"\ud83d\ude00"#, r#"\\_"#] {
+                let body = format!("{}{esc}{}{esc}", "x".repeat(pad), "y".repeat(pad));
+                let json = format!(r#""{body}""#);
+                let want: String = serde_json::from_str(&json).unwrap();
+                let mut scan = Scan {
+                    b: json.as_bytes(),
+                    i: 0,
+                };
+                assert_eq!(scan.text().unwrap(), want, "{json}");
+                assert_eq!(scan.i, json.len());
+                let cut = &json[..json.len() - 1];
+                let mut scan = Scan {
+                    b: cut.as_bytes(),
+                    i: 0,
+                };
+                assert!(scan.string().is_none(), "unterminated {cut}");
+            }
         }
     }
 
