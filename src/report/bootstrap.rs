@@ -132,6 +132,7 @@ unsafe fn count_block_avx2(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] 
 /// [`bootstrap_rate`] ensures).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
+#[allow(clippy::needless_range_loop)] // lane-wise filling of the four state words
 unsafe fn count_block_avx512(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
     use std::arch::x86_64::*;
     let n = ones.len() as u64;

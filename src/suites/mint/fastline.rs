@@ -344,7 +344,7 @@ impl<'a> Scan<'a> {
         Some(v)
     }
 
-    /// A string value decoded (borrowed text where it has no escapes).
+    /// A string value, decoded (a plain copy where it has no escapes).
     fn text(&mut self) -> Option<String> {
         let raw = self.string()?;
         decode(&self.b[raw.from..raw.to])
@@ -481,7 +481,9 @@ impl<'a> Scan<'a> {
                     }
                     match s.peek()? {
                         b'n' => s.literal(b"null")?,
-                        b'"' => drop(s.string()?),
+                        b'"' => {
+                            s.string()?;
+                        }
                         _ => return None,
                     }
                 }
