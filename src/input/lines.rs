@@ -15,6 +15,13 @@ use std::path::Path;
 /// Bytes read from the file per `read` call; lines longer than this grow the buffer.
 const CHUNK: usize = 1 << 20;
 
+thread_local! {
+    /// The buffer of this thread's last stream, kept for its next one: a fresh 1 MiB buffer
+    /// per file (zeroed, and mapped and unmapped by the allocator at that size) cost more than
+    /// hashing a small file.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// A results file being read line by line.
 pub struct LineStream {
     name: String,
@@ -37,10 +44,14 @@ impl LineStream {
     pub fn open(path: &Path, name: &str) -> Result<Self, InputError> {
         let file = File::open(path)
             .map_err(|e| InputError::file(name, format!("cannot read file: {e}")))?;
+        let mut buf = SPARE.take();
+        if buf.len() < CHUNK {
+            buf = vec![0; CHUNK];
+        }
         Ok(LineStream {
             name: name.to_string(),
             file,
-            buf: vec![0; CHUNK],
+            buf,
             start: 0,
             end: 0,
             base: 0,
@@ -90,8 +101,8 @@ impl LineStream {
     }
 
     /// sha256 (hex) of every byte of the file; call after the last line.
-    pub fn sha256(self) -> String {
-        self.hasher
+    pub fn sha256(mut self) -> String {
+        std::mem::take(&mut self.hasher)
             .finalize()
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -152,6 +163,16 @@ impl LineStream {
         let n = self.next_line;
         self.next_line += 1;
         n
+    }
+}
+
+impl Drop for LineStream {
+    fn drop(&mut self) {
+        // A buffer grown for a long line goes back to the usual size.
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.truncate(CHUNK);
+        buf.shrink_to(CHUNK);
+        SPARE.set(buf);
     }
 }
 

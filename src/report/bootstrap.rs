@@ -71,13 +71,14 @@ pub fn bootstrap_rate(bits: &[bool], resamples: usize, seed: u64) -> Option<Esti
         let values: Vec<f64> = bits.iter().map(|&b| b as u8 as f64).collect();
         return bootstrap_mean(&values, resamples, seed);
     }
-    let bytes: Vec<u8> = bits.iter().map(|&b| b as u8).collect();
+    // 0/1 as 32-bit words: what the AVX-512 kernel gathers.
+    let ones: Vec<u32> = bits.iter().map(|&b| u32::from(b)).collect();
     let blocks = resamples.div_ceil(LANES);
     let mut means: Vec<f64> = (0..blocks)
         .into_par_iter()
         .flat_map_iter(|b| {
             let first = (b * LANES) as u64;
-            let counts = count_block(&bytes, seed, first);
+            let counts = count_block(&ones, seed, first);
             let lanes = LANES.min(resamples - b * LANES);
             counts
                 .into_iter()
@@ -98,22 +99,82 @@ pub fn bootstrap_rate(bits: &[bool], resamples: usize, seed: u64) -> Option<Esti
 const LANES: usize = 8;
 
 /// The counts of ones of resamples `first..first + LANES`.
-fn count_block(bytes: &[u8], seed: u64, first: u64) -> [u64; LANES] {
+fn count_block(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::arch::is_x86_feature_detected!("avx512f") && !ones.is_empty() {
+            // SAFETY: the CPU supports AVX-512F (checked just above) and `ones` is not empty,
+            // the two requirements of `count_block_avx512`.
+            return unsafe { count_block_avx512(ones, seed, first) };
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
             // `target_feature(enable = "avx2")` function.
-            return unsafe { count_block_avx2(bytes, seed, first) };
+            return unsafe { count_block_avx2(ones, seed, first) };
         }
     }
-    count_block_lanes(bytes, seed, first)
+    count_block_lanes(ones, seed, first)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn count_block_avx2(bytes: &[u8], seed: u64, first: u64) -> [u64; LANES] {
-    count_block_lanes(bytes, seed, first)
+unsafe fn count_block_avx2(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
+    count_block_lanes(ones, seed, first)
+}
+
+/// [`count_block_lanes`] with the eight generators in one AVX-512 register per state word:
+/// the multiplications by 5 and 9 as shift-and-add, the rotations as `vprolq`, the
+/// multiply-high by `n` from two 32×32→64 products (`vpmuludq`, exact for `n < 2^32` as in
+/// [`count_block_lanes`]), and the eight 0/1 values fetched by one gather.
+///
+/// # Safety
+/// The CPU must support AVX-512F, and `ones` must not be empty (its length is below 2^32, as
+/// [`bootstrap_rate`] ensures).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(clippy::needless_range_loop)] // lane-wise filling of the four state words
+unsafe fn count_block_avx512(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
+    use std::arch::x86_64::*;
+    let n = ones.len() as u64;
+    let mut words = [[0u64; LANES]; 4];
+    for l in 0..LANES {
+        let g = Xoshiro256::new(seed, first + l as u64);
+        for (k, word) in g.0.iter().enumerate() {
+            words[k][l] = *word;
+        }
+    }
+    // SAFETY (the loads): each `words[k]` is 8 u64, 64 bytes, the size of the unaligned load.
+    let load = |w: &[u64; LANES]| unsafe { _mm512_loadu_si512(w.as_ptr().cast()) };
+    let (mut s0, mut s1, mut s2, mut s3) = (
+        load(&words[0]),
+        load(&words[1]),
+        load(&words[2]),
+        load(&words[3]),
+    );
+    let nv = _mm512_set1_epi64(n as i64);
+    let mut counts = _mm256_setzero_si256();
+    for _ in 0..n {
+        let x = _mm512_add_epi64(s1, _mm512_slli_epi64::<2>(s1));
+        let x = _mm512_rol_epi64::<7>(x);
+        let r = _mm512_add_epi64(x, _mm512_slli_epi64::<3>(x));
+        let t = _mm512_slli_epi64::<17>(s1);
+        s2 = _mm512_xor_si512(s2, s0);
+        s3 = _mm512_xor_si512(s3, s1);
+        s1 = _mm512_xor_si512(s1, s2);
+        s0 = _mm512_xor_si512(s0, s3);
+        s2 = _mm512_xor_si512(s2, t);
+        s3 = _mm512_rol_epi64::<45>(s3);
+        let hi = _mm512_mul_epu32(_mm512_srli_epi64::<32>(r), nv);
+        let lo = _mm512_mul_epu32(r, nv);
+        let idx = _mm512_srli_epi64::<32>(_mm512_add_epi64(hi, _mm512_srli_epi64::<32>(lo)));
+        // SAFETY: every lane of `idx` is (r * n) >> 64 < n = ones.len(), an index into `ones`.
+        let v = unsafe { _mm512_i64gather_epi32::<4>(idx, ones.as_ptr().cast()) };
+        counts = _mm256_add_epi32(counts, v);
+    }
+    let mut out = [0u32; LANES];
+    // SAFETY: `out` is 8 u32, 32 bytes, the size of the unaligned store.
+    unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), counts) };
+    out.map(u64::from)
 }
 
 /// xoshiro256** as [`Xoshiro256`], `LANES` generators in struct-of-arrays form, and
@@ -121,8 +182,8 @@ unsafe fn count_block_avx2(bytes: &[u8], seed: u64, first: u64) -> [u64; LANES] 
 /// step is a plain lane-wise operation the compiler can vectorise.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)] // lane-wise indexing of several arrays is the point
-fn count_block_lanes(bytes: &[u8], seed: u64, first: u64) -> [u64; LANES] {
-    let n = bytes.len() as u64;
+fn count_block_lanes(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
+    let n = ones.len() as u64;
     let mut s = [[0u64; LANES]; 4];
     for l in 0..LANES {
         let g = Xoshiro256::new(seed, first + l as u64);
@@ -147,7 +208,7 @@ fn count_block_lanes(bytes: &[u8], seed: u64, first: u64) -> [u64; LANES] {
             idx[l] = (hi >> 32) as usize;
         }
         for l in 0..LANES {
-            counts[l] += u64::from(bytes[idx[l]]);
+            counts[l] += u64::from(ones[idx[l]]);
         }
     }
     counts
@@ -276,6 +337,24 @@ mod tests {
                 let wide = ((r as u128 * n as u128) >> 64) as u64;
                 let halves = ((r >> 32) * n + (((r & 0xFFFF_FFFF) * n) >> 32)) >> 32;
                 assert_eq!(wide, halves, "r {r} n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_counts_the_same() {
+        let mut g = Xoshiro256::new(9, 9);
+        for n in [1usize, 2, 5, 63, 64, 65, 586, 1024, 4102] {
+            let ones: Vec<u32> = (0..n).map(|_| u32::from(g.below(3) == 0)).collect();
+            for first in [0u64, 8, 992] {
+                let want = count_block_lanes(&ones, 42, first);
+                assert_eq!(count_block(&ones, 42, first), want, "n {n} first {first}");
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: AVX-512F checked just above; `ones` is not empty.
+                    let got = unsafe { count_block_avx512(&ones, 42, first) };
+                    assert_eq!(got, want, "avx512 n {n} first {first}");
+                }
             }
         }
     }

@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod checkers;
 pub mod exec;
+mod fastline;
 pub mod layout;
 pub mod pyexpr;
 pub mod pyfloat;
@@ -164,7 +165,8 @@ fn utf8(name: &str, bytes: Vec<u8>) -> Result<TextFile, InputError> {
 }
 
 /// Read one non-blank line for a run on the stored flags: only what the tables need is
-/// deserialised (see [`record`]); the item is the one [`parse_full`] gives, without a re-check.
+/// read ([`fastline`] for the usual shape, else [`record`]); the item is the one
+/// [`parse_full`] gives, without a re-check.
 pub fn parse_stored(
     name: &str,
     key: &FileKey,
@@ -172,6 +174,27 @@ pub fn parse_stored(
     row: usize,
     src: &str,
 ) -> Result<Item, InputError> {
+    if let Some(f) = fastline::parse(src) {
+        return Ok(Item {
+            file: name.to_string(),
+            line,
+            row,
+            config: key.config.clone(),
+            task_type: key.task_type.clone(),
+            task: key.task.clone(),
+            task_id: f.task_id,
+            success: f.success,
+            rechecked: None,
+            recheck_note: None,
+            invalid_actions: f.invalid_actions,
+            turns: f.history_len / 2,
+            escaped_underscore: f.escaped_underscore,
+            python_tag: f.python_tag,
+            terminate_reason: f.terminate_reason,
+            duplicate: false,
+        });
+    }
+    // Anything unusual (and every error) is read by serde_json.
     let rec: record::StoredLine =
         serde_json::from_str(src).map_err(|e| diagnose(name, line, src, &e))?;
     let task_id = match rec.task.task_id {
