@@ -62,4 +62,7 @@ else
     --embedder fixtures-cache/all-MiniLM-L6-v2 --skip-judge --out "$OUT/story" --force
   echo "(Dissimilarity with all-MiniLM-L6-v2 and no judge; SCOREKIT_MODELS=paper runs LaBSE and the RACE judge)"
 fi
-echo "Results: $OUT/{mint,muse,story}/ (metrics.json, items.jsonl, report.md)"
+echo "== compare: paired tests between the MINT configurations and between the story's two endings"
+$sk compare --runs "$OUT/mint" --out "$OUT/mint-compare" --force >/dev/null
+$sk compare --runs "$OUT/story" --out "$OUT/story-compare" --force
+echo "Results: $OUT/{mint,muse,story,mint-compare,story-compare}/ (metrics.json, items.jsonl, report.md)"
