@@ -223,14 +223,20 @@ fn resume_after_kill_9_ends_with_the_weights_of_an_uninterrupted_run() {
     child.kill().unwrap(); // SIGKILL
     let status = child.wait().unwrap();
     assert!(!status.success(), "killed, not finished");
-    assert!(!parts.join("training.json").exists(), "killed before the end");
+    assert!(
+        !parts.join("training.json").exists(),
+        "killed before the end"
+    );
     let mut again = extra.to_vec();
     again.push("--resume");
     let r = run(&train_args(j, &train, p, &again));
     assert!(r.status.success(), "{}", stderr(&r));
     let a = std::fs::read(whole.join("model.safetensors")).unwrap();
     let b = std::fs::read(parts.join("model.safetensors")).unwrap();
-    assert!(a == b, "resumed weights differ from the uninterrupted run's");
+    assert!(
+        a == b,
+        "resumed weights differ from the uninterrupted run's"
+    );
     let (ta, tb) = (
         read_json(&whole.join("training.json")),
         read_json(&parts.join("training.json")),

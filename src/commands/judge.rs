@@ -416,7 +416,11 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
         .with_context(|| format!("writing {}", out.display()))?;
     std::fs::write(out.join("curves.svg"), render::curves_svg(&training))
         .with_context(|| format!("writing {}", out.display()))?;
-    for dir in [ckpt.clone(), ckpt.with_extension("old"), ckpt.with_extension("partial")] {
+    for dir in [
+        ckpt.clone(),
+        ckpt.with_extension("old"),
+        ckpt.with_extension("partial"),
+    ] {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
         }

@@ -117,7 +117,11 @@ fn ln_fwd<T: Real>(
     l3: &Layout,
     eps: f64,
 ) -> Result<(CpuStorage, Shape)> {
-    let (x, g, b) = (slice::<T>(s1, l1)?, slice::<T>(s2, l2)?, slice::<T>(s3, l3)?);
+    let (x, g, b) = (
+        slice::<T>(s1, l1)?,
+        slice::<T>(s2, l2)?,
+        slice::<T>(s3, l3)?,
+    );
     let h = g.len();
     if h == 0 || x.len() % h != 0 || b.len() != h {
         bail!("layer_norm: widths {} / {} / {}", x.len(), h, b.len());
@@ -187,7 +191,9 @@ fn ln_grads<T: Real>(
     eps: f64,
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let (dx, dg, db) = with_slice::<T, _>(x, |x| {
-        with_slice::<T, _>(gamma, |g| with_slice::<T, _>(dy, |d| Ok(ln_bwd(x, g, d, eps))))
+        with_slice::<T, _>(gamma, |g| {
+            with_slice::<T, _>(dy, |d| Ok(ln_bwd(x, g, d, eps)))
+        })
     })?;
     let dev = x.device();
     Ok((
@@ -292,7 +298,11 @@ fn sm_grad<T: Real>(y: &Tensor, dy: &Tensor, scale: f64) -> Result<Tensor> {
                 .zip(d.par_chunks(k * ROWS_PER_TASK))
                 .for_each(|((dxc, yc), dc)| {
                     for ((dxr, yr), dr) in dxc.chunks_mut(k).zip(yc.chunks(k)).zip(dc.chunks(k)) {
-                        let dot: f64 = yr.iter().zip(dr).map(|(a, b)| a.to_f64() * b.to_f64()).sum();
+                        let dot: f64 = yr
+                            .iter()
+                            .zip(dr)
+                            .map(|(a, b)| a.to_f64() * b.to_f64())
+                            .sum();
                         for j in 0..k {
                             let v = yr[j].to_f64() * (dr[j].to_f64() - dot) * scale;
                             dxr[j] = T::from_f64(v);
@@ -374,7 +384,10 @@ fn gelu_grad<T: Real>(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
                 .for_each(|((dxc, xc), dc)| {
                     for ((o, &v), &g) in dxc.iter_mut().zip(xc).zip(dc) {
                         let v = v.to_f64();
-                        let cdf = 0.5 * (1.0 + T::erf(T::from_f64(v * std::f64::consts::FRAC_1_SQRT_2)).to_f64());
+                        let cdf = 0.5
+                            * (1.0
+                                + T::erf(T::from_f64(v * std::f64::consts::FRAC_1_SQRT_2))
+                                    .to_f64());
                         let pdf = (-0.5 * v * v).exp() * inv_sqrt_2pi;
                         *o = T::from_f64(g.to_f64() * (cdf + v * pdf));
                     }
