@@ -11,7 +11,7 @@ percentile bootstrap, 1000 resamples), the training-split accuracy after every e
 training seconds of every epoch (forward, backward and optimiser only; evaluation not counted).
 
 Run: /work/venv-dev/bin/python scripts/bench/judge_real_run.py --epochs 3 --lr 5e-5 \
-        [--questions N] [--test FILE|none] [--no-before] [--out FILE.json]
+        [--questions N] [--test FILE|none] [--no-before] [--no-train-eval] [--out FILE.json]
 """
 import argparse
 import json
@@ -39,6 +39,7 @@ ap.add_argument("--weight-decay", type=float, default=0.01)
 ap.add_argument("--max-length", type=int, default=256)
 ap.add_argument("--seed", type=int, default=2022)
 ap.add_argument("--no-before", action="store_true", help="skip the test accuracy before training")
+ap.add_argument("--no-train-eval", action="store_true", help="skip the training-split accuracy per epoch")
 ap.add_argument("--out", default=None)
 a = ap.parse_args()
 
@@ -107,7 +108,7 @@ for epoch in range(a.epochs):
         opt.step(); sched.step(); opt.zero_grad()
         losses.append(loss.item())
     seconds = time.perf_counter() - t0
-    acc = sum(accuracy(train)) / len(train)
+    acc = None if a.no_train_eval else sum(accuracy(train)) / len(train)
     result["epochs"].append({"epoch": epoch, "seconds": seconds, "mean_loss": sum(losses) / len(losses),
                              "train_accuracy": acc, "load": os.getloadavg()})
     print(json.dumps(result["epochs"][-1]), flush=True)
