@@ -181,6 +181,73 @@ fn resume_ends_with_the_weights_of_an_uninterrupted_run() {
     assert_eq!(ta["steps"].as_array().unwrap().len(), 6);
 }
 
+/// A real kill -9 (not `--stop-after`): the child is killed once a checkpoint of step 3 or later
+/// exists, wherever it is then (mid-step, mid-checkpoint); `--resume` must still end with the
+/// uninterrupted run's weights, byte for byte.
+#[test]
+fn resume_after_kill_9_ends_with_the_weights_of_an_uninterrupted_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = tmp.path().join("base");
+    build_judge("bert_mc", &judge, true);
+    let train = lines(tmp.path(), "dev", 0, 20, "train.jsonl");
+    let j = judge.to_str().unwrap();
+    // 3 steps an epoch, 30 epochs: long enough that the kill lands mid-run; a checkpoint
+    // every 2 steps.
+    let extra = ["--epochs", "30", "--dropout", "0.1", "--eval-every", "2"];
+    let whole = tmp.path().join("whole");
+    let r = run(&train_args(j, &train, whole.to_str().unwrap(), &extra));
+    assert!(r.status.success(), "{}", stderr(&r));
+    let parts = tmp.path().join("parts");
+    let p = parts.to_str().unwrap();
+    let mut child = common::scorekit()
+        .args(train_args(j, &train, p, &extra))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = parts.join("checkpoint/state.json");
+    loop {
+        let step = std::fs::read_to_string(&state)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["pos"]["step"].as_u64());
+        if step.is_some_and(|s| s >= 3) {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    child.kill().unwrap(); // SIGKILL
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "killed, not finished");
+    assert!(
+        !parts.join("training.json").exists(),
+        "killed before the end"
+    );
+    let mut again = extra.to_vec();
+    again.push("--resume");
+    let r = run(&train_args(j, &train, p, &again));
+    assert!(r.status.success(), "{}", stderr(&r));
+    let a = std::fs::read(whole.join("model.safetensors")).unwrap();
+    let b = std::fs::read(parts.join("model.safetensors")).unwrap();
+    assert!(
+        a == b,
+        "resumed weights differ from the uninterrupted run's"
+    );
+    let (ta, tb) = (
+        read_json(&whole.join("training.json")),
+        read_json(&parts.join("training.json")),
+    );
+    assert_eq!(ta["steps"], tb["steps"]);
+    assert_eq!(ta["steps"].as_array().unwrap().len(), 90);
+    for leftover in ["checkpoint", "checkpoint.old", "checkpoint.partial"] {
+        assert!(!parts.join(leftover).exists(), "{leftover} left behind");
+    }
+}
+
 #[test]
 fn bad_training_lines_exit_2_naming_file_line_field_and_train_nothing() {
     let tmp = tempfile::tempdir().unwrap();

@@ -13,7 +13,11 @@ Steps (each logged in full under --out; a short table is printed last):
   4. throughput: `scorekit embed` f32/f16/bf16 vs PyTorch f16 on the same sentences and token budget
      (plus `scorekit bench`'s own report when that command is available);
   5. judge shape: a RoBERTa-large multiple-choice model timed through `scorekit story --skip-embedder`
-     vs PyTorch f16 on the same (document, question + option) pairs.
+     vs PyTorch f16 on the same (document, question + option) pairs;
+  6. judge training: the same RoBERTa-large-shaped judge trained for --train-steps optimiser steps by
+     `scorekit judge train` and by PyTorch (AdamW, clip 1.0, dropout 0, file order, 8 questions a step,
+     f32 without TF32) on the same batches: questions/s side by side and the loss of every step
+     compared (relative tolerance --train-loss-tol). `--train-only` runs steps 0, 1 and 6 alone.
 A scorekit command that is not available yet is reported as such; the rest still runs.
 """
 
@@ -572,6 +576,11 @@ def main():
     ap.add_argument("--skip-judge", action="store_true")
     ap.add_argument("--judge-questions", type=int, default=None, help="default: all 671 test questions (64 on CPU)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-train", action="store_true")
+    ap.add_argument("--train-only", action="store_true", help="only the judge-training step (6)")
+    ap.add_argument("--train-steps", type=int, default=None, help="optimiser steps (default 20 GPU, 3 CPU)")
+    ap.add_argument("--train-loss-tol", type=float, default=2e-3,
+                    help="relative loss difference per step allowed between scorekit and PyTorch")
     args = ap.parse_args()
 
     global LOG
@@ -633,6 +642,9 @@ def main():
     shape = labse_shape(small)
 
     def steps():
+        if args.train_only:
+            train_step(args, sk, work, small, dev, rows, note)
+            return
         # 3. parity
         par = sentences[: args.parity_sentences]
         par_in = work / "parity.jsonl"
@@ -781,6 +793,13 @@ def main():
                 LOG(traceback.format_exc(), quiet=True)
                 rows.append({"test": "judge", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
 
+        # 6. judge training
+        if not args.skip_train:
+            try:
+                train_step(args, sk, work, small, dev, rows, note)
+            except Exception as e:  # noqa: BLE001
+                LOG(traceback.format_exc(), quiet=True)
+                rows.append({"test": "train", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
 
     try:
         steps()
@@ -893,6 +912,112 @@ def judge_step(args, sk: Scorekit, work: Path, small: bool, dev: str, peak: floa
     jrow("PyTorch f16 (same batches)" if dev != "cpu" else "PyTorch f32 (cpu)", float(np.median(times)),
          f"{len(batches)} batches; pretokenised")
     del model
+
+
+def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note):
+    """Step 6: `scorekit judge train` vs PyTorch on the same batches of the RoBERTa-large-shaped judge."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import RobertaConfig, RobertaForMultipleChoice, get_linear_schedule_with_warmup
+
+    src = find_data(args.data, "test.jsonl")
+    if not src:
+        note("no test.jsonl: training step skipped")
+        return
+    steps, per_step, max_len, lr = args.train_steps or (3 if small else 20), 8, 256, 1e-5
+    qs = list(read_jsonl(src))[: steps * per_step]
+    judge = work / "roberta-large-mc-random"
+    if not (judge / "model.safetensors").exists():
+        texts = [q["document"] for q in qs] + [q["question"] + " " + o for q in qs for o in q["options"]]
+        LOG(f"train judge model: {make_roberta_mc(judge, texts, small, args.seed)}")
+    train_file = work / "train-questions.jsonl"
+    train_file.write_text("".join(json.dumps(q) + "\n" for q in qs))
+
+    # scorekit: file order, dropout 0, no warm-up, no decay schedule surprises (linear to 0 over `steps`).
+    out = work / "train-out"
+    rc, dt, text = sk.run("judge-train", [
+        "judge", "train", "--base", str(judge), "--train", str(train_file), "--out", str(out),
+        "--max-steps", str(steps), "--batch-questions", str(per_step), "--grad-accum", "1", "--lr", str(lr),
+        "--weight-decay", "0.01", "--warmup-ratio", "0", "--max-grad-norm", "1.0", "--no-shuffle",
+        "--dropout", "0", "--max-length", str(max_len), "--eval-every", "1000000", "--device", dev,
+        "--quiet", "--force", "--offline"], timeout=900)
+    why = Scorekit.missing(rc, text)
+    if rc != 0 or not (out / "training.json").exists():
+        rows.append({"test": "train", "engine": "scorekit judge train", "status": "n/a" if why else "ERROR",
+                     "detail": why or text.strip()[-200:]})
+        LOG(f"train scorekit: {rows[-1]['status']} {rows[-1]['detail']}")
+        return
+    tj = json.loads((out / "training.json").read_text())
+    sk_loss = [s["loss"] for s in tj["steps"]]
+    sk_secs = tj.get("step_seconds") or []
+
+    # PyTorch: the same recipe and batches (pairs as the story judge builds them, padded per step).
+    if dev.startswith("cuda"):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    cfg = RobertaConfig.from_pretrained(str(judge))
+    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0.0
+    cfg.classifier_dropout = 0.0
+    cfg._attn_implementation = "eager"
+    model = RobertaForMultipleChoice.from_pretrained(str(judge), config=cfg, torch_dtype=torch.float32).to(dev)
+    model.train()
+    tok = Tokenizer.from_file(str(judge / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_len, strategy="longest_first")
+    no_decay = lambda n: "bias" in n or "LayerNorm.weight" in n
+    params = list(model.named_parameters())
+    opt = torch.optim.AdamW([{"params": [p for n, p in params if not no_decay(n)], "weight_decay": 0.01},
+                             {"params": [p for n, p in params if no_decay(n)], "weight_decay": 0.0}], lr=lr)
+    sched = get_linear_schedule_with_warmup(opt, 0, steps)
+    if dev.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    pt_loss, pt_secs = [], []
+    for s in range(steps):
+        batch = qs[s * per_step:(s + 1) * per_step]
+        enc = tok.encode_batch([(q["document"], q["question"] + " " + o) for q in batch for o in q["options"]])
+        L = max(len(e.ids) for e in enc)
+        ids = torch.full((len(enc), L), 1, dtype=torch.long)
+        mask = torch.zeros((len(enc), L), dtype=torch.long)
+        for i, e in enumerate(enc):
+            ids[i, :len(e.ids)] = torch.tensor(e.ids)
+            mask[i, :len(e.ids)] = 1
+        n_opt = len(batch[0]["options"])
+        labels = torch.tensor([q["gold_label"] for q in batch])
+        sync(dev)
+        t = time.perf_counter()
+        loss = model(input_ids=ids.view(len(batch), n_opt, L).to(dev),
+                     attention_mask=mask.view(len(batch), n_opt, L).to(dev), labels=labels.to(dev)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step(); sched.step(); opt.zero_grad()
+        pt_loss.append(loss.item())
+        sync(dev)
+        pt_secs.append(time.perf_counter() - t)
+    mem = torch.cuda.max_memory_allocated() / 2**30 if dev.startswith("cuda") else float("nan")
+    del model, opt
+
+    worst = max((abs(a - b) / abs(b) for a, b in zip(sk_loss, pt_loss)), default=float("nan"))
+    ok = len(sk_loss) == len(pt_loss) == steps and worst <= args.train_loss_tol
+    rows.append({"test": "train loss", "engine": "scorekit judge train vs PyTorch", "status": "PASS" if ok else "FAIL",
+                 "detail": f"{steps} steps, worst relative loss difference {worst:.2e} (limit {args.train_loss_tol}); "
+                           f"scorekit {[round(x, 5) for x in sk_loss]}, PyTorch {[round(x, 5) for x in pt_loss]}"})
+    LOG(f"train loss: {rows[-1]['status']} {rows[-1]['detail']}")
+
+    def speed(engine, secs, detail):
+        # The first step (allocation, kernel compilation) is left out.
+        tail = secs[1:] or secs
+        med = float(np.median(tail))
+        rows.append({"test": "train speed", "engine": engine, "status": "ok", "seconds": med,
+                     "sent_per_s": per_step / med, "detail": f"median s/step {med:.3f} over steps 2..{len(secs)}; "
+                                                               f"questions/s in the sent/s column; {detail}"})
+        LOG(f"train speed {engine}: {per_step / med:.2f} questions/s ({med:.3f} s/step)  {detail}")
+        return med
+
+    a = speed("scorekit judge train f32", sk_secs, "step_seconds of training.json")
+    b = speed("PyTorch f32 eager (same batches)", pt_secs, f"peak memory {mem:.1f} GiB")
+    rows.append({"test": "train speed", "engine": "ratio", "status": "ok",
+                 "detail": f"scorekit / PyTorch time per step = {a / b:.2f}"})
+    LOG(f"train speed ratio scorekit/PyTorch: {a / b:.2f}")
 
 
 def render_table(results) -> str:

@@ -180,6 +180,9 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
     };
     let out = &a.out;
     let ckpt = out.join("checkpoint");
+    if a.resume {
+        checkpoint::recover(&ckpt)?;
+    }
     if a.resume && !ckpt.join("state.json").exists() {
         return Err(Error::usage(format!(
             "--resume: {} holds no checkpoint",
@@ -413,8 +416,14 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
         .with_context(|| format!("writing {}", out.display()))?;
     std::fs::write(out.join("curves.svg"), render::curves_svg(&training))
         .with_context(|| format!("writing {}", out.display()))?;
-    if ckpt.exists() {
-        std::fs::remove_dir_all(&ckpt).with_context(|| format!("removing {}", ckpt.display()))?;
+    for dir in [
+        ckpt.clone(),
+        ckpt.with_extension("old"),
+        ckpt.with_extension("partial"),
+    ] {
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+        }
     }
     eprintln!(
         "trained {} steps; kept step {}{}; folder {}",

@@ -6,10 +6,12 @@
 //! `Dropout` is the identity (a `TODO` in candle's source), and its `LayerNorm` runs the fused
 //! `candle_nn::ops::layer_norm`, which is registered without a backward pass
 //! (`apply_op3_no_bwd`), so gradients stop at the first LayerNorm they meet. Here scoring runs
-//! the same fused LayerNorm (same numbers as before), and training ([`Train`]) runs LayerNorm
-//! from differentiable primitive operations and applies dropout from a seeded generator, so that
-//! a training run can be repeated and resumed exactly.
+//! the same fused LayerNorm (same numbers as before), and training ([`Train`]) runs the fused
+//! operations of `train::ops` (linear layers, LayerNorm, masked softmax, GELU, each with a
+//! backward pass) and applies dropout from a seeded generator, so that a training run can be
+//! repeated and resumed exactly.
 
+use crate::runtime::train::ops;
 use crate::runtime::train::rng::SplitMix;
 use candle_core::{DType, Module, Tensor, D};
 use candle_nn::{layer_norm, linear, LayerNorm, Linear, VarBuilder};
@@ -50,8 +52,8 @@ impl Train {
     }
 }
 
-/// A LayerNorm and its epsilon: candle's fused kernel when scoring, differentiable primitives
-/// (the same formula as `candle_nn::ops::layer_norm_slow`) when training.
+/// A LayerNorm and its epsilon: candle's fused kernel when scoring, `train::ops::layer_norm`
+/// (differentiable; the formula of `candle_nn::ops::layer_norm_slow`) when training.
 #[derive(Clone)]
 pub struct Norm {
     ln: LayerNorm,
@@ -78,16 +80,20 @@ impl Norm {
             DType::F16 | DType::BF16 => DType::F32,
             d => d,
         };
-        let h = x.dim(D::Minus1)? as f64;
-        let x = x.to_dtype(internal)?;
-        let centred = x.broadcast_sub(&(x.sum_keepdim(D::Minus1)? / h)?)?;
-        let var = (centred.sqr()?.sum_keepdim(D::Minus1)? / h)?;
-        let normed = centred.broadcast_div(&(var + self.eps)?.sqrt()?)?;
-        let y = normed.to_dtype(dtype)?.broadcast_mul(self.ln.weight())?;
-        match self.ln.bias() {
-            Some(b) => y.broadcast_add(b),
-            None => Ok(y),
-        }
+        let (w, b) = (self.ln.weight(), self.ln.bias());
+        let y = match b {
+            Some(b) if dtype == internal => return ops::layer_norm(x, w, b, self.eps),
+            _ => ops::layer_norm(
+                &x.to_dtype(internal)?,
+                &w.to_dtype(internal)?,
+                &match b {
+                    Some(b) => b.to_dtype(internal)?,
+                    None => w.zeros_like()?.to_dtype(internal)?,
+                },
+                self.eps,
+            )?,
+        };
+        y.to_dtype(dtype)
     }
 }
 
@@ -155,34 +161,48 @@ impl BertLayers {
             }
             None => Ok(t),
         };
+        // Training runs the fused operations with backward passes (`train::ops`); scoring keeps
+        // candle's layers, whose numbers the scoring engines are compared against.
+        let lin = |l: &Linear, x: &Tensor| -> candle_core::Result<Tensor> {
+            if is_train {
+                ops::linear(x, l.weight(), l.bias())
+            } else {
+                l.forward(x)
+            }
+        };
+        let (b, s, _) = x.dims3()?;
         for l in &self.layers {
             let split = |t: Tensor| -> candle_core::Result<Tensor> {
-                let (b, s, _) = t.dims3()?;
                 t.reshape((b, s, self.heads, self.head_size))?
                     .transpose(1, 2)?
                     .contiguous()
             };
-            let q = split(l.query.forward(&x)?)?;
-            let k = split(l.key.forward(&x)?)?;
-            let v = split(l.value.forward(&x)?)?;
-            let scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
-            let scores = scores.broadcast_add(mask)?;
-            let probs = candle_nn::ops::softmax(&scores, D::Minus1)?;
+            let q = split(lin(&l.query, &x)?)?;
+            let k = split(lin(&l.key, &x)?)?;
+            let v = split(lin(&l.value, &x)?)?;
+            let probs = if is_train {
+                let scale = 1.0 / (self.head_size as f64).sqrt();
+                ops::masked_softmax(&q.matmul(&k.t()?)?, mask, scale)?
+            } else {
+                let scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
+                candle_nn::ops::softmax(&scores.broadcast_add(mask)?, D::Minus1)?
+            };
             let probs = drop(probs, true)?;
             let ctx = probs
                 .matmul(&v)?
                 .transpose(1, 2)?
                 .contiguous()?
                 .flatten_from(D::Minus2)?;
-            let a = drop(l.attn_out.forward(&ctx)?, false)?;
+            let a = drop(lin(&l.attn_out, &ctx)?, false)?;
             let a = l.attn_norm.forward(&(a + &x)?, is_train)?;
-            let i = l.intermediate.forward(&a)?;
+            let i = lin(&l.intermediate, &a)?;
             let i = match self.act {
+                HiddenAct::Gelu if is_train => ops::gelu_erf(&i)?,
                 HiddenAct::Gelu => i.gelu_erf()?,
                 HiddenAct::GeluApproximate => i.gelu()?,
                 HiddenAct::Relu => i.relu()?,
             };
-            let o = drop(l.output.forward(&i)?, false)?;
+            let o = drop(lin(&l.output, &i)?, false)?;
             x = l.out_norm.forward(&(o + a)?, is_train)?;
         }
         Ok(x)

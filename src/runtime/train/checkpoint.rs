@@ -1,6 +1,8 @@
 //! Checkpoints (`--resume`): weights, AdamW moments and step count, and the loop's
 //! [`Position`] (step, epoch, place in the epoch, dropout generator). Written to a temporary
-//! folder and renamed into place, so a run killed while writing leaves the previous checkpoint.
+//! folder and swapped into place by renames, so a run killed at any point (kill -9 included)
+//! leaves one complete checkpoint: `checkpoint/`, or between the two renames of a swap
+//! `checkpoint.old/`, which [`recover`] puts back.
 
 use super::trainer::{Position, Trainer};
 use crate::error::{Error, InputError, Result};
@@ -48,10 +50,28 @@ pub fn save(dir: &Path, trainer: &Trainer, extra: serde_json::Value) -> Result<(
     let text = serde_json::to_string_pretty(&state).map_err(|e| anyhow!("{e}"))?;
     std::fs::write(tmp.join("state.json"), text)
         .with_context(|| format!("writing {}", tmp.display()))?;
+    // Swap by renames: deleting the old checkpoint in place could leave a half-deleted folder.
+    let old = dir.with_extension("old");
+    if old.exists() {
+        std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+    }
     if dir.exists() {
-        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+        std::fs::rename(dir, &old).with_context(|| format!("renaming {}", dir.display()))?;
     }
     std::fs::rename(&tmp, dir).with_context(|| format!("renaming to {}", dir.display()))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+    }
+    Ok(())
+}
+
+/// After a kill between the two renames of [`save`]: put the previous checkpoint
+/// (`checkpoint.old/`, complete) back in place. Nothing to do otherwise.
+pub fn recover(dir: &Path) -> Result<()> {
+    let old = dir.with_extension("old");
+    if !dir.exists() && old.exists() {
+        std::fs::rename(&old, dir).with_context(|| format!("renaming {}", old.display()))?;
+    }
     Ok(())
 }
 

@@ -9,6 +9,7 @@
 pub mod adamw;
 pub mod checkpoint;
 pub mod model;
+pub mod ops;
 pub mod rng;
 pub mod schedule;
 pub mod trainer;
