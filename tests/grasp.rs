@@ -893,4 +893,37 @@ fn scene_names_are_checked_mapped_and_counted() {
         report.contains("| P_Gravty") && report.contains("unknown scene"),
         "{report}"
     );
+
+    // Several --responses files: each is checked as a single file is, the typo named in its file.
+    let clean = dir.join("clean.csv");
+    write_csv(&clean, &rows[..4]);
+    let multi_out = dir.join("multi");
+    let multi = [
+        "grasp",
+        "--responses",
+        clean.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        "--labels",
+        "A,B",
+        "--test",
+        "level2",
+        "--out",
+        multi_out.to_str().unwrap(),
+    ];
+    fails(
+        &multi,
+        2,
+        &format!("{}:6: field \"scene\": \"P_Gravty\"", csv.display()),
+    );
+    assert!(!multi_out.join("metrics.json").exists());
+    let mut args = multi.to_vec();
+    args.push("--allow-unknown-scenes");
+    ok(&args);
+    let its = items(&multi_out);
+    assert_eq!(its.len(), 9);
+    assert_eq!(its[2]["renamed_from"], "P_Continuity2");
+    assert_eq!(
+        (&its[8]["model"], &its[8]["unknown_scene"]),
+        (&serde_json::json!("B"), &serde_json::json!(true))
+    );
 }

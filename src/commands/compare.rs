@@ -11,7 +11,7 @@ use super::suite::{self, BenchmarkInput, Registered};
 use crate::cli::CompareArgs;
 use crate::error::{Error, InputError, Result};
 use crate::report::compare::{self as report, LeaderRow, Leaderboard};
-use crate::report::{MetricsDoc, OutputDir, METRICS_FILE, RUN_FILE};
+use crate::report::{MetricsDoc, OutputDir, METRICS_FILE};
 use crate::suites::compare::{compare_all, leaderboard_values, System};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -164,27 +164,7 @@ fn labels(args: &CompareArgs) -> Result<Vec<String>> {
 
 /// metrics.json of a finished run.
 fn read_doc(dir: &Path) -> Result<MetricsDoc> {
-    let metrics = dir.join(METRICS_FILE);
-    if !metrics.is_file() {
-        let why = if dir.join(RUN_FILE).is_file() {
-            "an unfinished run (no metrics.json yet); finish it before comparing"
-        } else if dir.is_dir() {
-            "no metrics.json: not the output folder of a scoring command"
-        } else {
-            "not a folder"
-        };
-        return Err(InputError::file(dir, why).into());
-    }
-    let text = std::fs::read_to_string(&metrics)
-        .map_err(|e| InputError::file(&metrics, format!("cannot read: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| {
-        InputError::line(
-            &metrics,
-            e.line(),
-            format!("not a scorekit metrics.json: {e}"),
-        )
-        .into()
-    })
+    super::merge::read_finished(dir, "finish it before comparing")
 }
 
 /// All runs are of one registered suite and agree on its benchmark inputs.

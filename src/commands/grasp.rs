@@ -37,20 +37,8 @@ pub fn run(args: GraspArgs) -> Result<()> {
         )));
     }
     let file = &args.responses[0];
-    let (mut rows, lines) = read_rows(file)?;
-    let located = |issue: RowIssue| -> Error {
-        let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
-        InputError::field(file, line, issue.field, issue.message).into()
-    };
-    // Scene names against the test's: old names mapped, a typo refused (it would split a group).
-    let names = grasp::names::check_scenes(test.kind, &mut rows, args.allow_unknown_scenes)
-        .map_err(located)?;
-    let mut items = grasp::score(test.kind, &rows).map_err(located)?;
-    for it in &mut items {
-        it.renamed_from = names.renamed.get(&it.row).cloned();
-        it.unknown_scene = names.unknown.contains(&it.row);
-    }
-    warn_names(file, &lines, &names, &rows);
+    let (rows, lines, items) = read_and_score(file, test.kind, args.allow_unknown_scenes)?;
+    let located = locator(file, &lines);
     let out = &args.output;
     let opts = SummaryOptions {
         bootstrap: out.bootstrap,
@@ -485,6 +473,36 @@ fn read_config(path: &Path) -> Result<(Option<TestKind>, Option<String>)> {
 }
 
 /// Read the rows (CSV, or JSONL by extension or by a leading `{`) and the file line of each.
+/// Turns a row's issue into an error naming `file`, its line and the field.
+pub(super) fn locator<'a>(file: &'a Path, lines: &'a [usize]) -> impl Fn(RowIssue) -> Error + 'a {
+    move |issue: RowIssue| {
+        let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
+        InputError::field(file, line, issue.field, issue.message).into()
+    }
+}
+
+/// Read one results file, check its scene names against the test's (old names mapped, a typo
+/// refused: it would split a group) and score it: the rows, their lines and the items.
+pub(super) fn read_and_score(
+    file: &Path,
+    kind: TestKind,
+    allow_unknown_scenes: bool,
+) -> Result<(Vec<Row>, Vec<usize>, Vec<grasp::Item>)> {
+    let (mut rows, lines) = read_rows(file)?;
+    let (names, mut items) = {
+        let located = locator(file, &lines);
+        let names =
+            grasp::names::check_scenes(kind, &mut rows, allow_unknown_scenes).map_err(&located)?;
+        (names, grasp::score(kind, &rows).map_err(&located)?)
+    };
+    for it in &mut items {
+        it.renamed_from = names.renamed.get(&it.row).cloned();
+        it.unknown_scene = names.unknown.contains(&it.row);
+    }
+    warn_names(file, &lines, &names, &rows);
+    Ok((rows, lines, items))
+}
+
 pub(super) fn read_rows(path: &Path) -> Result<(Vec<Row>, Vec<usize>)> {
     let (rows, lines) = if is_jsonl(path)? {
         let records = read_jsonl(path)?;

@@ -8,11 +8,11 @@
 //! that model's single-run headline (accuracy, n, ...) with its per-test groups under `tests`;
 //! `metrics` holds the row count and the models in order.
 
-use super::grasp::{headline, read_rows, resolve_test, settings, shard_key, warn_names};
+use super::grasp::{headline, read_and_score, resolve_test, settings, shard_key};
 use crate::cli::GraspArgs;
 use crate::error::{Error, InputError, Result};
 use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
-use crate::suites::grasp::{self, RowIssue, Summary, SummaryOptions, TestKind};
+use crate::suites::grasp::{self, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -56,21 +56,11 @@ pub fn run(args: GraspArgs) -> Result<()> {
                 test.kind.name()
             )));
         }
-        let (mut rows, lines) = read_rows(file)?;
-        let located = |issue: RowIssue| -> Error {
-            let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
-            InputError::field(file, line, issue.field, issue.message).into()
-        };
-        // The same scene-name check as a single-file run: a typo would split a group.
-        let names = grasp::names::check_scenes(test.kind, &mut rows, args.allow_unknown_scenes)
-            .map_err(located)?;
-        let mut scored = grasp::score(test.kind, &rows).map_err(located)?;
+        // Read, checked and scored exactly as a single-file run.
+        let (_, _, mut scored) = read_and_score(file, test.kind, args.allow_unknown_scenes)?;
         for it in &mut scored {
             it.model = Some(label.clone());
-            it.renamed_from = names.renamed.get(&it.row).cloned();
-            it.unknown_scene = names.unknown.contains(&it.row);
         }
-        warn_names(file, &lines, &names, &rows);
         items.extend(scored);
         doc.add_input(file)?;
         if let Some(cfg) = &test.config {

@@ -67,28 +67,36 @@ pub fn run(args: MergeArgs) -> Result<()> {
     Ok(())
 }
 
-/// metrics.json of a finished shard, with its shard.
-fn read_part(dir: &Path) -> Result<Part> {
+/// metrics.json of a finished run in `dir` (merge and compare); `unfinished` says what to do
+/// about a run that has not written it yet.
+pub(super) fn read_finished(dir: &Path, unfinished: &str) -> Result<MetricsDoc> {
     let metrics = dir.join(METRICS_FILE);
     if !metrics.is_file() {
         let why = if dir.join(RUN_FILE).is_file() {
-            "an unfinished run (no metrics.json yet); rerun its command with the same --out to resume it"
+            format!("an unfinished run (no metrics.json yet); {unfinished}")
         } else if dir.is_dir() {
-            "no metrics.json: not the output folder of a scoring command"
+            "no metrics.json: not the output folder of a scoring command".into()
         } else {
-            "not a folder"
+            "not a folder".into()
         };
         return Err(InputError::file(dir, why).into());
     }
     let text = std::fs::read_to_string(&metrics)
         .map_err(|e| InputError::file(&metrics, format!("cannot read: {e}")))?;
-    let doc: MetricsDoc = serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_str(&text).map_err(|e| {
         InputError::line(
             &metrics,
             e.line(),
             format!("not a scorekit metrics.json: {e}"),
         )
-    })?;
+        .into()
+    })
+}
+
+/// metrics.json of a finished shard, with its shard.
+fn read_part(dir: &Path) -> Result<Part> {
+    let doc = read_finished(dir, "rerun its command with the same --out to resume it")?;
+    let metrics = dir.join(METRICS_FILE);
     let shard = match doc.settings.get("shard") {
         None => Shard::ALL,
         Some(Value::String(s)) => s.parse().map_err(|_| {
