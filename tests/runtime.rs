@@ -720,7 +720,7 @@ fn missing_repo_file_and_repo_are_clear_errors() {
 /// Writes the tiny fixtures where scripts/reference/embed_reference.py reads them:
 /// `cargo test --test runtime write_reference_fixtures -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "writes the committed reference fixtures; run by scripts/fixtures/make-reference-fixtures.sh"]
 fn write_reference_fixtures() {
     tiny_cls(&repo().join("fixtures-cache/tiny-cls"));
     tiny_mean(&repo().join("fixtures-cache/tiny-mean"));

@@ -298,17 +298,11 @@ fn outputs_with(
         ));
     }
     let main = report::grasp::main_table(&summary);
-    let files = vec![
-        (
-            "tables.tex".to_string(),
-            report::table::latex_document("GRASP table", &[&main]).into_bytes(),
-        ),
-        ("table.csv".to_string(), main.csv().into_bytes()),
-        (
-            "accuracy.svg".to_string(),
-            report::grasp::accuracy_chart(&summary).into_bytes(),
-        ),
-    ];
+    let mut files = report::table::table_files("GRASP table", &main);
+    files.push((
+        "accuracy.svg".to_string(),
+        report::grasp::accuracy_chart(&summary).into_bytes(),
+    ));
     Ok(Outputs {
         report,
         table,

@@ -217,17 +217,11 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Output
         report_md.push_str(&format!("\n## {name}\n"));
         report_md.push_str(one.split_once('\n').map_or("", |(_, rest)| rest));
     }
-    let files = vec![
-        (
-            "tables.tex".to_string(),
-            report::table::latex_document("GRASP Table 2", &[&table2]).into_bytes(),
-        ),
-        ("table.csv".to_string(), table2.csv().into_bytes()),
-        (
-            "accuracy.svg".to_string(),
-            report::grasp::models_chart(&models).into_bytes(),
-        ),
-    ];
+    let mut files = report::table::table_files("GRASP Table 2", &table2);
+    files.push((
+        "accuracy.svg".to_string(),
+        report::grasp::models_chart(&models).into_bytes(),
+    ));
     Ok(Outputs {
         report: report_md,
         table,

@@ -215,17 +215,11 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs
         table.push_str("O from --output-verdicts\n");
     }
     let main = report::muse::main_table(&summary);
-    let mut files = vec![
-        (
-            "tables.tex".to_string(),
-            report::table::latex_document("MuSE table", &[&main]).into_bytes(),
-        ),
-        ("table.csv".to_string(), main.csv().into_bytes()),
-        (
-            "scores.svg".to_string(),
-            report::muse::scores_chart(&summary).into_bytes(),
-        ),
-    ];
+    let mut files = report::table::table_files("MuSE table", &main);
+    files.push((
+        "scores.svg".to_string(),
+        report::muse::scores_chart(&summary).into_bytes(),
+    ));
     if doc.settings.contains_key("embedder") {
         let th: Option<semantic::Thresholds> = doc
             .settings

@@ -479,13 +479,7 @@ fn story_files(
     results: &BTreeMap<String, (story::GroupMetrics, story::Counts)>,
 ) -> Vec<(String, Vec<u8>)> {
     let main = report::story::main_table(results);
-    let mut files = vec![
-        (
-            "tables.tex".to_string(),
-            report::table::latex_document("Possible Stories table", &[&main]).into_bytes(),
-        ),
-        ("table.csv".to_string(), main.csv().into_bytes()),
-    ];
+    let mut files = report::table::table_files("Possible Stories table", &main);
     if let Some(svg) = report::story::ifsm_chart(results) {
         files.push(("ifsm.svg".to_string(), svg.into_bytes()));
     }

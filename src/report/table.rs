@@ -205,6 +205,17 @@ impl DataTable {
     }
 }
 
+/// A suite's main table as its two files: `tables.tex` (titled) and `table.csv`.
+pub fn table_files(title: &str, table: &DataTable) -> Vec<(String, Vec<u8>)> {
+    vec![
+        (
+            "tables.tex".to_string(),
+            latex_document(title, &[table]).into_bytes(),
+        ),
+        ("table.csv".to_string(), table.csv().into_bytes()),
+    ]
+}
+
 /// Several tables in one tables.tex, each followed by a blank line.
 pub fn latex_document(title: &str, tables: &[&DataTable]) -> String {
     let mut s = format!("% {title} written by scorekit\n");

@@ -660,7 +660,7 @@ mod speed {
     /// What one tile load and one tile product cost here (the numbers behind the four-product
     /// step): `cargo test --release --lib amx_tile_costs -- --ignored --nocapture`.
     #[test]
-    #[ignore]
+    #[ignore = "timing probe, run by hand: cargo test --release --lib amx_tile_costs -- --ignored --nocapture (BENCHMARKS.md)"]
     fn amx_tile_costs() {
         if !available() {
             return;

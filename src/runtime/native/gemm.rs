@@ -471,7 +471,7 @@ mod speed {
 
     /// `cargo test --release --lib gemm_speed -- --ignored --nocapture`
     #[test]
-    #[ignore]
+    #[ignore = "timing probe, run by hand: GEMM_SHAPE=MxNxK cargo test --release --lib gemm_speed -- --ignored --nocapture (BENCHMARKS.md)"]
     fn gemm_speed() {
         if !available() {
             return;

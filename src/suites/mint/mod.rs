@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod checkers;
 pub mod exec;
 mod fastline;
+use fastline::FastLine;
 pub mod layout;
 pub mod pyexpr;
 pub mod pyfloat;
@@ -175,24 +176,7 @@ pub fn parse_stored(
     src: &str,
 ) -> Result<Item, InputError> {
     if let Some(f) = fastline::parse(src) {
-        return Ok(Item {
-            file: name.to_string(),
-            line,
-            row,
-            config: key.config.clone(),
-            task_type: key.task_type.clone(),
-            task: key.task.clone(),
-            task_id: f.task_id,
-            success: f.success,
-            rechecked: None,
-            recheck_note: None,
-            invalid_actions: f.invalid_actions,
-            turns: f.history_len / 2,
-            escaped_underscore: f.escaped_underscore,
-            python_tag: f.python_tag,
-            terminate_reason: f.terminate_reason,
-            duplicate: false,
-        });
+        return Ok(item(name, key, line, row, f));
     }
     // Anything unusual (and every error) is read by serde_json.
     let rec: record::StoredLine =
@@ -202,24 +186,38 @@ pub fn parse_stored(
         record::TaskId::Other(found) => return Err(task_id_error(name, line, found)),
     };
     let state = rec.state;
-    Ok(Item {
+    let facts = FastLine {
+        task_id,
+        success: state.success,
+        invalid_actions: state.agent_action_count.invalid_action,
+        history_len: state.history.len,
+        escaped_underscore: state.history.escaped_underscore,
+        python_tag: state.history.python_tag,
+        terminate_reason: state.terminate_reason,
+    };
+    Ok(item(name, key, line, row, facts))
+}
+
+/// The item of one line from what a reader took from it (not re-checked).
+fn item(name: &str, key: &FileKey, line: usize, row: usize, f: FastLine) -> Item {
+    Item {
         file: name.to_string(),
         line,
         row,
         config: key.config.clone(),
         task_type: key.task_type.clone(),
         task: key.task.clone(),
-        task_id,
-        success: state.success,
+        task_id: f.task_id,
+        success: f.success,
         rechecked: None,
         recheck_note: None,
-        invalid_actions: state.agent_action_count.invalid_action,
-        turns: state.history.len / 2,
-        escaped_underscore: state.history.escaped_underscore,
-        python_tag: state.history.python_tag,
-        terminate_reason: state.terminate_reason,
+        invalid_actions: f.invalid_actions,
+        turns: f.history_len / 2,
+        escaped_underscore: f.escaped_underscore,
+        python_tag: f.python_tag,
+        terminate_reason: f.terminate_reason,
         duplicate: false,
-    })
+    }
 }
 
 fn task_id_error(name: &str, line: usize, found: &str) -> InputError {
@@ -253,26 +251,18 @@ pub fn parse_full(
         other => return Err(task_id_error(name, line, crate::input::type_name(other))),
     };
     let assistant = || rec.state.history.iter().filter(|m| m.role == "assistant");
-    let item = Item {
-        file: name.to_string(),
-        line,
-        row,
-        config: key.config.clone(),
-        task_type: key.task_type.clone(),
-        task: key.task.clone(),
+    let facts = FastLine {
         task_id,
         success: rec.state.success,
-        rechecked: None,
-        recheck_note: None,
         invalid_actions: rec.state.agent_action_count.invalid_action,
-        turns: rec.state.history.len() as u64 / 2,
+        history_len: rec.state.history.len() as u64,
         // Neither pattern contains a line break, so searching each message finds what a
         // search of the messages joined by line breaks finds.
         escaped_underscore: assistant().any(|m| m.content.contains("\\_")),
         python_tag: assistant().any(|m| m.content.contains("[PYTHON]")),
         terminate_reason: rec.state.terminate_reason.clone(),
-        duplicate: false,
     };
+    let item = item(name, key, line, row, facts);
     let answers = assistant()
         .filter_map(|m| checkers::proposal(checkers::model_output(&m.content)))
         .collect();
