@@ -167,18 +167,7 @@ fn resume_ends_with_the_weights_of_an_uninterrupted_run() {
     again.push("--resume");
     let r = run(&train_args(j, &train, p, &again));
     assert!(r.status.success(), "{}", stderr(&r));
-    let a = std::fs::read(whole.join("model.safetensors")).unwrap();
-    let b = std::fs::read(parts.join("model.safetensors")).unwrap();
-    assert!(
-        a == b,
-        "resumed weights differ from the uninterrupted run's"
-    );
-    let (ta, tb) = (
-        read_json(&whole.join("training.json")),
-        read_json(&parts.join("training.json")),
-    );
-    assert_eq!(ta["steps"], tb["steps"]);
-    assert_eq!(ta["steps"].as_array().unwrap().len(), 6);
+    assert_same_training(&whole, &parts, 6);
 }
 
 /// A real kill -9 (not `--stop-after`): the child is killed once a checkpoint of step 3 or later
@@ -231,18 +220,7 @@ fn resume_after_kill_9_ends_with_the_weights_of_an_uninterrupted_run() {
     again.push("--resume");
     let r = run(&train_args(j, &train, p, &again));
     assert!(r.status.success(), "{}", stderr(&r));
-    let a = std::fs::read(whole.join("model.safetensors")).unwrap();
-    let b = std::fs::read(parts.join("model.safetensors")).unwrap();
-    assert!(
-        a == b,
-        "resumed weights differ from the uninterrupted run's"
-    );
-    let (ta, tb) = (
-        read_json(&whole.join("training.json")),
-        read_json(&parts.join("training.json")),
-    );
-    assert_eq!(ta["steps"], tb["steps"]);
-    assert_eq!(ta["steps"].as_array().unwrap().len(), 90);
+    assert_same_training(&whole, &parts, 90);
     for leftover in ["checkpoint", "checkpoint.old", "checkpoint.partial"] {
         assert!(!parts.join(leftover).exists(), "{leftover} left behind");
     }
@@ -351,4 +329,21 @@ fn a_base_whose_weights_do_not_fit_its_config_is_refused_before_training() {
         "{e}"
     );
     assert!(!out.join("training.json").exists() && !out.join("model.safetensors").exists());
+}
+
+/// The resumed run in `parts` ended with the uninterrupted run's weights (byte for byte) and
+/// per-step losses, after `steps` optimiser steps.
+fn assert_same_training(whole: &Path, parts: &Path, steps: usize) {
+    let a = std::fs::read(whole.join("model.safetensors")).unwrap();
+    let b = std::fs::read(parts.join("model.safetensors")).unwrap();
+    assert!(
+        a == b,
+        "resumed weights differ from the uninterrupted run's"
+    );
+    let (ta, tb) = (
+        read_json(&whole.join("training.json")),
+        read_json(&parts.join("training.json")),
+    );
+    assert_eq!(ta["steps"], tb["steps"]);
+    assert_eq!(ta["steps"].as_array().unwrap().len(), steps);
 }
