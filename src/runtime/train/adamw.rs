@@ -83,28 +83,274 @@ impl AdamW {
     }
 
     /// One step at learning rate `lr` with gradients `grads` (aligned with `slots`; `None`: the
-    /// variable took no part, and PyTorch skips it, decay included).
-    pub fn step(&mut self, grads: &[Option<Tensor>], lr: f64) -> Result<()> {
+    /// variable took no part, and PyTorch skips it, decay included), each first multiplied by
+    /// `grad_scale` when that is below 1 (gradient clipping, as `clip_grad_norm_` scales the
+    /// gradients in place before the step).
+    pub fn step(&mut self, grads: &[Option<Tensor>], lr: f64, grad_scale: f64) -> Result<()> {
         self.step += 1;
         let p = self.params;
         let t = self.step as i32;
         let bc1 = 1.0 - p.beta1.powi(t);
         let bc2_sqrt = (1.0 - p.beta2.powi(t)).sqrt();
-        let step_size = lr / bc1;
+        let k = Coefficients {
+            grad_scale: (grad_scale < 1.0).then_some(grad_scale),
+            beta1: p.beta1,
+            beta2: p.beta2,
+            decay: 1.0 - lr * p.weight_decay,
+            inv_bc2_sqrt: 1.0 / bc2_sqrt,
+            eps: p.eps,
+            step_size: lr / bc1,
+        };
         for (slot, g) in self.slots.iter_mut().zip(grads) {
             let Some(g) = g else { continue };
+            let decay = slot.decay && p.weight_decay != 0.0;
+            if fused::applies(slot, g) {
+                fused::step(slot, g, &k, decay)?;
+                continue;
+            }
+            let g = match k.grad_scale {
+                Some(c) => (g * c)?,
+                None => g.clone(),
+            };
             let mut theta = slot.var.as_tensor().clone();
-            if slot.decay && p.weight_decay != 0.0 {
-                theta = (theta * (1.0 - lr * p.weight_decay))?;
+            if decay {
+                theta = (theta * k.decay)?;
             }
             // exp_avg.lerp_(grad, 1 - β1); exp_avg_sq.mul_(β2).addcmul_(grad, grad, 1 - β2)
-            slot.m = (&slot.m + ((g - &slot.m)? * (1.0 - p.beta1))?)?;
+            slot.m = (&slot.m + ((&g - &slot.m)? * (1.0 - p.beta1))?)?;
             slot.v = ((&slot.v * p.beta2)? + (g.sqr()? * (1.0 - p.beta2))?)?;
             let denom = ((slot.v.sqrt()? / bc2_sqrt)? + p.eps)?;
-            let update = (slot.m.div(&denom)? * step_size)?;
+            let update = (slot.m.div(&denom)? * k.step_size)?;
             slot.var.set(&(theta - update)?)?;
         }
         Ok(())
+    }
+}
+
+/// The scalars of one AdamW step.
+struct Coefficients {
+    /// Clipping factor applied to the gradient first, when below 1.
+    grad_scale: Option<f64>,
+    beta1: f64,
+    beta2: f64,
+    /// `1 − lr·wd`.
+    decay: f64,
+    /// `1 / sqrt(1 − β2^t)`.
+    inv_bc2_sqrt: f64,
+    eps: f64,
+    /// `lr / (1 − β1^t)`.
+    step_size: f64,
+}
+
+/// The CPU step in place: moments and weights updated in their own storage in three passes,
+/// where the composed tensor operations made about twelve, each into a freshly allocated
+/// (page-faulted) tensor the size of the weight. The arithmetic is the composed path's, operation
+/// for operation in the tensor's float type (candle's `x * c` is `x · c + 0`, `x / c` is
+/// `x · (1/c) + 0`), so both paths give the same bits.
+mod fused {
+    use super::{Coefficients, Slot};
+    use candle_core::{
+        bail, CpuStorage, DType, InplaceOp2, InplaceOp3, Layout, Result, Tensor, WithDType,
+    };
+    use rayon::prelude::*;
+
+    /// Elements handed to one rayon task.
+    const CHUNK: usize = 1 << 16;
+
+    /// Whether the in-place CPU path handles this slot: f32 / f64 on the CPU, contiguous.
+    pub fn applies(slot: &Slot, g: &Tensor) -> bool {
+        let cpu = |t: &Tensor| {
+            t.device().is_cpu()
+                && matches!(t.dtype(), DType::F32 | DType::F64)
+                && t.is_contiguous()
+                && t.dtype() == g.dtype()
+        };
+        cpu(g) && cpu(&slot.m) && cpu(&slot.v) && cpu(slot.var.as_tensor())
+    }
+
+    /// One step of `slot` with gradient `g`.
+    pub fn step(slot: &mut Slot, g: &Tensor, k: &Coefficients, decay: bool) -> Result<()> {
+        slot.m.inplace_op2(g, &Moments { k, second: false })?;
+        slot.v.inplace_op2(g, &Moments { k, second: true })?;
+        slot.var
+            .as_tensor()
+            .inplace_op3(&slot.m, &slot.v, &Update { k, decay })
+    }
+
+    fn slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+        match l.contiguous_offsets() {
+            Some((a, b)) => Ok(&s.as_slice::<T>()?[a..b]),
+            None => bail!("adamw: non-contiguous tensor"),
+        }
+    }
+
+    fn slice_mut<'a, T: WithDType>(s: &'a mut CpuStorage, l: &Layout) -> Result<&'a mut [T]> {
+        let Some((a, b)) = l.contiguous_offsets() else {
+            bail!("adamw: non-contiguous tensor")
+        };
+        let all: &mut [T] = match (s, T::DTYPE) {
+            (CpuStorage::F32(v), DType::F32) => bytemuck_cast(v),
+            (CpuStorage::F64(v), DType::F64) => bytemuck_cast(v),
+            _ => bail!("adamw: dtype"),
+        };
+        Ok(&mut all[a..b])
+    }
+
+    /// `v` as a slice of `T`, which the caller has checked is `U`.
+    fn bytemuck_cast<U: WithDType, T: WithDType>(v: &mut [U]) -> &mut [T] {
+        assert_eq!(U::DTYPE, T::DTYPE);
+        // SAFETY: `T` and `U` are the same type (equal candle dtypes name one Rust type each),
+        // so the pointer, length and alignment are those of a valid `[T]`.
+        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<T>(), v.len()) }
+    }
+
+    /// First (`m ← m + (g − m)(1 − β1)`) or second (`v ← v·β2 + g²(1 − β2)`) moment.
+    struct Moments<'a> {
+        k: &'a Coefficients,
+        second: bool,
+    }
+
+    impl Moments<'_> {
+        fn run<T: WithDType + Send + Sync>(&self, m: &mut [T], g: &[T]) -> Result<()> {
+            if m.len() != g.len() {
+                bail!("adamw: gradient of {} elements for {}", g.len(), m.len());
+            }
+            let scale = self.k.grad_scale.map(T::from_f64);
+            let zero = T::from_f64(0.0);
+            let (b, one_minus_b) = if self.second {
+                (T::from_f64(self.k.beta2), T::from_f64(1.0 - self.k.beta2))
+            } else {
+                (T::from_f64(self.k.beta1), T::from_f64(1.0 - self.k.beta1))
+            };
+            let second = self.second;
+            m.par_chunks_mut(CHUNK)
+                .zip(g.par_chunks(CHUNK))
+                .for_each(|(mc, gc)| {
+                    for (m, &g) in mc.iter_mut().zip(gc) {
+                        let g = match scale {
+                            Some(c) => g * c + zero,
+                            None => g,
+                        };
+                        *m = if second {
+                            (*m * b + zero) + ((g * g) * one_minus_b + zero)
+                        } else {
+                            *m + ((g - *m) * one_minus_b + zero)
+                        };
+                    }
+                });
+            Ok(())
+        }
+    }
+
+    impl InplaceOp2 for Moments<'_> {
+        fn name(&self) -> &'static str {
+            "scorekit-adamw-moment"
+        }
+
+        fn cpu_fwd(
+            &self,
+            s1: &mut CpuStorage,
+            l1: &Layout,
+            s2: &CpuStorage,
+            l2: &Layout,
+        ) -> Result<()> {
+            match candle_core::backend::BackendStorage::dtype(s2) {
+                DType::F32 => self.run(slice_mut::<f32>(s1, l1)?, slice::<f32>(s2, l2)?),
+                DType::F64 => self.run(slice_mut::<f64>(s1, l1)?, slice::<f64>(s2, l2)?),
+                d => bail!("adamw: dtype {d:?}"),
+            }
+        }
+    }
+
+    /// The float types of the step, with their square root.
+    trait Sqrt: WithDType + Send + Sync {
+        fn sqrt(self) -> Self;
+    }
+
+    impl Sqrt for f32 {
+        fn sqrt(self) -> f32 {
+            f32::sqrt(self)
+        }
+    }
+
+    impl Sqrt for f64 {
+        fn sqrt(self) -> f64 {
+            f64::sqrt(self)
+        }
+    }
+
+    /// `θ ← θ·(1 − lr·wd) − (m / (sqrt(v)/sqrt(bc2) + ε))·step_size`.
+    struct Update<'a> {
+        k: &'a Coefficients,
+        decay: bool,
+    }
+
+    impl Update<'_> {
+        fn run<T: Sqrt>(&self, theta: &mut [T], m: &[T], v: &[T]) -> Result<()> {
+            if theta.len() != m.len() || theta.len() != v.len() {
+                bail!(
+                    "adamw: moments of {} / {} elements for {}",
+                    m.len(),
+                    v.len(),
+                    theta.len()
+                );
+            }
+            let k = self.k;
+            let zero = T::from_f64(0.0);
+            let one = T::from_f64(1.0);
+            let decay = self.decay.then(|| T::from_f64(k.decay));
+            let (inv_bc2, eps, step) = (
+                T::from_f64(k.inv_bc2_sqrt),
+                T::from_f64(k.eps),
+                T::from_f64(k.step_size),
+            );
+            theta
+                .par_chunks_mut(CHUNK)
+                .zip(m.par_chunks(CHUNK))
+                .zip(v.par_chunks(CHUNK))
+                .for_each(|((tc, mc), vc)| {
+                    for ((t, &m), &v) in tc.iter_mut().zip(mc).zip(vc) {
+                        let theta = match decay {
+                            Some(d) => *t * d + zero,
+                            None => *t,
+                        };
+                        let denom = (v.sqrt() * inv_bc2 + zero) * one + eps;
+                        let update = (m / denom) * step + zero;
+                        *t = theta - update;
+                    }
+                });
+            Ok(())
+        }
+    }
+
+    impl InplaceOp3 for Update<'_> {
+        fn name(&self) -> &'static str {
+            "scorekit-adamw-update"
+        }
+
+        fn cpu_fwd(
+            &self,
+            s1: &mut CpuStorage,
+            l1: &Layout,
+            s2: &CpuStorage,
+            l2: &Layout,
+            s3: &CpuStorage,
+            l3: &Layout,
+        ) -> Result<()> {
+            match candle_core::backend::BackendStorage::dtype(s2) {
+                DType::F32 => self.run(
+                    slice_mut::<f32>(s1, l1)?,
+                    slice::<f32>(s2, l2)?,
+                    slice::<f32>(s3, l3)?,
+                ),
+                DType::F64 => self.run(
+                    slice_mut::<f64>(s1, l1)?,
+                    slice::<f64>(s2, l2)?,
+                    slice::<f64>(s3, l3)?,
+                ),
+                d => bail!("adamw: dtype {d:?}"),
+            }
+        }
     }
 }
 
@@ -140,7 +386,7 @@ mod tests {
             let denom = (v.sqrt() / (1.0 - 0.999f64.powi(t)).sqrt()) + 1e-8;
             p -= lr / (1.0 - 0.9f64.powi(t)) * m / denom;
             let gt = Tensor::new(&[*g], &Device::Cpu).unwrap();
-            opt.step(&[Some(gt)], lr).unwrap();
+            opt.step(&[Some(gt)], lr, 1.0).unwrap();
         }
         let got = var.as_tensor().to_vec1::<f64>().unwrap()[0];
         assert!((got - p).abs() < 1e-15, "{got} vs {p}");

@@ -12,4 +12,5 @@ pub mod model;
 pub mod ops;
 pub mod rng;
 pub mod schedule;
+mod simd;
 pub mod trainer;

@@ -37,7 +37,10 @@ fn slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
 }
 
 /// Run `f` on the elements of tensor `t` (made contiguous), on the CPU.
-fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> Result<R>) -> Result<R> {
+pub(super) fn with_slice<T: WithDType, R>(
+    t: &Tensor,
+    f: impl FnOnce(&[T]) -> Result<R>,
+) -> Result<R> {
     let t = t.contiguous()?;
     let (s, l) = t.storage_and_layout();
     match &*s {
@@ -270,6 +273,9 @@ fn sm_fwd<T: Real>(
             for (r, (yr, xr)) in yc.chunks_mut(k).zip(xc.chunks(k)).enumerate() {
                 let row = t * ROWS_PER_TASK + r;
                 let mr = &m[(row * k / per_batch) * k..][..k];
+                if super::simd::masked_softmax_row(xr, mr, scale, yr) {
+                    continue;
+                }
                 let mut max = f64::NEG_INFINITY;
                 for j in 0..k {
                     z[j] = T::from_f64(xr[j].to_f64() * scale).to_f64() + mr[j].to_f64();
@@ -359,6 +365,13 @@ const ELEMS_PER_TASK: usize = 16384;
 fn gelu_fwd<T: Real>(s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
     let x = slice::<T>(s, l)?;
     let mut y = vec![T::from_f64(0.0); x.len()];
+    let vectorised = y
+        .par_chunks_mut(ELEMS_PER_TASK)
+        .zip(x.par_chunks(ELEMS_PER_TASK))
+        .all(|(yc, xc)| super::simd::gelu(xc, yc));
+    if vectorised {
+        return Ok((T::to_cpu_storage_owned(y), l.shape().clone()));
+    }
     let half = T::from_f64(0.5);
     let one = T::from_f64(1.0);
     let r2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
@@ -377,6 +390,14 @@ fn gelu_grad<T: Real>(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let dx = with_slice::<T, _>(x, |x| {
         with_slice::<T, _>(dy, |d| {
             let mut dx = vec![T::from_f64(0.0); x.len()];
+            let vectorised = dx
+                .par_chunks_mut(ELEMS_PER_TASK)
+                .zip(x.par_chunks(ELEMS_PER_TASK))
+                .zip(d.par_chunks(ELEMS_PER_TASK))
+                .all(|((dxc, xc), dc)| super::simd::gelu_grad(xc, dc, dxc));
+            if vectorised {
+                return Ok(dx);
+            }
             let inv_sqrt_2pi = 1.0 / (2.0 * std::f64::consts::PI).sqrt();
             dx.par_chunks_mut(ELEMS_PER_TASK)
                 .zip(x.par_chunks(ELEMS_PER_TASK))

@@ -1,7 +1,8 @@
 //! The learning-rate schedule of `transformers`' `get_linear_schedule_with_warmup`, and the
 //! global-norm clipping of `torch.nn.utils.clip_grad_norm_`.
 
-use candle_core::{Result, Tensor};
+use super::ops::with_slice;
+use candle_core::{DType, Result, Tensor};
 
 /// Linear warm-up from 0 over `warmup` steps, then linear decay to 0 at `total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,28 +32,39 @@ impl LinearSchedule {
     }
 }
 
-/// Scale gradients so that their global L2 norm is at most `max_norm`, as
-/// `clip_grad_norm_` (coefficient `max_norm / (norm + 1e-6)`, clamped at 1). Returns the norm
-/// before clipping. `max_norm <= 0` leaves them as they are.
-pub fn clip_grad_norm(grads: &mut [Option<Tensor>], max_norm: f64) -> Result<f64> {
+/// The global L2 norm of the gradients, accumulated in f64 (f32 elements are squared in f64).
+pub fn grad_norm(grads: &[Option<Tensor>]) -> Result<f64> {
     let mut sq = 0f64;
     for g in grads.iter().flatten() {
-        sq += g
-            .to_dtype(candle_core::DType::F64)?
-            .sqr()?
-            .sum_all()?
-            .to_scalar::<f64>()?;
+        sq += match (g.device().is_cpu(), g.dtype()) {
+            (true, DType::F32) => with_slice::<f32, _>(g, |x| Ok(sum_sq(x, |v| v as f64)))?,
+            (true, DType::F64) => with_slice::<f64, _>(g, |x| Ok(sum_sq(x, |v| v)))?,
+            _ => g
+                .to_dtype(DType::F64)?
+                .sqr()?
+                .sum_all()?
+                .to_scalar::<f64>()?,
+        };
     }
-    let norm = sq.sqrt();
+    Ok(sq.sqrt())
+}
+
+/// Σ x² of `xs` in f64, in parallel chunks.
+fn sum_sq<T: Copy + Send + Sync>(xs: &[T], f: impl Fn(T) -> f64 + Sync) -> f64 {
+    use rayon::prelude::*;
+    xs.par_chunks(1 << 16)
+        .map(|c| c.iter().map(|&v| f(v) * f(v)).sum::<f64>())
+        .sum()
+}
+
+/// The factor `clip_grad_norm_` scales gradients of global norm `norm` by: `max_norm / (norm +
+/// 1e-6)`, clamped at 1; 1 when `max_norm <= 0` (no clipping). The optimiser applies it.
+pub fn clip_coefficient(norm: f64, max_norm: f64) -> f64 {
     if max_norm > 0.0 {
-        let coef = (max_norm / (norm + 1e-6)).min(1.0);
-        if coef < 1.0 {
-            for g in grads.iter_mut().flatten() {
-                *g = (&*g * coef)?;
-            }
-        }
+        (max_norm / (norm + 1e-6)).min(1.0)
+    } else {
+        1.0
     }
-    Ok(norm)
 }
 
 #[cfg(test)]
@@ -76,13 +88,18 @@ mod tests {
     #[test]
     fn clipping_scales_to_the_max_norm() {
         let dev = candle_core::Device::Cpu;
-        let mut g = vec![
+        let mut g: Vec<Option<Tensor>> = vec![
             Some(Tensor::new(&[3.0f32], &dev).unwrap()),
             None,
             Some(Tensor::new(&[4.0f32], &dev).unwrap()),
         ];
-        let n = clip_grad_norm(&mut g, 1.0).unwrap();
+        let n = grad_norm(&g).unwrap();
         assert!((n - 5.0).abs() < 1e-12);
+        let c = clip_coefficient(n, 1.0);
+        assert!((c - 1.0 / (5.0 + 1e-6)).abs() < 1e-15, "{c}");
+        assert_eq!(clip_coefficient(n, 10.0), 1.0);
+        assert_eq!(clip_coefficient(n, 0.0), 1.0);
+        g[0] = Some((g[0].take().unwrap() * c).unwrap());
         let a = g[0].as_ref().unwrap().to_vec1::<f32>().unwrap()[0];
         assert!((a - 0.6).abs() < 1e-6, "{a}");
     }

@@ -10,7 +10,7 @@
 use super::adamw::{AdamW, AdamWParams};
 use super::model::{Dropouts, McModel};
 use super::rng::SplitMix;
-use super::schedule::{clip_grad_norm, LinearSchedule};
+use super::schedule::{clip_coefficient, grad_norm, LinearSchedule};
 use crate::runtime::encoder::Batch;
 use crate::runtime::models::bert_layers::Train;
 use crate::runtime::tokenize::Tokens;
@@ -221,9 +221,10 @@ impl<'m> Trainer<'m> {
             }
         }
         self.pos.rng = train.rng.state;
-        let grad_norm = clip_grad_norm(&mut grads, self.recipe.max_grad_norm)?;
+        let grad_norm = grad_norm(&grads)?;
         let lr = self.recipe.lr * self.schedule.factor(self.pos.step);
-        self.opt.step(&grads, lr)?;
+        let coef = clip_coefficient(grad_norm, self.recipe.max_grad_norm);
+        self.opt.step(&grads, lr, coef)?;
         self.pos.step += 1;
         Ok(StepLog {
             step: self.pos.step,
