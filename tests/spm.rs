@@ -68,7 +68,10 @@ fn spm_model_tokenizes_as_transformers_converts_it() {
         let tmp = tempfile::tempdir().unwrap();
         spm_folder(tmp.path(), &s["tokenizer_config"]);
         let t = deberta_tokenizer(tmp.path());
-        assert_eq!(t.token_to_id("[MASK]"), s["mask_id"].as_u64().map(|i| i as u32));
+        assert_eq!(
+            t.token_to_id("[MASK]"),
+            s["mask_id"].as_u64().map(|i| i as u32)
+        );
         let ids: Vec<Vec<u32>> = serde_json::from_value(s["ids"].clone()).unwrap();
         let n_first: Vec<usize> = serde_json::from_value(s["n_first"].clone()).unwrap();
         let offsets: Option<Vec<Vec<usize>>> = serde_json::from_value(s["offsets"].clone()).ok();
@@ -76,12 +79,19 @@ fn spm_model_tokenizes_as_transformers_converts_it() {
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, v)| (k.parse().unwrap(), serde_json::from_value(v.clone()).unwrap()))
+            .map(|(k, v)| {
+                (
+                    k.parse().unwrap(),
+                    serde_json::from_value(v.clone()).unwrap(),
+                )
+            })
             .collect();
         for (i, e) in encode(&t, &pairs).iter().enumerate() {
             let what = format!("{name}, pair {i}: {:?}", pairs[i]);
             assert_eq!(e.get_ids(), ids[i], "{what}");
-            let types: Vec<u32> = (0..ids[i].len()).map(|k| u32::from(k >= n_first[i])).collect();
+            let types: Vec<u32> = (0..ids[i].len())
+                .map(|k| u32::from(k >= n_first[i]))
+                .collect();
             assert_eq!(e.get_type_ids(), types, "{what}");
             if let Some(offsets) = &offsets {
                 let got: Vec<usize> = e.get_offsets().iter().flat_map(|&(a, b)| [a, b]).collect();
@@ -175,9 +185,14 @@ fn a_judge_with_spm_model_scores_as_with_the_converted_tokenizer_json() {
 fn a_corrupt_spm_model_is_exit_2_naming_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let dataset = shared_data("possible-stories/dev.jsonl");
-    let first: Value =
-        serde_json::from_str(std::fs::read_to_string(&dataset).unwrap().lines().next().unwrap())
-            .unwrap();
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&dataset)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     let gens = write(
         tmp.path(),
         "gens.jsonl",
@@ -189,7 +204,11 @@ fn a_corrupt_spm_model_is_exit_2_naming_the_file() {
     let bytes = std::fs::read(spm_data().join("spm.model")).unwrap();
     let damages: [(&str, Vec<u8>, &str); 3] = [
         ("truncated", bytes[..bytes.len() / 2].to_vec(), "truncated"),
-        ("not protobuf", b"<html>404 Not Found</html>".to_vec(), "not a valid SentencePiece model"),
+        (
+            "not protobuf",
+            b"<html>404 Not Found</html>".to_vec(),
+            "not a valid SentencePiece model",
+        ),
         ("empty", Vec::new(), "no trainer_spec"),
     ];
     for (k, (what, damaged, why)) in damages.iter().enumerate() {

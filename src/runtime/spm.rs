@@ -92,7 +92,9 @@ impl SpmModel {
         let mut r = Reader::new(bytes, "ModelProto");
         while let Some((field, value)) = r.next()? {
             match field {
-                1 => m.pieces.push(piece(value.bytes("pieces")?, m.pieces.len())?),
+                1 => m
+                    .pieces
+                    .push(piece(value.bytes("pieces")?, m.pieces.len())?),
                 2 => {
                     trainer = true;
                     trainer_spec(&mut m, value.bytes("trainer_spec")?)?;
@@ -114,7 +116,11 @@ impl SpmModel {
         if !trainer || !normalizer {
             return Err(format!(
                 "no {} (a truncated file?)",
-                if trainer { "normalizer_spec" } else { "trainer_spec" }
+                if trainer {
+                    "normalizer_spec"
+                } else {
+                    "trainer_spec"
+                }
             ));
         }
         if m.pieces.is_empty() {
@@ -122,10 +128,18 @@ impl SpmModel {
         }
         match m.model_type {
             1 => {}
-            2 => return Err("a BPE model; scorekit reads unigram models (every DeBERTa-v2/v3 \
+            2 => {
+                return Err(
+                    "a BPE model; scorekit reads unigram models (every DeBERTa-v2/v3 \
                              checkpoint); add the folder's tokenizer.json instead"
-                .into()),
-            t => return Err(format!("model_type {t}: scorekit reads unigram models only")),
+                        .into(),
+                )
+            }
+            t => {
+                return Err(format!(
+                    "model_type {t}: scorekit reads unigram models only"
+                ))
+            }
         }
         if m.unk_id < 0 || m.unk_id as usize >= m.pieces.len() {
             return Err(format!(
@@ -229,7 +243,12 @@ impl<'a> Reader<'a> {
     }
 
     fn err(&self, why: &str) -> String {
-        format!("{why} in {} at byte {} of {}", self.what, self.pos, self.buf.len())
+        format!(
+            "{why} in {} at byte {} of {}",
+            self.what,
+            self.pos,
+            self.buf.len()
+        )
     }
 
     fn varint(&mut self) -> Result<u64, String> {
@@ -346,13 +365,18 @@ impl Settings {
                 let content = match map.get(*key) {
                     None | Some(Value::Null) => continue,
                     Some(Value::String(t)) => Some(t.clone()),
-                    Some(Value::Object(o)) => o.get("content").and_then(Value::as_str).map(String::from),
+                    Some(Value::Object(o)) => {
+                        o.get("content").and_then(Value::as_str).map(String::from)
+                    }
                     Some(_) => None,
                 };
                 *token = content.ok_or_else(|| {
                     Error::Input(InputError {
                         field: Some(key.to_string()),
-                        ..InputError::file(&path, "expected a token: a string or {\"content\": ...}")
+                        ..InputError::file(
+                            &path,
+                            "expected a token: a string or {\"content\": ...}",
+                        )
                     })
                 })?;
             }
@@ -407,8 +431,8 @@ fn converted(spm: &SpmModel, s: &Settings) -> Result<Tokenizer, String> {
             .map_err(|e| format!("bad normalizer_spec.precompiled_charsmap: {e}"))?;
         normalizers.push(charsmap.into());
     }
-    let spaces = Replace::new(ReplacePattern::Regex(" {2,}".into()), " ")
-        .map_err(|e| e.to_string())?;
+    let spaces =
+        Replace::new(ReplacePattern::Regex(" {2,}".into()), " ").map_err(|e| e.to_string())?;
     normalizers.push(spaces.into());
     tokenizer
         .with_normalizer(Some(Sequence::new(normalizers)))
@@ -433,9 +457,7 @@ fn converted(spm: &SpmModel, s: &Settings) -> Result<Tokenizer, String> {
         .pieces
         .iter()
         .filter(|p| matches!(p.kind, PieceType::Control | PieceType::UserDefined))
-        .map(|p| {
-            AddedToken::from(p.piece.clone(), p.kind == PieceType::Control).normalized(false)
-        })
+        .map(|p| AddedToken::from(p.piece.clone(), p.kind == PieceType::Control).normalized(false))
         .collect();
     tokenizer.add_tokens(pieces).map_err(|e| e.to_string())?;
     // Then the tokenizer's special tokens that are not added yet, in transformers' order; a
@@ -474,7 +496,11 @@ mod tests {
     use super::*;
 
     fn fixture() -> Vec<u8> {
-        std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/spm/spm.model")).unwrap()
+        std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/spm/spm.model"
+        ))
+        .unwrap()
     }
 
     /// A protobuf key and length-delimited payload.
@@ -489,8 +515,10 @@ mod tests {
     fn reads_the_deberta_v3_layout_of_the_fixture() {
         let m = SpmModel::parse(&fixture()).unwrap();
         assert_eq!(m.pieces.len(), 1000);
-        let names: Vec<(&str, PieceType)> =
-            m.pieces[..4].iter().map(|p| (p.piece.as_str(), p.kind)).collect();
+        let names: Vec<(&str, PieceType)> = m.pieces[..4]
+            .iter()
+            .map(|p| (p.piece.as_str(), p.kind))
+            .collect();
         assert_eq!(
             names,
             [
@@ -501,7 +529,9 @@ mod tests {
             ]
         );
         assert_eq!((m.model_type, m.unk_id, m.byte_fallback), (1, 3, false));
-        assert!(m.pieces[4..].iter().all(|p| p.kind == PieceType::Normal && p.score < 0.0));
+        assert!(m.pieces[4..]
+            .iter()
+            .all(|p| p.kind == PieceType::Normal && p.score < 0.0));
         // nmt_nfkc's rules.
         assert!(m.precompiled_charsmap.len() > 100_000);
     }
@@ -509,13 +539,18 @@ mod tests {
     #[test]
     fn every_truncation_and_corruption_is_an_error_not_a_panic() {
         let bytes = fixture();
-        for n in (0..bytes.len()).step_by(7).chain(bytes.len() - 64..bytes.len()) {
+        for n in (0..bytes.len())
+            .step_by(7)
+            .chain(bytes.len() - 64..bytes.len())
+        {
             assert!(SpmModel::parse(&bytes[..n]).is_err(), "prefix of {n} bytes");
         }
         // Overwritten bytes: whatever the result, no panic.
         let mut state = 17u64;
         for _ in 0..2000 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let mut b = bytes.clone();
             let at = (state >> 33) as usize % 20_000;
             b[at] = (state >> 20) as u8;
