@@ -138,6 +138,29 @@ fn spm_model_gives_the_tokenizer_json_transformers_saves() {
     }
 }
 
+#[test]
+fn added_tokens_json_must_agree_with_the_ids_built() {
+    let tmp = tempfile::tempdir().unwrap();
+    spm_folder(tmp.path(), &serde_json::json!({"do_lower_case": false}));
+    let arch = architecture("deberta-v2").unwrap();
+    // As microsoft/deberta-v3-* ship it (128000 there, the size of their vocabulary).
+    write(tmp.path(), "added_tokens.json", r#"{"[MASK]": 1000}"#);
+    assert!(arch.legacy_tokenizer(tmp.path()).unwrap().is_ok());
+    for (json, names) in [
+        (r#"{"[MASK]": 1005}"#, "\"[MASK]\": id 1005"),
+        (
+            r#"{"[MASK]": 1000, "<extra>": 1001}"#,
+            "\"<extra>\": id 1001",
+        ),
+    ] {
+        write(tmp.path(), "added_tokens.json", json);
+        let e = arch.legacy_tokenizer(tmp.path()).unwrap().unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = e.to_string();
+        assert!(e.contains("added_tokens.json") && e.contains(names), "{e}");
+    }
+}
+
 /// The tiny DeBERTa-v3 judge of the story tests with the spm fixture's tokenizer: spm.model only,
 /// or the tokenizer.json transformers converts from it.
 fn spm_judge(dir: &Path, with_tokenizer_json: bool) {

@@ -406,7 +406,37 @@ pub fn deberta_v2_tokenizer(dir: &Path) -> Result<Tokenizer> {
     let path = dir.join("spm.model");
     let spm = SpmModel::load(&path)?;
     let settings = Settings::read(dir)?;
-    converted(&spm, &settings).map_err(|why| Error::Input(InputError::file(&path, why)))
+    let tokenizer =
+        converted(&spm, &settings).map_err(|why| Error::Input(InputError::file(&path, why)))?;
+    check_added_tokens(dir, &tokenizer)?;
+    Ok(tokenizer)
+}
+
+/// added_tokens.json (microsoft/deberta-v3-*: `{"[MASK]": 128000}`) must name tokens with the ids
+/// they got here; a folder with other added tokens needs its tokenizer.json, so they are refused
+/// rather than guessed.
+fn check_added_tokens(dir: &Path, tokenizer: &Tokenizer) -> Result<()> {
+    let path = dir.join("added_tokens.json");
+    let Some(map) = read_object(&path)? else {
+        return Ok(());
+    };
+    for (token, id) in &map {
+        let ours = tokenizer.token_to_id(token);
+        if id.as_u64().is_none() || ours.map(u64::from) != id.as_u64() {
+            let got = ours.map_or("none".to_string(), |i| i.to_string());
+            return Err(Error::Input(InputError {
+                field: Some(token.clone()),
+                ..InputError::file(
+                    &path,
+                    format!(
+                        "id {id}, but spm.model and the special tokens give it {got}; \
+                         scorekit cannot rebuild this tokenizer (add its tokenizer.json)"
+                    ),
+                )
+            }));
+        }
+    }
+    Ok(())
 }
 
 /// `DebertaV2Converter.converted()` followed by the special tokens `DebertaV2Tokenizer` adds.
