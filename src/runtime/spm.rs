@@ -439,6 +439,76 @@ fn check_added_tokens(dir: &Path, tokenizer: &Tokenizer) -> Result<()> {
     Ok(())
 }
 
+/// Check SentencePiece's precompiled charsmap (a little-endian u32 trie size, a darts-clone
+/// double-array trie of u32 units, then NUL-separated replacement strings) so that the
+/// `tokenizers` crate's `Precompiled` normaliser, which indexes both without bounds checks,
+/// cannot panic on any text: from every node reachable from the root, every byte's slot is inside
+/// the array (darts-clone allocates blocks of 256 units, so real tries pass), and every leaf
+/// points at a character boundary of the replacement strings.
+fn check_charsmap(bytes: &[u8]) -> Result<(), String> {
+    let head = bytes.get(..4).ok_or("shorter than its 4-byte header")?;
+    let trie_bytes = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let units: Vec<usize> = bytes
+        .get(4..4 + trie_bytes)
+        .ok_or(format!(
+            "trie of {trie_bytes} bytes announced, {} left",
+            bytes.len() - 4
+        ))?
+        .chunks_exact(4)
+        .map(|u| u32::from_le_bytes([u[0], u[1], u[2], u[3]]) as usize)
+        .collect();
+    let replacements = std::str::from_utf8(&bytes[4 + trie_bytes..])
+        .map_err(|_| "replacement strings are not UTF-8".to_string())?;
+    // The unit layout of spm_precompiled (and darts-clone).
+    let offset = |u: usize| (u >> 10) << ((u & (1 << 9)) >> 6);
+    let label = |u: usize| u & ((1 << 31) | 0xff);
+    let has_leaf = |u: usize| (u >> 8) & 1 == 1;
+    let value = |u: usize| u & ((1 << 31) - 1);
+    let root = *units.first().ok_or("empty trie")?;
+    let mut seen = vec![false; units.len()];
+    let mut todo = vec![offset(root)];
+    while let Some(node) = todo.pop() {
+        for c in 1..=255usize {
+            let slot = node ^ c;
+            let Some(&unit) = units.get(slot) else {
+                return Err(format!(
+                    "trie slot {slot} outside its {} units",
+                    units.len()
+                ));
+            };
+            if label(unit) != c {
+                continue;
+            }
+            let next = slot ^ offset(unit);
+            if has_leaf(unit) {
+                let leaf = *units.get(next).ok_or(format!(
+                    "trie leaf {next} outside its {} units",
+                    units.len()
+                ))?;
+                if !replacements.is_char_boundary(value(leaf)) {
+                    return Err(format!(
+                        "replacement offset {} outside the strings",
+                        value(leaf)
+                    ));
+                }
+            }
+            if next < seen.len() && !seen[next] {
+                seen[next] = true;
+                todo.push(next);
+            } else if next >= seen.len() {
+                // Its children are checked against the array bounds when it is visited; there
+                // is no slot to mark it in.
+                for c in 1..=255usize {
+                    if units.get(next ^ c).is_none() {
+                        return Err(format!("trie slot {} outside its units", next ^ c));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `DebertaV2Converter.converted()` followed by the special tokens `DebertaV2Tokenizer` adds.
 fn converted(spm: &SpmModel, s: &Settings) -> Result<Tokenizer, String> {
     let vocab: Vec<(String, f64)> = spm
@@ -457,6 +527,8 @@ fn converted(spm: &SpmModel, s: &Settings) -> Result<Tokenizer, String> {
     }
     normalizers.push(Strip::new(true, true).into());
     if !spm.precompiled_charsmap.is_empty() {
+        check_charsmap(&spm.precompiled_charsmap)
+            .map_err(|why| format!("bad normalizer_spec.precompiled_charsmap: {why}"))?;
         let charsmap = Precompiled::from(spm.precompiled_charsmap.as_slice())
             .map_err(|e| format!("bad normalizer_spec.precompiled_charsmap: {e}"))?;
         normalizers.push(charsmap.into());
@@ -567,12 +639,13 @@ mod tests {
     }
 
     #[test]
-    fn every_truncation_and_corruption_is_an_error_not_a_panic() {
+    fn truncations_and_corruptions_are_errors_not_panics() {
         let bytes = fixture();
-        for n in (0..bytes.len())
-            .step_by(7)
-            .chain(bytes.len() - 64..bytes.len())
-        {
+        // Every cut inside the first pieces, then every 97th, and every one near the end.
+        let cuts = (0..2_000)
+            .chain((2_000..bytes.len()).step_by(97))
+            .chain(bytes.len() - 64..bytes.len());
+        for n in cuts {
             assert!(SpmModel::parse(&bytes[..n]).is_err(), "prefix of {n} bytes");
         }
         // Overwritten bytes: whatever the result, no panic.
@@ -585,6 +658,38 @@ mod tests {
             let at = (state >> 33) as usize % 20_000;
             b[at] = (state >> 20) as u8;
             let _ = SpmModel::parse(&b);
+        }
+    }
+
+    #[test]
+    fn charsmaps_that_would_make_the_normaliser_panic_are_refused() {
+        let good = SpmModel::parse(&fixture()).unwrap().precompiled_charsmap;
+        check_charsmap(&good).unwrap();
+        assert!(check_charsmap(&good[..3]).is_err());
+        assert!(check_charsmap(&good[..1000])
+            .unwrap_err()
+            .contains("announced"));
+        // A trie cut to its first 300 units: slots point past it.
+        let mut short = 1200u32.to_le_bytes().to_vec();
+        short.extend_from_slice(&good[4..1204]);
+        assert!(check_charsmap(&short).unwrap_err().contains("outside"));
+        // Replacement strings cut short: leaves point past them.
+        let trie = u32::from_le_bytes([good[0], good[1], good[2], good[3]]) as usize;
+        let e = check_charsmap(&good[..4 + trie + 10]).unwrap_err();
+        assert!(e.contains("outside the strings"), "{e}");
+        // Random overwrites of the trie: an error or a charsmap the normaliser can run.
+        let mut state = 5u64;
+        for _ in 0..300 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut b = good.clone();
+            let at = 4 + (state >> 33) as usize % trie;
+            b[at] = (state >> 20) as u8;
+            if check_charsmap(&b).is_ok() {
+                let p = Precompiled::from(b.as_slice()).unwrap();
+                let _ = p.normalize_string("Zoë ＡＢＣ ﬁne 東京 😀 e\u{301} \u{a0}");
+            }
         }
     }
 
