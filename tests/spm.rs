@@ -204,6 +204,60 @@ fn a_judge_with_spm_model_scores_as_with_the_converted_tokenizer_json() {
     assert_eq!(la, lb);
 }
 
+/// `scorekit story --skip-embedder` on the dev split with `judge`; the exit status and stderr.
+fn story_judge_only(judge: &Path, gens: &Path, out: &Path) -> std::process::Output {
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    run(&[
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        gens.to_str().unwrap(),
+        "--judge",
+        judge.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--skip-embedder",
+        "--bootstrap",
+        "200",
+        "--quiet",
+    ])
+}
+
+/// Generations for the first `n` dev questions: each question's first option.
+fn first_options(dir: &Path, n: usize) -> PathBuf {
+    let text = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl")).unwrap();
+    let rows: String = text
+        .lines()
+        .take(n)
+        .map(|l| {
+            let q: Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{}\n",
+                serde_json::json!({"question_id": q["question_id"], "ending": q["options"][0]})
+            )
+        })
+        .collect();
+    write(dir, "gens.jsonl", rows)
+}
+
+#[test]
+fn story_with_an_spm_model_judge_gives_the_items_of_its_tokenizer_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gens = first_options(tmp.path(), 12);
+    let mut items = Vec::new();
+    for (name, with_json) in [("spm", false), ("json", true)] {
+        let judge = tmp.path().join(name);
+        spm_judge(&judge, with_json);
+        let out = tmp.path().join(format!("{name}-out"));
+        let o = story_judge_only(&judge, &gens, &out);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        items.push(std::fs::read_to_string(out.join("items.jsonl")).unwrap());
+    }
+    assert_eq!(items[0].lines().count(), 12);
+    assert_eq!(items[0], items[1]);
+}
+
 #[test]
 fn a_corrupt_spm_model_is_exit_2_naming_the_file() {
     let tmp = tempfile::tempdir().unwrap();
