@@ -143,6 +143,7 @@ const TOKENIZER_FILES: &[&str] = &[
     "vocab.txt",
     "vocab.json",
     "merges.txt",
+    "spm.model",
     "sentencepiece.bpe.model",
 ];
 

@@ -18,11 +18,11 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Files a judge needs. Older RoBERTa checkpoints (the default judge among them) have no
-/// tokenizer.json, only vocab.json + merges.txt.
+/// tokenizer.json, only vocab.json + merges.txt; DeBERTa-v2/v3 checkpoints only spm.model.
 pub const JUDGE_FILES: &[&str] = &[
     "config.json",
-    "tokenizer.json|vocab.json",
-    "tokenizer.json|merges.txt",
+    "tokenizer.json|vocab.json|spm.model",
+    "tokenizer.json|merges.txt|spm.model",
     "model.safetensors|pytorch_model.bin",
 ];
 

@@ -188,11 +188,10 @@ impl PairTokenizer {
         let vocab = cfg.bert.vocab_size;
         let tokens = tokenizer.get_vocab_size(true);
         if tokens > vocab {
-            let file = if dir.join("tokenizer.json").exists() {
-                "tokenizer.json"
-            } else {
-                "vocab.json"
-            };
+            let file = ["tokenizer.json", "spm.model", "vocab.json"]
+                .into_iter()
+                .find(|f| dir.join(f).exists())
+                .unwrap_or("tokenizer.json");
             return Err(Error::Input(InputError::file(
                 dir.join(file),
                 format!(
@@ -306,7 +305,8 @@ fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) 
     Ok(Head::Binary { labels, follow })
 }
 
-/// tokenizer.json, or the architecture's older files (RoBERTa: vocab.json + merges.txt).
+/// tokenizer.json, or the architecture's older files (RoBERTa: vocab.json + merges.txt;
+/// DeBERTa-v2/v3: spm.model).
 fn load_tokenizer(
     dir: &Path,
     arch: &dyn models::Architecture,

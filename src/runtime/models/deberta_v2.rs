@@ -76,6 +76,13 @@ impl Architecture for DebertaV2 {
             second: "classifier",
         }
     }
+
+    fn legacy_tokenizer(&self, dir: &Path) -> Option<Result<tokenizers::Tokenizer>> {
+        // The Hub's microsoft/deberta-v3-* and deberta-v2-* ship spm.model, no tokenizer.json.
+        dir.join("spm.model")
+            .exists()
+            .then(|| crate::runtime::spm::deberta_v2_tokenizer(dir))
+    }
 }
 
 /// candle's DeBERTa-v2 config from a config.json map with the defaults filled in.

@@ -123,7 +123,8 @@ pub trait Architecture: Sync {
     ) -> Option<candle_core::Result<bert::CandleBert>> {
         None
     }
-    /// A tokenizer for folders without tokenizer.json (RoBERTa's vocab.json + merges.txt).
+    /// A tokenizer for folders without tokenizer.json (RoBERTa: vocab.json + merges.txt;
+    /// DeBERTa-v2/v3: spm.model).
     fn legacy_tokenizer(&self, _dir: &Path) -> Option<Result<Tokenizer>> {
         None
     }
