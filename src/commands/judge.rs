@@ -131,6 +131,7 @@ fn mc_class(model_type: &str) -> &'static str {
     match model_type {
         "roberta" => "RobertaForMultipleChoice",
         "xlm-roberta" => "XLMRobertaForMultipleChoice",
+        "deberta-v2" => "DebertaV2ForMultipleChoice",
         _ => "BertForMultipleChoice",
     }
 }
