@@ -145,6 +145,7 @@ const TOKENIZER_FILES: &[&str] = &[
     "vocab.json",
     "merges.txt",
     "sentencepiece.bpe.model",
+    "spm.model",
 ];
 
 fn save_weights(model: &McModel, file: &Path) -> Result<()> {
