@@ -246,3 +246,60 @@ impl Encoder for CandleDeberta {
         self.root.device()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(extra: &str) -> Map<String, Value> {
+        serde_json::from_str(&format!(
+            r#"{{"model_type": "deberta-v2", "vocab_size": 10, "hidden_size": 8,
+                "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16,
+                "max_position_embeddings": 64{extra}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn config_defaults_follow_transformers() {
+        let p = Path::new("config.json");
+        let cfg = DebertaV2.config(raw(""), p).unwrap();
+        let s = deberta_spec(&cfg, p).unwrap();
+        // DebertaV2Config's defaults: absolute positions, no relative attention, no types.
+        assert!(s.position_biased_input && !s.relative_attention && !s.share_att_key);
+        assert!(!s.c2p && !s.p2c && !s.norm_rel_ebd);
+        assert_eq!((s.type_vocab_size, s.att_span()), (0, 64));
+        assert!(!cfg.type_ids);
+        // DeBERTa-v3's reading, with the older `|`-joined pos_att_type.
+        let v3 = raw(
+            r#", "relative_attention": true, "position_buckets": 16, "share_att_key": true,
+               "pos_att_type": "p2c|c2p", "norm_rel_ebd": "layer_norm", "position_biased_input": false"#,
+        );
+        let s = deberta_spec(&DebertaV2.config(v3, p).unwrap(), p).unwrap();
+        assert!(s.relative_attention && s.share_att_key && s.c2p && s.p2c && s.norm_rel_ebd);
+        assert!(!s.position_biased_input);
+        assert_eq!(s.att_span(), 16);
+    }
+
+    #[test]
+    fn what_is_not_implemented_is_refused_naming_the_field() {
+        let p = Path::new("config.json");
+        for (extra, field) in [
+            (r#", "conv_kernel_size": 3"#, "conv_kernel_size"),
+            (r#", "attention_head_size": 3"#, "attention_head_size"),
+            (r#", "pooler_hidden_act": "tanh""#, "pooler_hidden_act"),
+            (r#", "pos_att_type": 3"#, "pos_att_type"),
+        ] {
+            let e = DebertaV2.config(raw(extra), p).unwrap_err().to_string();
+            assert!(
+                e.contains("config.json") && e.contains(field),
+                "{field}: {e}"
+            );
+        }
+        // DeBERTa trains, with the context pooler's dropouts.
+        let mut r = raw(r#", "pooler_dropout": 0.2, "cls_dropout": 0.3"#);
+        r.insert("hidden_dropout_prob".into(), 0.1.into());
+        let d = DebertaV2.head_dropouts(&DebertaV2.config(r, p).unwrap());
+        assert_eq!((d.pooler, d.classifier), (0.2, 0.3));
+    }
+}
