@@ -43,9 +43,30 @@ fn train_args<'a>(judge: &'a str, train: &'a str, out: &'a str, extra: &[&'a str
 
 #[test]
 fn trained_folder_scores_in_the_story_judge_as_in_training() {
+    round_trip("bert_mc", "BertForMultipleChoice", false);
+}
+
+/// DeBERTa-v3's shape from a base without the head: `pooler.dense` and `classifier` are
+/// initialised, trained, saved and read back by the scoring judge.
+#[test]
+fn trained_deberta_v3_folder_scores_in_the_story_judge_as_in_training() {
+    round_trip("deberta_mc", "DebertaV2ForMultipleChoice", true);
+}
+
+/// Train tiny judge `name` (without its head tensors when `strip_head`) for 6 steps with dev
+/// evaluations; the kept folder, scored by `judge eval`, gives the trainer's dev logits.
+fn round_trip(name: &str, class: &str, strip_head: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let judge = tmp.path().join("base");
-    build_judge("bert_mc", &judge, true);
+    build_judge(name, &judge, true);
+    if strip_head {
+        let file = judge.join("model.safetensors");
+        let mut tensors = candle_core::safetensors::load(&file, &candle_core::Device::Cpu).unwrap();
+        let before = tensors.len();
+        tensors.retain(|n, _| n.starts_with("deberta."));
+        assert_eq!(before - tensors.len(), 4, "the head's four tensors");
+        candle_core::safetensors::save(&tensors, &file).unwrap();
+    }
     let train = lines(tmp.path(), "dev", 0, 24, "train.jsonl");
     let dev = lines(tmp.path(), "dev", 24, 12, "dev.jsonl");
     let out = tmp.path().join("out");
@@ -82,8 +103,10 @@ fn trained_folder_scores_in_the_story_judge_as_in_training() {
         "checkpoint removed after a finished run"
     );
     let config = read_json(&out.join("config.json"));
-    assert_eq!(config["architectures"][0], "BertForMultipleChoice");
+    assert_eq!(config["architectures"][0], class);
     let t = read_json(&out.join("training.json"));
+    let new_head = t["base"]["new_head"].as_array().map_or(0, Vec::len);
+    assert_eq!(new_head, if strip_head { 4 } else { 0 }, "{}", t["base"]);
     // 24 questions, 4 a micro-batch, 2 micro-batches a step: 3 steps an epoch, 2 epochs.
     assert_eq!(t["total_steps"], 6);
     assert_eq!(t["steps"].as_array().unwrap().len(), 6);
@@ -131,7 +154,7 @@ fn trained_folder_scores_in_the_story_judge_as_in_training() {
     let m = read_json(&eval_out.join("metrics.json"));
     let kept_acc = t["kept"]["dev_accuracy"].as_f64().unwrap();
     assert!((m["accuracy"]["value"].as_f64().unwrap() - kept_acc).abs() < 1e-12);
-    eprintln!("round trip: worst |logit diff| {worst:.2e}, kept dev accuracy {kept_acc}");
+    eprintln!("{name} round trip: worst |logit diff| {worst:.2e}, kept dev accuracy {kept_acc}");
 }
 
 #[test]

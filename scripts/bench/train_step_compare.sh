@@ -13,7 +13,7 @@ ROUNDS="${1:-2}"
 STEPS="${2:-4}"
 BIN="${BIN:-${CARGO_TARGET_DIR:-target}/release/scorekit}"
 PY="${PY:-/work/venv-dev/bin/python}"
-BASE=fixtures-cache/all-MiniLM-L6-v2
+BASE="${BASE:-fixtures-cache/all-MiniLM-L6-v2}"
 OUTDIR="$(mktemp -d)"
 trap 'rm -rf "$OUTDIR"' EXIT
 for r in $(seq "$ROUNDS"); do

@@ -16,7 +16,7 @@ import sys
 import time
 
 import torch
-from transformers import AutoTokenizer, BertForMultipleChoice, get_linear_schedule_with_warmup
+from transformers import AutoModelForMultipleChoice, AutoTokenizer, get_linear_schedule_with_warmup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 base = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "fixtures-cache", "all-MiniLM-L6-v2")
@@ -27,7 +27,7 @@ torch.set_num_threads(2)
 torch.manual_seed(2022)
 rows = [json.loads(l) for l in open(os.path.join(ROOT, "..", "shared", "data", "possible-stories", "dev.jsonl"))]
 tok = AutoTokenizer.from_pretrained(base)
-model = BertForMultipleChoice.from_pretrained(base)
+model = AutoModelForMultipleChoice.from_pretrained(base)
 no_decay = lambda n: "bias" in n or "LayerNorm.weight" in n
 params = list(model.named_parameters())
 opt = torch.optim.AdamW([{"params": [p for n, p in params if not no_decay(n)], "weight_decay": 0.01},

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch reference for scorekit's judge training (src/runtime/train/). Dev-time only.
 
-For the tiny multiple-choice judges bert_mc and roberta_mc (tests/data/story/<name>/: config.json,
+For the tiny multiple-choice judges bert_mc, roberta_mc and deberta_mc (a DeBERTa-v3-shaped judge:
+relative attention with position buckets, shared attention keys, p2c + c2p, LayerNorm on the
+relative embeddings, no token types; tests/data/story/<name>/: config.json,
 tokenizer, weights from the generator of judge_reference.py) this script fine-tunes the
 `transformers` model (`AutoModelForMultipleChoice`, eager attention, dropout 0 as the fixture
 configs have it) with the recipe below, exactly as the `transformers` Trainer would step it:
@@ -19,12 +21,14 @@ learning rate and gradient norm, the trained model's logits on the questions) an
 (every trained tensor in full, except the word embeddings, of which only the rows of the tokens
 the questions use are kept: `<name>.rows`, ids in reference.json).
 
-Run: /work/venv-dev/bin/python scripts/reference/train_reference.py   (from the repository root)
+Run: /work/venv-dev/bin/python scripts/reference/train_reference.py [NAME...]   (from the repository
+root; names, e.g. deberta_mc, rebuild only those references and leave the committed others as they are)
 """
 import importlib.util
 import json
 import math
 import os
+import sys
 
 import torch
 from safetensors.torch import save_file
@@ -45,7 +49,7 @@ def main():
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     rows = [json.loads(l) for l in open(DATA)][:QUESTIONS]
-    for name in ["bert_mc", "roberta_mc"]:
+    for name in sys.argv[1:] or ["bert_mc", "roberta_mc", "deberta_mc"]:
         for dtype in [torch.float32, torch.float64]:
             run(name, rows, dtype)
 

@@ -131,6 +131,7 @@ fn mc_class(model_type: &str) -> &'static str {
     match model_type {
         "roberta" => "RobertaForMultipleChoice",
         "xlm-roberta" => "XLMRobertaForMultipleChoice",
+        "deberta-v2" => "DebertaV2ForMultipleChoice",
         _ => "BertForMultipleChoice",
     }
 }
@@ -145,6 +146,7 @@ const TOKENIZER_FILES: &[&str] = &[
     "merges.txt",
     "spm.model",
     "sentencepiece.bpe.model",
+    "spm.model",
 ];
 
 fn save_weights(model: &McModel, file: &Path) -> Result<()> {

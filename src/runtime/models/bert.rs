@@ -11,7 +11,9 @@
 
 use super::bert_layers::{BertLayers, Norm, Train};
 use super::NativeLayout;
-use super::{bad, usize_field, Activation, Architecture, HeadKind, HeadLayout, ModelConfig};
+use super::{
+    bad, usize_field, Activation, Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder,
+};
 use crate::error::Result;
 use crate::runtime::encoder::{Batch, Encoder, Hidden, Linear};
 use crate::runtime::weights;
@@ -51,8 +53,8 @@ impl Architecture for Bert {
         &self,
         vb: VarBuilder<'static>,
         cfg: &ModelConfig,
-    ) -> Option<candle_core::Result<CandleBert>> {
-        Some(CandleBert::load(vb, cfg, 0, None))
+    ) -> Option<candle_core::Result<Box<dyn TrainableEncoder>>> {
+        Some(CandleBert::load(vb, cfg, 0, None).map(|m| Box::new(m) as _))
     }
 
     fn head(&self, _kind: HeadKind) -> HeadLayout {
@@ -351,6 +353,27 @@ impl CandleBert {
         }
         let mask = additive_mask(attention_mask, x.dtype())?;
         self.encoder.forward(&x, &mask, train)
+    }
+}
+
+impl TrainableEncoder for CandleBert {
+    fn forward_padded(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: &Tensor,
+    ) -> candle_core::Result<Tensor> {
+        CandleBert::forward_padded(self, input_ids, token_type_ids, attention_mask)
+    }
+
+    fn forward_train(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: &Tensor,
+        train: &mut Train,
+    ) -> candle_core::Result<Tensor> {
+        CandleBert::forward_train(self, input_ids, token_type_ids, attention_mask, train)
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod bert;
 pub mod bert_layers;
 pub mod deberta_v2;
+pub mod deberta_v2_layers;
 pub mod electra;
 pub mod heads;
 pub mod roberta;
@@ -14,7 +15,8 @@ pub mod xlm_roberta;
 
 use crate::error::{Error, InputError, Result};
 use crate::runtime::encoder::Encoder;
-use candle_core::{DType, Device};
+use bert_layers::Train;
+use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -91,6 +93,36 @@ pub struct HeadLayout {
     pub second: &'static str,
 }
 
+/// Dropouts of a multiple-choice head (see [`Architecture::head_dropouts`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadDropouts {
+    /// On the first token, before the head's first dense layer (DeBERTa's `pooler_dropout`).
+    pub pooler: f64,
+    /// After the activation, before the output layer (`classifier_dropout`, DeBERTa's
+    /// `cls_dropout`; else `hidden_dropout_prob`).
+    pub classifier: f64,
+}
+
+/// An encoder scorekit trains: the definition that scores, also run in training mode.
+pub trait TrainableEncoder: Send + Sync {
+    /// `[b, s]` ids, types and 0/1 mask in, `[b, s, h]` hidden states out (inference).
+    fn forward_padded(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: &Tensor,
+    ) -> candle_core::Result<Tensor>;
+    /// [`TrainableEncoder::forward_padded`] in training mode: differentiable operations and
+    /// dropout with `train`'s probabilities and generator.
+    fn forward_train(
+        &self,
+        input_ids: &Tensor,
+        token_type_ids: &Tensor,
+        attention_mask: &Tensor,
+        train: &mut Train,
+    ) -> candle_core::Result<Tensor>;
+}
+
 /// One encoder architecture of the Hugging Face layouts.
 pub trait Architecture: Sync {
     /// `model_type` values this architecture reads.
@@ -120,8 +152,19 @@ pub trait Architecture: Sync {
         &self,
         _vb: VarBuilder<'static>,
         _cfg: &ModelConfig,
-    ) -> Option<candle_core::Result<bert::CandleBert>> {
+    ) -> Option<candle_core::Result<Box<dyn TrainableEncoder>>> {
         None
+    }
+    /// Dropout probabilities of the multiple-choice head in training, as `transformers` applies
+    /// them: on the first token before the head's first layer, and after its activation.
+    fn head_dropouts(&self, cfg: &ModelConfig) -> HeadDropouts {
+        HeadDropouts {
+            pooler: 0.0,
+            classifier: cfg
+                .bert
+                .classifier_dropout
+                .unwrap_or(cfg.bert.hidden_dropout_prob),
+        }
     }
     /// A tokenizer for folders without tokenizer.json (RoBERTa: vocab.json + merges.txt;
     /// DeBERTa-v2/v3: spm.model).

@@ -4,7 +4,7 @@
 use super::bert::{
     bert_layout_config, check_bert_layout, native_layout, position_offset, CandleBert,
 };
-use super::{Activation, Architecture, HeadKind, HeadLayout, ModelConfig};
+use super::{Activation, Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder};
 use crate::error::Result;
 use crate::runtime::encoder::Encoder;
 use anyhow::anyhow;
@@ -85,8 +85,8 @@ impl Architecture for Roberta {
         &self,
         vb: VarBuilder<'static>,
         cfg: &ModelConfig,
-    ) -> Option<candle_core::Result<CandleBert>> {
-        Some(roberta_layers(vb, cfg))
+    ) -> Option<candle_core::Result<Box<dyn TrainableEncoder>>> {
+        Some(roberta_layers(vb, cfg).map(|m| Box::new(m) as _))
     }
 
     fn head(&self, kind: HeadKind) -> HeadLayout {

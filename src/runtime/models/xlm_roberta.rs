@@ -2,9 +2,8 @@
 //! `roberta.` prefix) with a SentencePiece vocabulary, which tokenizer.json carries. Everything
 //! but the `model_type` it answers to is RoBERTa's (`roberta.rs`).
 
-use super::bert::CandleBert;
 use super::roberta::Roberta;
-use super::{Architecture, HeadKind, HeadLayout, ModelConfig};
+use super::{Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder};
 use crate::error::Result;
 use crate::runtime::encoder::Encoder;
 use candle_nn::VarBuilder;
@@ -39,7 +38,7 @@ impl Architecture for XlmRoberta {
         &self,
         vb: VarBuilder<'static>,
         cfg: &ModelConfig,
-    ) -> Option<candle_core::Result<CandleBert>> {
+    ) -> Option<candle_core::Result<Box<dyn TrainableEncoder>>> {
         Roberta.trainable(vb, cfg)
     }
 

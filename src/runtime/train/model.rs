@@ -5,9 +5,10 @@
 
 use super::rng::SplitMix;
 use crate::error::{Error, Result};
-use crate::runtime::models::bert::CandleBert;
 use crate::runtime::models::bert_layers::Train;
-use crate::runtime::models::{self, Activation, Architecture, HeadKind, ModelConfig};
+use crate::runtime::models::{
+    self, Activation, Architecture, HeadKind, ModelConfig, TrainableEncoder,
+};
 use anyhow::anyhow;
 use candle_core::{DType, Device, IndexOp, Module, Tensor, Var};
 use candle_nn::{Linear, VarBuilder, VarMap};
@@ -20,8 +21,12 @@ pub struct Dropouts {
     pub hidden: f64,
     /// `attention_probs_dropout_prob`.
     pub attention: f64,
-    /// `classifier_dropout`, else `hidden_dropout_prob`.
+    /// `classifier_dropout` (DeBERTa: `cls_dropout`), else `hidden_dropout_prob`.
     pub classifier: f64,
+    /// On the first token before the head (DeBERTa's `pooler_dropout`; 0 for the others).
+    /// Absent from runs recorded before DeBERTa trained: 0.
+    #[serde(default)]
+    pub pooler: f64,
 }
 
 impl Dropouts {
@@ -31,6 +36,7 @@ impl Dropouts {
             hidden: p,
             attention: p,
             classifier: p,
+            pooler: p,
         }
     }
 }
@@ -43,7 +49,7 @@ pub struct McModel {
     pub cfg: ModelConfig,
     /// Every trainable tensor, by its name in the saved folder.
     pub varmap: VarMap,
-    encoder: CandleBert,
+    encoder: Box<dyn TrainableEncoder>,
     first: Linear,
     act: Activation,
     second: Linear,
@@ -81,7 +87,7 @@ impl McModel {
             .trainable(vb.pp(prefix), &cfg)
             .ok_or_else(|| {
                 Error::usage(format!(
-                    "{}: scorekit trains BERT, RoBERTa and XLM-R judges; model_type {:?} is scored only",
+                    "{}: scorekit trains BERT, RoBERTa, XLM-R and DeBERTa-v2/v3 judges; model_type {:?} is scored only",
                     dir.display(),
                     cfg.model_type
                 ))
@@ -98,11 +104,12 @@ impl McModel {
         let (first, second) = head().map_err(|e| Error::Internal(anyhow!("head: {e}")))?;
         let new_head = fill_from_checkpoint(&varmap, &weights, arch, &cfg, device, dtype, seed)?;
         let f = |k: &str, d: f64| cfg.raw.get(k).and_then(|v| v.as_f64()).unwrap_or(d);
-        let hidden = cfg.bert.hidden_dropout_prob;
+        let head_dropouts = arch.head_dropouts(&cfg);
         let config_dropouts = Dropouts {
-            hidden,
+            hidden: cfg.bert.hidden_dropout_prob,
             attention: f("attention_probs_dropout_prob", 0.1),
-            classifier: cfg.bert.classifier_dropout.unwrap_or(hidden),
+            classifier: head_dropouts.classifier,
+            pooler: head_dropouts.pooler,
         };
         Ok(McModel {
             arch,
@@ -132,31 +139,38 @@ impl McModel {
     }
 
     /// `[q, c]` logits of `q` questions with `c` choices each, from padded `[q·c, s]` inputs.
-    /// With `train`: training mode (dropout from its generator, `classifier_p` on the pooled
-    /// vector).
+    /// With `train`: training mode (dropout from its generator; the head's with `pooler` on
+    /// the first token and `classifier` on the pooled vector).
     pub fn logits(
         &self,
         ids: &Tensor,
         types: &Tensor,
         mask: &Tensor,
         choices: usize,
-        train: Option<(&mut Train, f64)>,
+        train: Option<(&mut Train, &Dropouts)>,
     ) -> candle_core::Result<Tensor> {
         let (rows, _) = ids.dims2()?;
         let (hidden, train) = match train {
-            Some((t, p)) => (
+            Some((t, d)) => (
                 self.encoder.forward_train(ids, types, mask, t)?,
-                Some((t, p)),
+                Some((t, d)),
             ),
             None => (self.encoder.forward_padded(ids, types, mask)?, None),
         };
-        let x = self.first.forward(&hidden.i((.., 0))?.contiguous()?)?;
+        let mut first = hidden.i((.., 0))?.contiguous()?;
+        let mut train = train;
+        if let Some((t, d)) = train.as_mut() {
+            first = t.dropout(&first, d.pooler)?;
+        }
+        let x = self.first.forward(&first)?;
+        // Training: the fused erf-GELU, whose backward is exact (candle's rounds 1/√(2π)).
         let mut x = match self.act {
             Activation::Tanh => x.tanh()?,
+            Activation::Gelu if train.is_some() => super::ops::gelu_erf(&x)?,
             Activation::Gelu => x.gelu_erf()?,
         };
-        if let Some((t, p)) = train {
-            x = t.dropout(&x, p)?;
+        if let Some((t, d)) = train {
+            x = t.dropout(&x, d.classifier)?;
         }
         self.second.forward(&x)?.reshape((rows / choices, choices))
     }

@@ -251,7 +251,7 @@ impl<'m> Trainer<'m> {
             &p.token_type_ids,
             &p.attention_mask,
             choices,
-            Some((train, self.recipe.dropouts.classifier)),
+            Some((train, &self.recipe.dropouts)),
         )?;
         candle_nn::loss::cross_entropy(&logits, &labels)
     }
