@@ -1,6 +1,8 @@
-//! A hand-written scanner for the usual shape of a trajectory line, for stored-flags runs: one
-//! pass over the bytes, strings skipped 16 bytes at a time, nothing copied or unescaped but the
-//! few short strings the item keeps (and an assistant message that has `\u` escapes).
+//! A hand-written scanner for the usual shape of a trajectory line: one pass over the bytes,
+//! strings skipped 64 bytes at a time (AVX-512 masks where the CPU has them, else a walk over
+//! SSE2 masks), nothing copied or unescaped but the few short strings the item keeps (and an
+//! assistant message that has `\u` escapes); for a re-check ([`parse_full`]) also the
+//! assistant messages, the prompt and the reference.
 //!
 //! It is a fast path in front of [`super::record`], not a second parser: it answers only for
 //! lines it is sure serde_json would accept, with the values serde_json would give, and says
@@ -23,7 +25,52 @@ pub(crate) struct FastLine {
 
 /// Read `src` if it has the usual shape; `None` when serde_json must decide.
 pub(crate) fn parse(src: &str) -> Option<FastLine> {
+    read(src, false).map(|(facts, _)| facts)
+}
+
+/// What a re-check needs from one line: [`FastLine`], the task's `prompt` and `reference`,
+/// and the assistant messages' text, as serde_json reads them into
+/// [`super::parse_full`]'s record.
+#[derive(Debug, PartialEq)]
+pub(crate) struct FullLine {
+    pub facts: FastLine,
+    pub prompt: Option<String>,
+    pub reference: serde_json::Value,
+    pub assistant: Vec<String>,
+}
+
+/// Read `src` for a re-check if it has the usual shape; `None` when serde_json must decide.
+/// Only the assistant messages, the prompt and the reference are decoded.
+pub(crate) fn parse_full(src: &str) -> Option<FullLine> {
+    let (facts, extras) = read(src, true)?;
+    let extras = extras?;
+    let reference = match extras.reference {
+        // The value as serde_json reads it inside the line (checked above: nesting at most
+        // 64, so its recursion limit is not reached alone either).
+        Some((from, to)) => serde_json::from_str(src.get(from..to)?).ok()?,
+        None => serde_json::Value::Null,
+    };
+    Some(FullLine {
+        facts,
+        prompt: extras.prompt,
+        reference,
+        assistant: extras.assistant,
+    })
+}
+
+/// What [`parse_full`] reads besides the facts.
+#[derive(Default)]
+struct Extras {
+    prompt: Option<String>,
+    /// Where the raw JSON of `task.reference` lies, if it is there.
+    reference: Option<(usize, usize)>,
+    assistant: Vec<String>,
+}
+
+/// The facts of `src`, and with `full` the extras of a re-check.
+fn read(src: &str, full: bool) -> Option<(FastLine, Option<Extras>)> {
     let mut s = Scan::new(src.as_bytes());
+    s.full = full.then(Extras::default);
     let mut state = None;
     let mut task_id = None;
     s.ws();
@@ -50,7 +97,7 @@ pub(crate) fn parse(src: &str) -> Option<FastLine> {
         return None;
     }
     let (success, invalid_actions, history, terminate_reason) = state?;
-    Some(FastLine {
+    let facts = FastLine {
         task_id: task_id?,
         success,
         invalid_actions,
@@ -58,7 +105,8 @@ pub(crate) fn parse(src: &str) -> Option<FastLine> {
         escaped_underscore: history.escaped_underscore,
         python_tag: history.python_tag,
         terminate_reason,
-    })
+    };
+    Some((facts, s.full))
 }
 
 /// Deepest nesting read here; serde_json's own limit is 128.
@@ -87,6 +135,8 @@ struct Scan<'a> {
     i: usize,
     /// Strings are scanned with AVX-512 (BW and VBMI) masks: the CPU has them.
     wide: bool,
+    /// What a re-check needs, collected when asked for ([`parse_full`]).
+    full: Option<Extras>,
 }
 
 impl<'a> Scan<'a> {
@@ -95,6 +145,7 @@ impl<'a> Scan<'a> {
             b,
             i: 0,
             wide: wide_strings(),
+            full: None,
         }
     }
 
@@ -376,43 +427,37 @@ impl<'a> Scan<'a> {
             let bs = _mm512_cmpeq_epi8_mask(v, backslash) & valid;
             let escaped = escaped_bytes(bs, &mut carry_escaped);
             let quotes = _mm512_cmpeq_epi8_mask(v, quote) & !escaped & valid;
-            // The bytes of this block inside the string.
-            let inside = if quotes != 0 {
-                (1u64 << quotes.trailing_zeros()) - 1
-            } else {
-                valid
-            };
-            if _mm512_cmple_epu8_mask(v, control) & inside != 0 {
-                return None; // a control character
-            }
-            escapes |= bs & inside != 0;
+            // The bytes of this block inside the string: below the first quote, if any.
+            // Computed without branches on the data (escapes come at random places; a
+            // mispredicted branch per block cost more than the masks).
+            let inside = quotes.wrapping_sub(1) & !quotes & valid;
             let esc = escaped & inside;
-            if esc != 0 {
-                let known = _mm512_cmpeq_epi8_mask(_mm512_permutex2var_epi8(lo, v, hi), v);
-                if esc & !known != 0 {
-                    return None; // not a JSON escape
+            let known = _mm512_cmpeq_epi8_mask(_mm512_permutex2var_epi8(lo, v, hi), v);
+            // A control character, or an escaped byte that is no JSON escape.
+            let bad = (_mm512_cmple_epu8_mask(v, control) & inside) | (esc & !known);
+            let mut us = esc & _mm512_cmpeq_epi8_mask(v, letter_u);
+            if bad | us != 0 {
+                if bad != 0 {
+                    return None;
                 }
                 // `\u` escapes: their hex digits and surrogate pairs checked by the walk's
                 // code, in order; the `u` of a pair's second half is part of the first.
-                let mut us = esc & _mm512_cmpeq_epi8_mask(v, letter_u);
+                unicode_escapes = true;
                 while us != 0 {
                     let u = at + us.trailing_zeros() as usize;
                     us &= us - 1;
-                    unicode_escapes = true;
                     if u >= unicode_done {
                         unicode_done = self.unicode_escape(u - 1)?;
                     }
                 }
             }
+            escapes |= bs & inside != 0;
             // `\\` then `_`: an escaped backslash followed by an underscore.
             let escaped_backslash = esc & bs;
-            if (escaped_backslash << 1 | carry_escaped_backslash)
+            escaped_underscore |= (escaped_backslash << 1 | carry_escaped_backslash)
                 & _mm512_cmpeq_epi8_mask(v, underscore)
                 & inside
-                != 0
-            {
-                escaped_underscore = true;
-            }
+                != 0;
             carry_escaped_backslash = escaped_backslash >> 63;
             if quotes != 0 {
                 let to = at + quotes.trailing_zeros() as usize;
@@ -572,6 +617,7 @@ impl<'a> Scan<'a> {
     fn message(&mut self, depth: usize) -> Option<(bool, bool, bool)> {
         let mut role: Option<bool> = None;
         let mut flags: Option<(bool, bool)> = None;
+        let mut content = (0, 0);
         self.object(depth, |s, key, d| {
             match key {
                 b"role" => {
@@ -585,6 +631,7 @@ impl<'a> Scan<'a> {
                         return None;
                     }
                     let raw = s.string()?;
+                    content = (raw.from, raw.to);
                     // Only the assistant's content is searched (roles come first, as a rule).
                     flags = Some(if role == Some(false) {
                         (false, false)
@@ -597,7 +644,13 @@ impl<'a> Scan<'a> {
             Some(())
         })?;
         let (underscore, python) = flags?;
-        Some((role?, underscore, python))
+        let assistant = role?;
+        if assistant {
+            if let Some(full) = &mut self.full {
+                full.assistant.push(decode(&self.b[content.0..content.1])?);
+            }
+        }
+        Some((assistant, underscore, python))
     }
 
     /// `task`: its `task_id` (a string or an integer that fits u64; other numbers go to
@@ -625,7 +678,10 @@ impl<'a> Scan<'a> {
                     match s.peek()? {
                         b'n' => s.literal(b"null")?,
                         b'"' => {
-                            s.string()?;
+                            let raw = s.string()?;
+                            if let Some(full) = &mut s.full {
+                                full.prompt = Some(decode(&s.b[raw.from..raw.to])?);
+                            }
                         }
                         _ => return None,
                     }
@@ -634,7 +690,11 @@ impl<'a> Scan<'a> {
                     if std::mem::replace(&mut reference, true) {
                         return None;
                     }
+                    let from = s.i;
                     s.skip_value(d)?;
+                    if let Some(full) = &mut s.full {
+                        full.reference = Some((from, s.i));
+                    }
                 }
                 _ => s.skip_value(d)?,
             }
@@ -954,7 +1014,7 @@ mod tests {
             }
             tried += 1;
         }
-        // Both outcomes, and the hand-over to the walk, are exercised.
+        // Both outcomes, and `\u` escapes, are exercised.
         assert!(
             some > tried / 5 && some < tried * 4 / 5,
             "{some} of {tried}"
@@ -998,12 +1058,51 @@ mod tests {
         })
     }
 
-    /// Where the fast path answers, serde_json accepts the line and gives the same values.
+    /// What serde_json reads for a re-check ([`super::super::parse_full`]'s record), in the
+    /// form of [`FullLine`].
+    fn serde_full_view(src: &str) -> Option<FullLine> {
+        use serde_json::Value;
+        let rec: super::super::Line = serde_json::from_str(src).ok()?;
+        let task_id = match &rec.task.task_id {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return None,
+        };
+        let assistant: Vec<String> = rec
+            .state
+            .history
+            .iter()
+            .filter(|m| m.role == "assistant")
+            .map(|m| m.content.clone())
+            .collect();
+        Some(FullLine {
+            facts: FastLine {
+                task_id,
+                success: rec.state.success,
+                invalid_actions: rec.state.agent_action_count.invalid_action,
+                history_len: rec.state.history.len() as u64,
+                escaped_underscore: assistant.iter().any(|m| m.contains("\\_")),
+                python_tag: assistant.iter().any(|m| m.contains("[PYTHON]")),
+                terminate_reason: rec.state.terminate_reason,
+            },
+            prompt: rec.task.prompt,
+            reference: rec.task.reference,
+            assistant,
+        })
+    }
+
+    /// Where the fast path answers, serde_json accepts the line and gives the same values,
+    /// for the stored flags and for a re-check; both answer for the same lines.
     fn check(src: &str) -> bool {
         let fast = parse(src);
         if fast.is_some() {
             assert_eq!(fast, serde_view(src), "line: {src}");
         }
+        let full = parse_full(src);
+        if full.is_some() {
+            assert_eq!(full, serde_full_view(src), "line: {src}");
+        }
+        assert_eq!(full.is_some(), fast.is_some(), "line: {src}");
         fast.is_some()
     }
 
