@@ -1007,10 +1007,10 @@ mod tests {
             wide.i = at;
             let (want, got) = (walk.string_walk(), wide.string());
             assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&b[at..]));
-            if want.is_some() {
+            if let Some(raw) = &want {
                 assert_eq!(wide.i, walk.i);
                 some += 1;
-                walked += usize::from(want.as_ref().unwrap().unicode_escapes);
+                walked += usize::from(raw.unicode_escapes);
             }
             tried += 1;
         }
