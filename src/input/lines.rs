@@ -73,14 +73,21 @@ impl LineStream {
             } else {
                 0
             };
-            let text = std::str::from_utf8(&self.buf[from + bom..to]).map_err(|e| {
-                let offset = self.base + (from + bom + e.valid_up_to()) as u64;
-                InputError::line(
+            let bytes = &self.buf[from + bom..to];
+            // Only what follows the ASCII start of the line (most lines are ASCII throughout:
+            // JSON writers escape the rest) goes through the full UTF-8 check.
+            let ascii = ascii_prefix(bytes);
+            if let Err(e) = std::str::from_utf8(&bytes[ascii..]) {
+                let offset = self.base + (from + bom + ascii + e.valid_up_to()) as u64;
+                return Err(InputError::line(
                     &self.name,
                     number,
                     format!("not valid UTF-8 (byte offset {offset})"),
-                )
-            })?;
+                ));
+            }
+            // SAFETY: `bytes[..ascii]` is ASCII and `bytes[ascii..]` was validated as UTF-8
+            // just above; an ASCII prefix ends on a character boundary, so the whole is UTF-8.
+            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
             let text = text.strip_suffix('\r').unwrap_or(text);
             if !text.trim().is_empty() {
                 break (from + bom, from + bom + text.len(), number);
@@ -166,6 +173,63 @@ impl LineStream {
     }
 }
 
+/// How many bytes at the start of `b` are ASCII, in whole 64-byte blocks where the CPU has
+/// AVX-512BW (`b.len()` when all are), else 0: what the caller need not check for UTF-8.
+fn ascii_prefix(b: &[u8]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512bw") {
+            // SAFETY: the CPU has AVX-512F/BW (AVX-512BW implies F), all `ascii_prefix_avx512`
+            // requires.
+            return unsafe { ascii_prefix_avx512(b) };
+        }
+    }
+    let _ = b;
+    0
+}
+
+/// [`ascii_prefix`] with AVX-512BW: four blocks of 64 bytes tested per step for a set high bit,
+/// then one block at a time, then the tail with a masked load.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn ascii_prefix_avx512(b: &[u8]) -> usize {
+    use std::arch::x86_64::*;
+    let p = b.as_ptr();
+    let mut i = 0;
+    // SAFETY (every unmasked load): `i + 64 * k + 64 <= b.len()` for each block loaded.
+    while i + 256 <= b.len() {
+        let v = _mm512_or_si512(
+            _mm512_or_si512(
+                _mm512_loadu_si512(p.add(i).cast()),
+                _mm512_loadu_si512(p.add(i + 64).cast()),
+            ),
+            _mm512_or_si512(
+                _mm512_loadu_si512(p.add(i + 128).cast()),
+                _mm512_loadu_si512(p.add(i + 192).cast()),
+            ),
+        );
+        if _mm512_movepi8_mask(v) != 0 {
+            break;
+        }
+        i += 256;
+    }
+    while i + 64 <= b.len() {
+        if _mm512_movepi8_mask(_mm512_loadu_si512(p.add(i).cast())) != 0 {
+            return i;
+        }
+        i += 64;
+    }
+    if i < b.len() {
+        let valid = (1u64 << (b.len() - i)) - 1;
+        // SAFETY: the mask selects the bytes `i..b.len()` only, all within `b`; masked-off
+        // bytes are not read (masked loads suppress faults there) and come back as 0.
+        if _mm512_movepi8_mask(_mm512_maskz_loadu_epi8(valid, p.add(i).cast())) != 0 {
+            return i;
+        }
+    }
+    b.len()
+}
+
 impl Drop for LineStream {
     fn drop(&mut self) {
         // A buffer grown for a long line goes back to the usual size.
@@ -227,6 +291,48 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, (n, l))| *n == i + 1 && l.len() == long.len() + 1));
+    }
+
+    #[test]
+    fn ascii_prefix_stops_at_the_block_of_the_first_high_byte() {
+        for len in [0, 1, 63, 64, 65, 200, 255, 256, 257, 600] {
+            let mut v = vec![b'a'; len];
+            assert_eq!(ascii_prefix(&v), len);
+            for at in 0..len {
+                v[at] = 0xC3;
+                let got = ascii_prefix(&v);
+                assert!(got <= at, "len {len} at {at}: {got}");
+                #[cfg(target_arch = "x86_64")]
+                if std::arch::is_x86_feature_detected!("avx512bw") {
+                    assert_eq!(got, at / 64 * 64, "len {len} at {at}");
+                }
+                v[at] = b'a';
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_after_a_long_ascii_start_names_its_offset() {
+        let dir = std::env::temp_dir().join(format!("scorekit-lines-bad2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("bad.jsonl");
+        let mut bytes = b"{\"a\":1}\n".to_vec();
+        let line = format!("{{\"b\":\"{}\u{e9}", "x".repeat(300));
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.extend_from_slice(b"\xe9\"}\n");
+        std::fs::File::create(&p)
+            .unwrap()
+            .write_all(&bytes)
+            .unwrap();
+        let mut s = LineStream::open(&p, "bad.jsonl").unwrap();
+        assert!(s.next_line().unwrap().is_some());
+        let e = s.next_line().unwrap_err();
+        let offset = 8 + line.len();
+        assert_eq!(
+            e.to_string(),
+            format!("bad.jsonl:2: not valid UTF-8 (byte offset {offset})")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -161,13 +161,16 @@ impl Aggregate {
     pub fn add(&mut self, it: &mut Item) {
         let ci = self.config(&it.config);
         let c = &mut self.configs[ci];
-        let ids = c
-            .seen
-            .entry(it.task_type.clone())
-            .or_default()
-            .entry(it.task.clone())
-            .or_default();
-        it.duplicate = !ids.insert(it.task_id.clone());
+        // Keys copied only when new (an `entry` would copy them for every item).
+        if !c.seen.contains_key(&it.task_type) {
+            c.seen.insert(it.task_type.clone(), HashMap::new());
+        }
+        let tasks = c.seen.get_mut(&it.task_type).expect("inserted above");
+        if !tasks.contains_key(&it.task) {
+            tasks.insert(it.task.clone(), HashSet::new());
+        }
+        let ids = tasks.get_mut(&it.task).expect("inserted above");
+        it.duplicate = ids.contains(&it.task_id) || !ids.insert(it.task_id.clone());
         self.trajectories += 1;
         if it.duplicate {
             self.duplicates += 1;

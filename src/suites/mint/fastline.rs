@@ -1,6 +1,8 @@
-//! A hand-written scanner for the usual shape of a trajectory line, for stored-flags runs: one
-//! pass over the bytes, strings skipped 16 bytes at a time, nothing copied or unescaped but the
-//! few short strings the item keeps (and an assistant message that has `\u` escapes).
+//! A hand-written scanner for the usual shape of a trajectory line: one pass over the bytes,
+//! strings skipped 64 bytes at a time (AVX-512 masks where the CPU has them, else a walk over
+//! SSE2 masks), nothing copied or unescaped but the few short strings the item keeps (and an
+//! assistant message that has `\u` escapes); for a re-check ([`parse_full`]) also the
+//! assistant messages, the prompt and the reference.
 //!
 //! It is a fast path in front of [`super::record`], not a second parser: it answers only for
 //! lines it is sure serde_json would accept, with the values serde_json would give, and says
@@ -23,10 +25,52 @@ pub(crate) struct FastLine {
 
 /// Read `src` if it has the usual shape; `None` when serde_json must decide.
 pub(crate) fn parse(src: &str) -> Option<FastLine> {
-    let mut s = Scan {
-        b: src.as_bytes(),
-        i: 0,
+    read(src, false).map(|(facts, _)| facts)
+}
+
+/// What a re-check needs from one line: [`FastLine`], the task's `prompt` and `reference`,
+/// and the assistant messages' text, as serde_json reads them into
+/// [`super::parse_full`]'s record.
+#[derive(Debug, PartialEq)]
+pub(crate) struct FullLine {
+    pub facts: FastLine,
+    pub prompt: Option<String>,
+    pub reference: serde_json::Value,
+    pub assistant: Vec<String>,
+}
+
+/// Read `src` for a re-check if it has the usual shape; `None` when serde_json must decide.
+/// Only the assistant messages, the prompt and the reference are decoded.
+pub(crate) fn parse_full(src: &str) -> Option<FullLine> {
+    let (facts, extras) = read(src, true)?;
+    let extras = extras?;
+    let reference = match extras.reference {
+        // The value as serde_json reads it inside the line (checked above: nesting at most
+        // 64, so its recursion limit is not reached alone either).
+        Some((from, to)) => serde_json::from_str(src.get(from..to)?).ok()?,
+        None => serde_json::Value::Null,
     };
+    Some(FullLine {
+        facts,
+        prompt: extras.prompt,
+        reference,
+        assistant: extras.assistant,
+    })
+}
+
+/// What [`parse_full`] reads besides the facts.
+#[derive(Default)]
+struct Extras {
+    prompt: Option<String>,
+    /// Where the raw JSON of `task.reference` lies, if it is there.
+    reference: Option<(usize, usize)>,
+    assistant: Vec<String>,
+}
+
+/// The facts of `src`, and with `full` the extras of a re-check.
+fn read(src: &str, full: bool) -> Option<(FastLine, Option<Extras>)> {
+    let mut s = Scan::new(src.as_bytes());
+    s.full = full.then(Extras::default);
     let mut state = None;
     let mut task_id = None;
     s.ws();
@@ -53,7 +97,7 @@ pub(crate) fn parse(src: &str) -> Option<FastLine> {
         return None;
     }
     let (success, invalid_actions, history, terminate_reason) = state?;
-    Some(FastLine {
+    let facts = FastLine {
         task_id: task_id?,
         success,
         invalid_actions,
@@ -61,7 +105,8 @@ pub(crate) fn parse(src: &str) -> Option<FastLine> {
         escaped_underscore: history.escaped_underscore,
         python_tag: history.python_tag,
         terminate_reason,
-    })
+    };
+    Some((facts, s.full))
 }
 
 /// Deepest nesting read here; serde_json's own limit is 128.
@@ -75,6 +120,7 @@ struct History {
 }
 
 /// A string value: where its raw bytes lie between the quotes, and which escapes it has.
+#[derive(Debug, PartialEq)]
 struct RawStr {
     from: usize,
     to: usize,
@@ -87,9 +133,22 @@ struct RawStr {
 struct Scan<'a> {
     b: &'a [u8],
     i: usize,
+    /// Strings are scanned with AVX-512 (BW and VBMI) masks: the CPU has them.
+    wide: bool,
+    /// What a re-check needs, collected when asked for ([`parse_full`]).
+    full: Option<Extras>,
 }
 
 impl<'a> Scan<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Scan {
+            b,
+            i: 0,
+            wide: wide_strings(),
+            full: None,
+        }
+    }
+
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
@@ -263,6 +322,19 @@ impl<'a> Scan<'a> {
     /// A string: checked (no control characters, valid escapes, `\u` surrogates in pairs)
     /// and located, not decoded.
     fn string(&mut self) -> Option<RawStr> {
+        #[cfg(target_arch = "x86_64")]
+        if self.wide {
+            // SAFETY: `wide` is set only where the CPU has AVX-512F, BW and VBMI
+            // (`wide_strings`), all that `string_avx512` requires.
+            return unsafe { self.string_avx512() };
+        }
+        self.string_walk()
+    }
+
+    /// [`Self::string`], walking the specials of 64 bytes at a time bit by bit (any x86-64
+    /// or other CPU; and strings with `\u` escapes, whose hex digits and surrogate pairs it
+    /// checks).
+    fn string_walk(&mut self) -> Option<RawStr> {
         self.eat(b'"')?;
         let from = self.i;
         let mut raw = RawStr {
@@ -303,6 +375,105 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// [`Self::string_walk`] in whole 64-byte blocks, without a loop over the escapes: the
+    /// masks of `"`, `\` and control characters, the escaped bytes (those after an odd run
+    /// of backslashes, carried from block to block), the end (the first quote not escaped);
+    /// a control character before it, or an escaped byte other than one of `"\/bfnrtu`,
+    /// makes it `None`, as in the walk; `\u` escapes (30 % of the string bytes of the shared
+    /// data are in strings with one) are checked one by one with the walk's code.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn string_avx512(&mut self) -> Option<RawStr> {
+        use std::arch::x86_64::*;
+        self.eat(b'"')?;
+        let from = self.i;
+        let b = self.b;
+        // Escape letters, looked up by their low 7 bits: `ESCAPES[c & 127] == c` exactly when
+        // `c` may follow a backslash (entry 0 is 1, so a 0 byte does not match it).
+        let table = escape_table();
+        // SAFETY (both loads): `table` is 128 bytes.
+        let (lo, hi) = (
+            _mm512_loadu_si512(table.as_ptr().cast()),
+            _mm512_loadu_si512(table.as_ptr().add(64).cast()),
+        );
+        let quote = _mm512_set1_epi8(b'"' as i8);
+        let backslash = _mm512_set1_epi8(b'\\' as i8);
+        let control = _mm512_set1_epi8(0x1f);
+        let letter_u = _mm512_set1_epi8(b'u' as i8);
+        let underscore = _mm512_set1_epi8(b'_' as i8);
+        let mut escapes = false;
+        let mut escaped_underscore = false;
+        let mut unicode_escapes = false;
+        // Where the last `\u` escape (or surrogate pair) checked ends.
+        let mut unicode_done = 0;
+        // Bit 0 of the next block is escaped / follows an escaped backslash.
+        let mut carry_escaped = 0u64;
+        let mut carry_escaped_backslash = 0u64;
+        let mut at = from;
+        loop {
+            let left = b.len() - at;
+            if left == 0 {
+                return None; // no closing quote
+            }
+            let valid = if left >= 64 {
+                !0u64
+            } else {
+                (1u64 << left) - 1
+            };
+            // SAFETY: `at < b.len()`, and the mask `valid` selects only the bytes
+            // `at..min(at + 64, b.len())`, all within `b`; masked-off bytes are not read
+            // (AVX-512 masked loads suppress faults there) and come back as 0.
+            let v = _mm512_maskz_loadu_epi8(valid, b.as_ptr().add(at).cast());
+            let bs = _mm512_cmpeq_epi8_mask(v, backslash) & valid;
+            let escaped = escaped_bytes(bs, &mut carry_escaped);
+            let quotes = _mm512_cmpeq_epi8_mask(v, quote) & !escaped & valid;
+            // The bytes of this block inside the string: below the first quote, if any.
+            // Computed without branches on the data (escapes come at random places; a
+            // mispredicted branch per block cost more than the masks).
+            let inside = quotes.wrapping_sub(1) & !quotes & valid;
+            let esc = escaped & inside;
+            let known = _mm512_cmpeq_epi8_mask(_mm512_permutex2var_epi8(lo, v, hi), v);
+            // A control character, or an escaped byte that is no JSON escape.
+            let bad = (_mm512_cmple_epu8_mask(v, control) & inside) | (esc & !known);
+            let mut us = esc & _mm512_cmpeq_epi8_mask(v, letter_u);
+            if bad | us != 0 {
+                if bad != 0 {
+                    return None;
+                }
+                // `\u` escapes: their hex digits and surrogate pairs checked by the walk's
+                // code, in order; the `u` of a pair's second half is part of the first.
+                unicode_escapes = true;
+                while us != 0 {
+                    let u = at + us.trailing_zeros() as usize;
+                    us &= us - 1;
+                    if u >= unicode_done {
+                        unicode_done = self.unicode_escape(u - 1)?;
+                    }
+                }
+            }
+            escapes |= bs & inside != 0;
+            // `\\` then `_`: an escaped backslash followed by an underscore.
+            let escaped_backslash = esc & bs;
+            escaped_underscore |= (escaped_backslash << 1 | carry_escaped_backslash)
+                & _mm512_cmpeq_epi8_mask(v, underscore)
+                & inside
+                != 0;
+            carry_escaped_backslash = escaped_backslash >> 63;
+            if quotes != 0 {
+                let to = at + quotes.trailing_zeros() as usize;
+                self.i = to + 1;
+                return Some(RawStr {
+                    from,
+                    to,
+                    escapes,
+                    unicode_escapes,
+                    escaped_underscore,
+                });
+            }
+            at += left.min(64);
+        }
+    }
+
     /// The escape at `self.i` (a backslash): checked, stepped over, noted in `raw`.
     fn escape(&mut self, raw: &mut RawStr) -> Option<()> {
         raw.escapes = true;
@@ -314,25 +485,32 @@ impl<'a> Scan<'a> {
             }
             b'u' => {
                 raw.unicode_escapes = true;
-                let unit = self.hex4(self.i + 2)?;
-                self.i += 6;
-                if (0xDC00..0xE000).contains(&unit) {
-                    return None;
-                }
-                if (0xD800..0xDC00).contains(&unit) {
-                    if self.b.get(self.i..self.i + 2)? != b"\\u" {
-                        return None;
-                    }
-                    let low = self.hex4(self.i + 2)?;
-                    if !(0xDC00..0xE000).contains(&low) {
-                        return None;
-                    }
-                    self.i += 6;
-                }
+                self.i = self.unicode_escape(self.i)?;
             }
             _ => return None,
         }
         Some(())
+    }
+
+    /// The `\u` escape whose backslash is at `at`: four hex digits, a high surrogate followed
+    /// by a `\u` low one, no lone low surrogate; where it (or the pair) ends.
+    fn unicode_escape(&self, at: usize) -> Option<usize> {
+        let unit = self.hex4(at + 2)?;
+        let mut end = at + 6;
+        if (0xDC00..0xE000).contains(&unit) {
+            return None;
+        }
+        if (0xD800..0xDC00).contains(&unit) {
+            if self.b.get(end..end + 2)? != b"\\u" {
+                return None;
+            }
+            let low = self.hex4(end + 2)?;
+            if !(0xDC00..0xE000).contains(&low) {
+                return None;
+            }
+            end += 6;
+        }
+        Some(end)
     }
 
     fn hex4(&self, at: usize) -> Option<u32> {
@@ -348,6 +526,16 @@ impl<'a> Scan<'a> {
     fn text(&mut self) -> Option<String> {
         let raw = self.string()?;
         decode(&self.b[raw.from..raw.to])
+    }
+
+    /// Whether a string value is `want`, decoded (compared in place where it has no escapes).
+    fn text_is(&mut self, want: &str) -> Option<bool> {
+        let raw = self.string()?;
+        let bytes = &self.b[raw.from..raw.to];
+        if !raw.escapes {
+            return Some(bytes == want.as_bytes());
+        }
+        Some(decode(bytes)? == want)
     }
 
     /// `state`: (success, invalid actions, history, terminate_reason).
@@ -429,19 +617,21 @@ impl<'a> Scan<'a> {
     fn message(&mut self, depth: usize) -> Option<(bool, bool, bool)> {
         let mut role: Option<bool> = None;
         let mut flags: Option<(bool, bool)> = None;
+        let mut content = (0, 0);
         self.object(depth, |s, key, d| {
             match key {
                 b"role" => {
                     if role.is_some() {
                         return None;
                     }
-                    role = Some(s.text()? == "assistant");
+                    role = Some(s.text_is("assistant")?);
                 }
                 b"content" => {
                     if flags.is_some() {
                         return None;
                     }
                     let raw = s.string()?;
+                    content = (raw.from, raw.to);
                     // Only the assistant's content is searched (roles come first, as a rule).
                     flags = Some(if role == Some(false) {
                         (false, false)
@@ -454,7 +644,13 @@ impl<'a> Scan<'a> {
             Some(())
         })?;
         let (underscore, python) = flags?;
-        Some((role?, underscore, python))
+        let assistant = role?;
+        if assistant {
+            if let Some(full) = &mut self.full {
+                full.assistant.push(decode(&self.b[content.0..content.1])?);
+            }
+        }
+        Some((assistant, underscore, python))
     }
 
     /// `task`: its `task_id` (a string or an integer that fits u64; other numbers go to
@@ -482,7 +678,10 @@ impl<'a> Scan<'a> {
                     match s.peek()? {
                         b'n' => s.literal(b"null")?,
                         b'"' => {
-                            s.string()?;
+                            let raw = s.string()?;
+                            if let Some(full) = &mut s.full {
+                                full.prompt = Some(decode(&s.b[raw.from..raw.to])?);
+                            }
                         }
                         _ => return None,
                     }
@@ -491,7 +690,11 @@ impl<'a> Scan<'a> {
                     if std::mem::replace(&mut reference, true) {
                         return None;
                     }
+                    let from = s.i;
                     s.skip_value(d)?;
+                    if let Some(full) = &mut s.full {
+                        full.reference = Some((from, s.i));
+                    }
                 }
                 _ => s.skip_value(d)?,
             }
@@ -563,6 +766,52 @@ fn decode(raw: &[u8]) -> Option<String> {
         i = next + 2;
     }
     Some(out)
+}
+
+/// Whether strings are scanned by [`Scan::string_avx512`] on this CPU.
+fn wide_strings() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The lookup table of [`Scan::string_avx512`]: entry `c` is `c` for the bytes that may
+/// follow a backslash, else 0 (entry 0 is 1).
+fn escape_table() -> &'static [u8; 128] {
+    static TABLE: [u8; 128] = {
+        let mut t = [0u8; 128];
+        t[0] = 1;
+        let letters = *b"\"\\/bfnrtu";
+        let mut k = 0;
+        while k < letters.len() {
+            t[letters[k] as usize] = letters[k];
+            k += 1;
+        }
+        t
+    };
+    &TABLE
+}
+
+/// The escaped bytes of a 64-byte block whose backslashes are `backslash`: those after an odd
+/// run of backslashes (simdjson's carry trick: runs starting on odd bits are told from runs
+/// starting on even bits by one addition). `carry` says, in and out, that bit 0 of the next
+/// block is escaped by a run that ends the block.
+fn escaped_bytes(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // A backslash escaped by the previous block starts no escape.
+    let backslash = backslash & !*carry;
+    let follows_escape = backslash << 1 | *carry;
+    let odd_starts = backslash & !EVEN & !follows_escape;
+    let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = u64::from(overflow);
+    (EVEN ^ (even_starts << 1)) & follows_escape
 }
 
 fn special(c: u8) -> bool {
@@ -641,6 +890,138 @@ mod tests {
         }
     }
 
+    /// Whether each byte is escaped: it follows a backslash that is not itself escaped.
+    fn escaped_by_walking(b: &[u8]) -> Vec<bool> {
+        let mut pending = false;
+        b.iter()
+            .map(|&c| {
+                let escaped = pending;
+                pending = c == b'\\' && !escaped;
+                escaped
+            })
+            .collect()
+    }
+
+    #[test]
+    fn escaped_bytes_follow_odd_backslash_runs_across_blocks() {
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        for round in 0..4000 {
+            let len = 64 * (1 + round % 4);
+            // Backslash density from sparse to long runs.
+            let density = 1 + round % 7;
+            let b: Vec<u8> = (0..len)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    if rng % 8 < density {
+                        b'\\'
+                    } else {
+                        b'x'
+                    }
+                })
+                .collect();
+            let want = escaped_by_walking(&b);
+            let mut carry = 0;
+            for (k, block) in b.chunks(64).enumerate() {
+                let bs = block
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |m, (j, &c)| m | u64::from(c == b'\\') << j);
+                let got = escaped_bytes(bs, &mut carry);
+                for j in 0..64 {
+                    assert_eq!(
+                        got >> j & 1 == 1,
+                        want[64 * k + j],
+                        "round {round} byte {}",
+                        64 * k + j
+                    );
+                }
+            }
+        }
+    }
+
+    /// The AVX-512 scan of strings gives what the walk gives: the same `RawStr` and end, or
+    /// `None` for the same strings.
+    #[test]
+    fn wide_string_scan_agrees_with_the_walk() {
+        if !wide_strings() {
+            eprintln!("no AVX-512 BW/VBMI here: the walk is the only string scan");
+            return;
+        }
+        // Pieces that make escape runs, quotes and controls land on every side of a block edge.
+        const PIECES: [&[u8]; 22] = [
+            b"a",
+            b"xyz",
+            b"\\",
+            b"\\\\",
+            b"\\\\\\",
+            b"\\\"",
+            b"\"",
+            b"\\n",
+            b"\\/",
+            b"\\_",
+            b"\\\\_",
+            b"_",
+            b"\\u00e9",
+            b"\\ud83d\\ude00",
+            b"\\ud800",
+            b"\\udc00x",
+            b"\\u12g4",
+            b"\\x",
+            b"\\\xc3\xa9",
+            b"\x01",
+            b"\x1f",
+            b"\xc3\xa9 [PYTHON] ",
+        ];
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: usize| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            (rng % m as u64) as usize
+        };
+        let (mut tried, mut some, mut walked) = (0, 0, 0);
+        for _ in 0..60_000 {
+            let mut b = b"{\"k\": ".to_vec();
+            b.extend(std::iter::repeat_n(b' ', next(70)));
+            let at = b.len();
+            b.push(b'"');
+            // Mostly plain text with the odd special, sometimes dense with them.
+            let dense = next(3) == 0;
+            for _ in 0..next(40) {
+                if dense || next(6) == 0 {
+                    b.extend_from_slice(PIECES[next(PIECES.len())]);
+                } else {
+                    b.extend(std::iter::repeat_n(b'y', next(40)));
+                }
+            }
+            match next(4) {
+                0 => {} // unterminated
+                _ => b.extend_from_slice(b"\", \"z\": \"w\"}"),
+            }
+            let mut walk = Scan::new(&b);
+            walk.wide = false;
+            walk.i = at;
+            let mut wide = Scan::new(&b);
+            wide.i = at;
+            let (want, got) = (walk.string_walk(), wide.string());
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&b[at..]));
+            if let Some(raw) = &want {
+                assert_eq!(wide.i, walk.i);
+                some += 1;
+                walked += usize::from(raw.unicode_escapes);
+            }
+            tried += 1;
+        }
+        // Both outcomes, and `\u` escapes, are exercised.
+        assert!(
+            some > tried / 5 && some < tried * 4 / 5,
+            "{some} of {tried}"
+        );
+        assert!(walked > 100, "{walked}");
+    }
+
     #[test]
     fn strings_longer_than_a_block_with_escapes_at_its_edges() {
         for pad in 55..75 {
@@ -648,17 +1029,11 @@ mod tests {
                 let body = format!("{}{esc}{}{esc}", "x".repeat(pad), "y".repeat(pad));
                 let json = format!(r#""{body}""#);
                 let want: String = serde_json::from_str(&json).unwrap();
-                let mut scan = Scan {
-                    b: json.as_bytes(),
-                    i: 0,
-                };
+                let mut scan = Scan::new(json.as_bytes());
                 assert_eq!(scan.text().unwrap(), want, "{json}");
                 assert_eq!(scan.i, json.len());
                 let cut = &json[..json.len() - 1];
-                let mut scan = Scan {
-                    b: cut.as_bytes(),
-                    i: 0,
-                };
+                let mut scan = Scan::new(cut.as_bytes());
                 assert!(scan.string().is_none(), "unterminated {cut}");
             }
         }
@@ -683,12 +1058,51 @@ mod tests {
         })
     }
 
-    /// Where the fast path answers, serde_json accepts the line and gives the same values.
+    /// What serde_json reads for a re-check ([`super::super::parse_full`]'s record), in the
+    /// form of [`FullLine`].
+    fn serde_full_view(src: &str) -> Option<FullLine> {
+        use serde_json::Value;
+        let rec: super::super::Line = serde_json::from_str(src).ok()?;
+        let task_id = match &rec.task.task_id {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return None,
+        };
+        let assistant: Vec<String> = rec
+            .state
+            .history
+            .iter()
+            .filter(|m| m.role == "assistant")
+            .map(|m| m.content.clone())
+            .collect();
+        Some(FullLine {
+            facts: FastLine {
+                task_id,
+                success: rec.state.success,
+                invalid_actions: rec.state.agent_action_count.invalid_action,
+                history_len: rec.state.history.len() as u64,
+                escaped_underscore: assistant.iter().any(|m| m.contains("\\_")),
+                python_tag: assistant.iter().any(|m| m.contains("[PYTHON]")),
+                terminate_reason: rec.state.terminate_reason,
+            },
+            prompt: rec.task.prompt,
+            reference: rec.task.reference,
+            assistant,
+        })
+    }
+
+    /// Where the fast path answers, serde_json accepts the line and gives the same values,
+    /// for the stored flags and for a re-check; both answer for the same lines.
     fn check(src: &str) -> bool {
         let fast = parse(src);
         if fast.is_some() {
             assert_eq!(fast, serde_view(src), "line: {src}");
         }
+        let full = parse_full(src);
+        if full.is_some() {
+            assert_eq!(full, serde_full_view(src), "line: {src}");
+        }
+        assert_eq!(full.is_some(), fast.is_some(), "line: {src}");
         fast.is_some()
     }
 
@@ -916,10 +1330,7 @@ mod tests {
             r#""\\_ \u005c_""#,
         ] {
             let want: String = serde_json::from_str(s).unwrap();
-            let mut scan = Scan {
-                b: s.as_bytes(),
-                i: 0,
-            };
+            let mut scan = Scan::new(s.as_bytes());
             assert_eq!(scan.text().unwrap(), want, "{s}");
         }
     }

@@ -230,14 +230,42 @@ fn task_id_error(name: &str, line: usize, found: &str) -> InputError {
 }
 
 /// What the re-check of one trajectory needs besides its item: the task and the proposals.
+#[derive(Debug, PartialEq)]
 pub struct Pending {
-    task: TaskRec,
+    prompt: Option<String>,
+    reference: Value,
     answers: Vec<Option<String>>,
 }
 
 /// Read one non-blank line in full, for a re-check: the item (not yet re-checked) and what
-/// its re-check needs.
+/// its re-check needs ([`fastline`] for the usual shape, else serde_json).
 pub fn parse_full(
+    name: &str,
+    key: &FileKey,
+    line: usize,
+    row: usize,
+    src: &str,
+) -> Result<(Item, Pending), InputError> {
+    let Some(f) = fastline::parse_full(src) else {
+        return parse_full_serde(name, key, line, row, src);
+    };
+    let answers = f
+        .assistant
+        .iter()
+        .filter_map(|m| checkers::proposal(checkers::model_output(m)))
+        .collect();
+    Ok((
+        item(name, key, line, row, f.facts),
+        Pending {
+            prompt: f.prompt,
+            reference: f.reference,
+            answers,
+        },
+    ))
+}
+
+/// [`parse_full`] by serde_json: every line, and every error with its field.
+fn parse_full_serde(
     name: &str,
     key: &FileKey,
     line: usize,
@@ -269,7 +297,8 @@ pub fn parse_full(
     Ok((
         item,
         Pending {
-            task: rec.task,
+            prompt: rec.task.prompt,
+            reference: rec.task.reference,
             answers,
         },
     ))
@@ -283,7 +312,7 @@ pub fn apply_recheck(
     pending: &Pending,
     recheck: &Recheck,
 ) -> Result<(), InputError> {
-    let (verdict, note) = recheck_item(key, &pending.task, &pending.answers, recheck)
+    let (verdict, note) = recheck_item(key, pending, recheck)
         .map_err(|msg| InputError::field(name, item.line, "task.reference", msg))?;
     item.rechecked = verdict;
     item.recheck_note = note;
@@ -294,11 +323,10 @@ pub fn apply_recheck(
 /// task's checker (the episode stops at the first success).
 fn recheck_item(
     key: &FileKey,
-    task: &TaskRec,
-    answers: &[Option<String>],
+    task: &Pending,
     recheck: &Recheck,
 ) -> Result<(Option<bool>, Option<String>), String> {
-    let wellformed = || answers.iter().flatten();
+    let wellformed = || task.answers.iter().flatten();
     match key.task.as_str() {
         "gsm8k" | "math" | "hotpotqa" => {
             let Some(tol) = recheck.reasoning else {
@@ -578,8 +606,11 @@ mod tests {
             };
             for (row, (line, src)) in file.lines().enumerate() {
                 let fast = parse_stored(name, key, line, row + 1, src).unwrap();
-                let (full, _) = parse_full(name, key, line, row + 1, src).unwrap();
+                let (full, pending) = parse_full(name, key, line, row + 1, src).unwrap();
                 assert_eq!(fast, full, "{name}:{line}");
+                // The re-check's reading by the scanner equals serde_json's.
+                let serde = parse_full_serde(name, key, line, row + 1, src).unwrap();
+                assert_eq!((full, pending), serde, "{name}:{line}");
                 n += 1;
                 // `\_` outside the assistant's messages (prompts, observations) must not count.
                 underscore_elsewhere +=
@@ -660,7 +691,14 @@ mod tests {
             assert!(good.contains(from), "{from}");
             let src = good.replacen(from, to, 1);
             let fast = parse_stored("f.jsonl", &key, 3, 2, &src);
-            let full = parse_full("f.jsonl", &key, 3, 2, &src).map(|(i, _)| i);
+            let full = parse_full("f.jsonl", &key, 3, 2, &src);
+            let serde = parse_full_serde("f.jsonl", &key, 3, 2, &src);
+            assert_eq!(
+                full.as_ref().map_err(ToString::to_string),
+                serde.as_ref().map_err(ToString::to_string),
+                "{src}"
+            );
+            let full = full.map(|(i, _)| i);
             assert_eq!(fast, full, "{src}");
             if to.contains("a \\\\_") {
                 assert!(fast.unwrap().escaped_underscore, "{src}");
