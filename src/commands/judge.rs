@@ -146,7 +146,6 @@ const TOKENIZER_FILES: &[&str] = &[
     "merges.txt",
     "spm.model",
     "sentencepiece.bpe.model",
-    "spm.model",
 ];
 
 fn save_weights(model: &McModel, file: &Path) -> Result<()> {
