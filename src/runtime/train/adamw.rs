@@ -357,7 +357,7 @@ mod fused {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::Device;
+    use candle_core::{DType, Device};
 
     #[test]
     fn groups_follow_the_trainer() {
@@ -365,6 +365,57 @@ mod tests {
         assert!(!decays("bert.encoder.layer.0.attention.self.query.bias"));
         assert!(!decays("bert.embeddings.LayerNorm.weight"));
         assert!(decays("classifier.weight"));
+    }
+
+    /// The in-place CPU step gives the bits of the composed tensor operations (the path GPUs
+    /// take), with decay, clipping and bias correction, over three steps.
+    #[test]
+    fn the_in_place_step_equals_the_composed_operations() {
+        let dev = Device::Cpu;
+        let n = 1000;
+        let init: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.37).sin() * 0.1).collect();
+        let var = Var::new(init.as_slice(), &dev).unwrap();
+        let params = AdamWParams {
+            weight_decay: 0.01,
+            ..Default::default()
+        };
+        let mut opt = AdamW::new(vec![("w".into(), var.clone())], params).unwrap();
+        assert!(fused::applies(&opt.slots[0], var.as_tensor()));
+        let (mut theta, mut m, mut v) = (
+            Tensor::new(init.as_slice(), &dev).unwrap(),
+            Tensor::zeros(n, DType::F32, &dev).unwrap(),
+            Tensor::zeros(n, DType::F32, &dev).unwrap(),
+        );
+        for (t, (lr, coef)) in [(1e-3, 1.0), (5e-4, 0.3), (2e-4, 1.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let g: Vec<f32> = (0..n)
+                .map(|i| ((i * (t + 3)) as f32 * 0.11).cos())
+                .collect();
+            let g = Tensor::new(g.as_slice(), &dev).unwrap();
+            opt.step(&[Some(g.clone())], lr, coef).unwrap();
+            // The composed path, expression for expression.
+            let tt = (t + 1) as i32;
+            let g = if coef < 1.0 { (g * coef).unwrap() } else { g };
+            theta = (theta * (1.0 - lr * 0.01)).unwrap();
+            m = (&m + ((&g - &m).unwrap() * (1.0 - 0.9)).unwrap()).unwrap();
+            v = ((&v * 0.999).unwrap() + (g.sqr().unwrap() * (1.0 - 0.999)).unwrap()).unwrap();
+            let denom =
+                ((v.sqrt().unwrap() / (1.0 - 0.999f64.powi(tt)).sqrt()).unwrap() + 1e-8).unwrap();
+            let update = (m.div(&denom).unwrap() * (lr / (1.0 - 0.9f64.powi(tt)))).unwrap();
+            theta = (theta - update).unwrap();
+        }
+        let bits = |t: &Tensor| -> Vec<u32> {
+            t.to_vec1::<f32>()
+                .unwrap()
+                .iter()
+                .map(|x| x.to_bits())
+                .collect()
+        };
+        assert_eq!(bits(var.as_tensor()), bits(&theta));
+        assert_eq!(bits(&opt.slots[0].m), bits(&m));
+        assert_eq!(bits(&opt.slots[0].v), bits(&v));
     }
 
     /// Two steps by hand (PyTorch's formulas) on one scalar.

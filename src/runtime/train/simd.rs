@@ -168,10 +168,12 @@ mod x86 {
         while i < n {
             let m = mask_for(n - i);
             let p = y.as_mut_ptr().add(i);
-            let e = _mm512_maskz_mov_ps(
-                m,
-                exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, p), vmax)),
-            );
+            let d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, p), vmax);
+            // Below -87 the vector exp returns ~1e-38 rather than 0 (masked keys sit at
+            // -3.4e38): zero them, as the exact exp would, so that no probability is a tiny
+            // value whose products in P·V and in backward fall into the subnormal range.
+            let live = m & _mm512_cmp_ps_mask::<_CMP_GE_OQ>(d, _mm512_set1_ps(-87.0));
+            let e = _mm512_maskz_mov_ps(live, exp_avx512(d));
             s = _mm512_add_ps(s, e);
             _mm512_mask_storeu_ps(p, m, e);
             i += 16;
