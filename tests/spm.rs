@@ -261,23 +261,7 @@ fn story_with_an_spm_model_judge_gives_the_items_of_its_tokenizer_json() {
 #[test]
 fn a_corrupt_spm_model_is_exit_2_naming_the_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let dataset = shared_data("possible-stories/dev.jsonl");
-    let first: Value = serde_json::from_str(
-        std::fs::read_to_string(&dataset)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    let gens = write(
-        tmp.path(),
-        "gens.jsonl",
-        format!(
-            "{}\n",
-            serde_json::json!({"question_id": first["question_id"], "ending": "The end."})
-        ),
-    );
+    let gens = first_options(tmp.path(), 1);
     let bytes = std::fs::read(spm_data().join("spm.model")).unwrap();
     let damages: [(&str, Vec<u8>, &str); 3] = [
         ("truncated", bytes[..bytes.len() / 2].to_vec(), "truncated"),
@@ -293,19 +277,7 @@ fn a_corrupt_spm_model_is_exit_2_naming_the_file() {
         spm_judge(&judge, false);
         std::fs::write(judge.join("spm.model"), damaged).unwrap();
         let out = tmp.path().join(format!("out-{k}"));
-        let o = run(&[
-            "story",
-            "--dataset",
-            dataset.to_str().unwrap(),
-            "--generations",
-            gens.to_str().unwrap(),
-            "--judge",
-            judge.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--skip-embedder",
-            "--quiet",
-        ]);
+        let o = story_judge_only(&judge, &gens, &out);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{what}: {e}");
         assert!(e.contains("spm.model") && e.contains(why), "{what}: {e}");

@@ -81,8 +81,9 @@ pub unsafe fn gelu_erf_avx512(x: __m512) -> __m512 {
     )
 }
 
+/// The lanes of a 16-lane step with `len` values left: all, or the first `len`.
 #[inline(always)]
-fn mask_for(len: usize) -> __mmask16 {
+pub(crate) fn mask_for(len: usize) -> __mmask16 {
     if len >= 16 {
         0xffff
     } else {

@@ -82,7 +82,7 @@ pub fn masked_softmax_row<T: WithDType>(x: &[T], mask: &[T], scale: f64, y: &mut
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use crate::runtime::native::act::{erf_avx512, exp_avx512, gelu_erf_avx512};
+    use crate::runtime::native::act::{erf_avx512, exp_avx512, gelu_erf_avx512, mask_for};
     use std::arch::x86_64::*;
 
     /// `v` with its subnormal lanes set to zero. The vector exp stops at e^-87.3 instead of
@@ -95,16 +95,6 @@ mod x86 {
         let normal =
             _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_abs_ps(v), _mm512_set1_ps(f32::MIN_POSITIVE));
         _mm512_maskz_mov_ps(normal, v)
-    }
-
-    /// Lanes `i..len` of a 16-lane step.
-    #[inline(always)]
-    fn mask_for(left: usize) -> __mmask16 {
-        if left >= 16 {
-            0xffff
-        } else {
-            ((1u32 << left) - 1) as u16
-        }
     }
 
     /// # Safety

@@ -195,19 +195,26 @@ impl<'a> Scan<'a> {
             self.eat(b':')?;
             self.ws();
             member(self, key, depth + 1)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.ws();
-                }
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.closed(b'}')? {
+                return Some(());
             }
         }
+    }
+
+    /// After a member or element: `,` (more follow: `false`) or `close` (`true`), with the
+    /// whitespace around them; anything else is `None`.
+    fn closed(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        let c = self.peek()?;
+        self.i += 1;
+        if c == close {
+            return Some(true);
+        }
+        if c != b',' {
+            return None;
+        }
+        self.ws();
+        Some(false)
     }
 
     /// An array at nesting `depth`, each element read by `element`.
@@ -226,17 +233,8 @@ impl<'a> Scan<'a> {
         }
         loop {
             element(self, depth + 1)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.ws();
-                }
-                b']' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.closed(b']')? {
+                return Some(());
             }
         }
     }
