@@ -362,6 +362,16 @@ fn refused(args: &[&str]) -> String {
     stderr(&o)
 }
 
+/// `scorekit compare --runs RUNS EXTRA --out D/x`, which must exit 2; its stderr.
+fn refused_compare(runs: &[&str], extra: &[&str], d: &Path) -> String {
+    let out = s(&d.join("x"));
+    let mut args = vec!["compare", "--runs"];
+    args.extend_from_slice(runs);
+    args.extend_from_slice(extra);
+    args.extend(["--out", &out]);
+    refused(&args)
+}
+
 #[test]
 fn runs_of_other_suites_or_other_benchmark_inputs_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -374,14 +384,7 @@ fn runs_of_other_suites_or_other_benchmark_inputs_are_refused() {
     all[99]["input"] = json!("Please describe this picture ./data/images/image_1.jpg");
     let q2 = write(d, "queries99.json", serde_json::to_string(&all).unwrap());
     let b = muse_run(d, "pb", &muse_plans(5, 0), &q2);
-    let e = refused(&[
-        "compare",
-        "--runs",
-        &s(&a),
-        &s(&b),
-        "--out",
-        &s(&d.join("x")),
-    ]);
+    let e = refused_compare(&[&s(&a), &s(&b)], &[], d);
     assert!(
         e.contains("different benchmark inputs")
             && e.contains("queries")
@@ -401,47 +404,17 @@ fn runs_of_other_suites_or_other_benchmark_inputs_are_refused() {
         "--out",
         &s(&g),
     ]);
-    let e = refused(&[
-        "compare",
-        "--runs",
-        &s(&a),
-        &s(&g),
-        "--out",
-        &s(&d.join("x")),
-    ]);
+    let e = refused_compare(&[&s(&a), &s(&g)], &[], d);
     assert!(e.contains("different suites (muse vs grasp)"), "{e}");
 
-    let e = refused(&[
-        "compare",
-        "--runs",
-        &s(&a),
-        &s(&a),
-        "--labels",
-        "x",
-        "--out",
-        &s(&d.join("x")),
-    ]);
+    let e = refused_compare(&[&s(&a), &s(&a)], &["--labels", "x"], d);
     assert!(
         e.contains("--labels names 1 run(s) but --runs gives 2"),
         "{e}"
     );
-    let e = refused(&[
-        "compare",
-        "--runs",
-        &s(&a),
-        &s(&a),
-        "--out",
-        &s(&d.join("x")),
-    ]);
+    let e = refused_compare(&[&s(&a), &s(&a)], &[], d);
     assert!(e.contains("two systems are called \"pa\""), "{e}");
-    let e = refused(&[
-        "compare",
-        "--runs",
-        &s(&a),
-        &s(&d.join("nope")),
-        "--out",
-        &s(&d.join("x")),
-    ]);
+    let e = refused_compare(&[&s(&a), &s(&d.join("nope"))], &[], d);
     assert!(e.contains("nope"), "{e}");
 }
 
@@ -584,14 +557,7 @@ fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
         &s(&other),
         "--quiet",
     ]);
-    let e = refused(&[
-        "compare",
-        "--runs",
-        &s(&out),
-        &s(&other),
-        "--out",
-        &s(&d.join("x")),
-    ]);
+    let e = refused_compare(&[&s(&out), &s(&other)], &[], d);
     assert!(
         e.contains("dataset differs") && e.contains("test.jsonl"),
         "{e}"
@@ -713,14 +679,7 @@ fn grasp_several_response_files_make_table_2_pair_in_compare_and_merge() {
         m["groups"]
     );
 
-    let e = refused(&[
-        "compare",
-        "--runs",
-        &parts[0],
-        &s(&both),
-        "--out",
-        &s(&d.join("x")),
-    ]);
+    let e = refused_compare(&[&parts[0], &s(&both)], &[], d);
     assert!(
         e.contains("one shard (\"0/2\")") && e.contains("scorekit merge"),
         "{e}"
