@@ -11,8 +11,11 @@
 //! backward pass) and applies dropout from a seeded generator, so that a training run can be
 //! repeated and resumed exactly.
 
+#[cfg(target_arch = "x86_64")]
+use crate::runtime::train::bert_block;
 use crate::runtime::train::ops;
 use crate::runtime::train::rng::SplitMix;
+use crate::runtime::train::GradSink;
 use candle_core::{DType, Module, Tensor, D};
 use candle_nn::{layer_norm, linear, LayerNorm, Linear, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
@@ -26,26 +29,30 @@ pub struct Train {
     pub attention: f64,
     /// The mask generator, saved in checkpoints.
     pub rng: SplitMix,
+    /// Gradients of weights used inside fused layers (`train::bert_block`), which the trainer
+    /// adds to candle's.
+    pub grads: GradSink,
 }
 
 impl Train {
+    /// Which of `n` elements dropout with probability `p` keeps: one draw per element, dropped
+    /// when its top 24 bits fall below `p`·2²⁴.
+    pub fn keep_mask(&mut self, n: usize, p: f64) -> Vec<bool> {
+        let threshold = (p * (1u64 << 24) as f64) as u64;
+        self.rng.map_draws(n, |r| (r >> 40) >= threshold)
+    }
+
     /// Drop elements of `x` with probability `p` and scale the rest by 1 / (1 − p), as
     /// `torch.nn.functional.dropout` in training mode. `p = 0` draws nothing.
     pub fn dropout(&mut self, x: &Tensor, p: f64) -> candle_core::Result<Tensor> {
         if p <= 0.0 {
             return Ok(x.clone());
         }
-        let keep = 1.0 / (1.0 - p);
-        let n = x.elem_count();
-        let threshold = (p * (1u64 << 24) as f64) as u64;
-        let mask: Vec<f32> = (0..n)
-            .map(|_| {
-                if (self.rng.next_u64() >> 40) < threshold {
-                    0.0
-                } else {
-                    keep as f32
-                }
-            })
+        let keep = (1.0 / (1.0 - p)) as f32;
+        let mask: Vec<f32> = self
+            .keep_mask(x.elem_count(), p)
+            .into_iter()
+            .map(|k| if k { keep } else { 0.0 })
             .collect();
         let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
         x * mask
@@ -152,6 +159,23 @@ impl BertLayers {
         mask: &Tensor,
         mut train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(tr) = train.as_deref_mut() {
+            if self.fusable(x) {
+                return self.forward_fused(x.clone(), mask, tr);
+            }
+        }
+        self.forward_composed(x, mask, train)
+    }
+
+    /// [`BertLayers::forward`] as a graph of candle and `train::ops` operations (scoring, and
+    /// training where the fused layers do not apply).
+    fn forward_composed(
+        &self,
+        x: &Tensor,
+        mask: &Tensor,
+        mut train: Option<&mut Train>,
+    ) -> candle_core::Result<Tensor> {
         let mut x = x.clone();
         let is_train = train.is_some();
         let mut drop = |t: Tensor, attention: bool| match train.as_deref_mut() {
@@ -206,5 +230,234 @@ impl BertLayers {
             x = l.out_norm.forward(&(o + a)?, is_train)?;
         }
         Ok(x)
+    }
+
+    /// Whether training can run the fused layers of `train::bert_block` on `x`: f32 on a
+    /// CPU with AVX-512, erf-GELU, LayerNorms with biases.
+    #[cfg(target_arch = "x86_64")]
+    fn fusable(&self, x: &Tensor) -> bool {
+        x.device().is_cpu()
+            && x.dtype() == DType::F32
+            && crate::runtime::native::kernels_available()
+            && matches!(self.act, HiddenAct::Gelu)
+            && self.layers.iter().all(|l| {
+                [
+                    &l.query,
+                    &l.key,
+                    &l.value,
+                    &l.attn_out,
+                    &l.intermediate,
+                    &l.output,
+                ]
+                .iter()
+                .all(|lin| lin.bias().is_some())
+                    && l.attn_norm.ln.bias().is_some()
+                    && l.out_norm.ln.bias().is_some()
+            })
+    }
+
+    /// Training on the fused layers: each layer one node of the graph, its dropout masks drawn
+    /// in the composed path's order (attention, attention output, output).
+    #[cfg(target_arch = "x86_64")]
+    fn forward_fused(
+        &self,
+        mut x: Tensor,
+        mask: &Tensor,
+        tr: &mut Train,
+    ) -> candle_core::Result<Tensor> {
+        let (b, s, h) = x.dims3()?;
+        let mask = mask.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let draw = |tr: &mut Train, n: usize, p: f64| (p > 0.0).then(|| tr.keep_mask(n, p));
+        let scale = |p: f64| (1.0 / (1.0 - p)) as f32;
+        for l in &self.layers {
+            let bias = |lin: &Linear| lin.bias().cloned().expect("checked by fusable");
+            let nb = |n: &Norm| n.ln.bias().cloned().expect("checked by fusable");
+            let tensors = bert_block::LayerTensors([
+                l.query.weight().clone(),
+                bias(&l.query),
+                l.key.weight().clone(),
+                bias(&l.key),
+                l.value.weight().clone(),
+                bias(&l.value),
+                l.attn_out.weight().clone(),
+                bias(&l.attn_out),
+                l.attn_norm.ln.weight().clone(),
+                nb(&l.attn_norm),
+                l.intermediate.weight().clone(),
+                bias(&l.intermediate),
+                l.output.weight().clone(),
+                bias(&l.output),
+                l.out_norm.ln.weight().clone(),
+                nb(&l.out_norm),
+            ]);
+            let dropout = bert_block::LayerDropout {
+                attention: draw(tr, b * self.heads * s * s, tr.attention),
+                attention_output: draw(tr, b * s * h, tr.hidden),
+                output: draw(tr, b * s * h, tr.hidden),
+                attention_scale: scale(tr.attention),
+                hidden_scale: scale(tr.hidden),
+            };
+            let shape = bert_block::LayerShape {
+                b,
+                s,
+                h,
+                heads: self.heads,
+                f: l.intermediate.weight().dim(0)?,
+                eps: l.attn_norm.eps,
+            };
+            if l.out_norm.eps != l.attn_norm.eps {
+                candle_core::bail!("the two LayerNorms of a layer differ in epsilon");
+            }
+            x = bert_block::forward(&x, mask.clone(), tensors, shape, dropout, tr.grads.clone())?;
+        }
+        Ok(x)
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use candle_core::{Device, Var};
+    use candle_nn::VarMap;
+    use candle_transformers::models::bert::PositionEmbeddingType;
+
+    fn config() -> Config {
+        Config {
+            vocab_size: 10,
+            hidden_size: 64,
+            num_hidden_layers: 2,
+            num_attention_heads: 4,
+            intermediate_size: 96,
+            hidden_act: HiddenAct::Gelu,
+            hidden_dropout_prob: 0.1,
+            max_position_embeddings: 32,
+            type_vocab_size: 2,
+            initializer_range: 0.02,
+            layer_norm_eps: 1e-12,
+            pad_token_id: 0,
+            position_embedding_type: PositionEmbeddingType::Absolute,
+            use_cache: false,
+            classifier_dropout: None,
+            model_type: None,
+        }
+    }
+
+    /// Output and every gradient (input and weights) of `layers` on `x`, with dropout drawn
+    /// from `seed`, through the fused layers or the composed graph.
+    fn run(
+        layers: &BertLayers,
+        vars: &VarMap,
+        x: &Var,
+        mask: &Tensor,
+        weights: &Tensor,
+        seed: u64,
+        fused: bool,
+    ) -> (Vec<f32>, Vec<(String, Vec<f32>)>, u64) {
+        let mut tr = Train {
+            hidden: 0.1,
+            attention: 0.15,
+            rng: SplitMix::new(seed),
+            grads: GradSink::default(),
+        };
+        assert_eq!(layers.fusable(x.as_tensor()), true);
+        let y = if fused {
+            layers.forward(x.as_tensor(), mask, Some(&mut tr)).unwrap()
+        } else {
+            layers
+                .forward_composed(x.as_tensor(), mask, Some(&mut tr))
+                .unwrap()
+        };
+        let loss = (&y * weights).unwrap().sum_all().unwrap();
+        let store = loss.backward().unwrap();
+        let outside = tr.grads.take();
+        let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let mut grads = vec![("x".to_string(), flat(store.get(x.as_tensor()).unwrap()))];
+        let data = vars.data().lock().unwrap();
+        let mut names: Vec<&String> = data.keys().collect();
+        names.sort();
+        for name in names {
+            let v = data[name].as_tensor();
+            let mut g = store.get(v).map(flat);
+            for (var, part) in &outside {
+                if var.id() == v.id() {
+                    assert!(g.is_none(), "{name}: two gradients");
+                    g = Some(flat(part));
+                }
+            }
+            grads.push((
+                name.clone(),
+                g.unwrap_or_else(|| panic!("{name}: no gradient")),
+            ));
+        }
+        (flat(&y), grads, tr.rng.state)
+    }
+
+    #[test]
+    fn the_fused_layer_equals_the_composed_graph() {
+        if !crate::runtime::native::kernels_available() {
+            eprintln!("no AVX-512: the fused layer does not run here");
+            return;
+        }
+        let dev = Device::Cpu;
+        let cfg = config();
+        let vars = VarMap::new();
+        let vb = VarBuilder::from_varmap(&vars, DType::F32, &dev);
+        let layers = BertLayers::load(vb, &cfg).unwrap();
+        // Biases and LayerNorm weights away from their initial 0 and 1.
+        for (name, v) in vars.data().lock().unwrap().iter() {
+            if !name.ends_with("dense.weight") && !name.contains("self.") || name.ends_with("bias")
+            {
+                let t = v.as_tensor();
+                let noise = (Tensor::randn(0f32, 0.3, t.shape(), &dev).unwrap() + t).unwrap();
+                v.set(&noise).unwrap();
+            }
+        }
+        let (b, s, h) = (3, 13, cfg.hidden_size);
+        let x = Var::from_tensor(&Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap()).unwrap();
+        // Sequences of 13, 9 and 5 tokens.
+        let keep: Vec<f32> = [13, 9, 5]
+            .iter()
+            .flat_map(|&n| (0..s).map(move |i| f32::from(u8::from(i < n))))
+            .collect();
+        let mask = crate::runtime::models::bert::additive_mask(
+            &Tensor::from_vec(keep, (b, s), &dev).unwrap(),
+            DType::F32,
+        )
+        .unwrap();
+        let weights = Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap();
+        let (y1, g1, r1) = run(&layers, &vars, &x, &mask, &weights, 7, true);
+        let (y2, g2, r2) = run(&layers, &vars, &x, &mask, &weights, 7, false);
+        assert_eq!(r1, r2, "both draw the same number of dropout decisions");
+        let close = |what: &str, a: &[f32], b: &[f32]| {
+            assert_eq!(a.len(), b.len(), "{what}");
+            let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+            let worst = a
+                .iter()
+                .zip(b)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0f32, f32::max);
+            eprintln!("{what}: worst difference {:.2e} of the max", worst / scale);
+            assert!(
+                worst <= 2e-5 * scale,
+                "{what}: worst difference {worst} of max {scale}"
+            );
+        };
+        close("output", &y1, &y2);
+        assert_eq!(g1.len(), 2 * 16 + 1);
+        let biggest = |g: &[f32]| g.iter().fold(0f32, |m, v| m.max(v.abs()));
+        for ((n1, a), (n2, b)) in g1.iter().zip(&g2) {
+            assert_eq!(n1, n2);
+            if n1.ends_with("self.key.bias") {
+                // Zero in exact arithmetic (a softmax row does not change when all its scores
+                // move by q·bias): both must be rounding noise.
+                let noise = biggest(a).max(biggest(b));
+                assert!(noise < 1e-5 * biggest(&g1[0].1), "{n1}: {noise}");
+            } else {
+                close(n1, a, b);
+            }
+        }
+        // Another seed draws other masks: the comparison is not vacuous.
+        let (y3, _, _) = run(&layers, &vars, &x, &mask, &weights, 8, true);
+        assert!(y3.iter().zip(&y1).any(|(p, q)| (p - q).abs() > 1e-3));
     }
 }

@@ -12,6 +12,8 @@ use std::arch::x86_64::*;
 pub const MR: usize = 12;
 /// Columns of the register tile (two zmm).
 pub const NR: usize = 32;
+/// Rows of A packed at a time (an MC×KC block: 384 KiB, in L2).
+pub const MC: usize = MR * 32;
 /// Depth of one packed block (B panel KC×32×4 bytes = 32 KiB, in L1).
 pub const KC: usize = 256;
 
@@ -121,19 +123,49 @@ thread_local! {
     static APACK: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// How A is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ALayout {
+    /// Row-major: A[i][kk] at `a[i * lda + kk]`.
+    Rows,
+    /// Transposed (Aᵀ row-major): A[i][kk] at `a[kk * lda + i]`.
+    Cols,
+}
+
 /// Pack rows [i0, i0+rows) × cols [p0, p0+kc) of A into MR-row panels, zero-padding the last.
 #[inline]
-fn pack_a(a: &[f32], lda: usize, i0: usize, rows: usize, p0: usize, kc: usize, out: &mut Vec<f32>) {
+#[allow(clippy::too_many_arguments)]
+fn pack_a(
+    a: &[f32],
+    lda: usize,
+    layout: ALayout,
+    i0: usize,
+    rows: usize,
+    p0: usize,
+    kc: usize,
+    out: &mut Vec<f32>,
+) {
     let panels = rows.div_ceil(MR);
     out.clear();
     out.resize(panels * MR * kc, 0.0);
     for pi in 0..panels {
         let base = pi * MR * kc;
         let r = MR.min(rows - pi * MR);
-        for i in 0..r {
-            let src = &a[(i0 + pi * MR + i) * lda + p0..][..kc];
-            for (kk, &x) in src.iter().enumerate() {
-                out[base + kk * MR + i] = x;
+        match layout {
+            ALayout::Rows => {
+                for i in 0..r {
+                    let src = &a[(i0 + pi * MR + i) * lda + p0..][..kc];
+                    for (kk, &x) in src.iter().enumerate() {
+                        out[base + kk * MR + i] = x;
+                    }
+                }
+            }
+            ALayout::Cols => {
+                // The MR values of one depth step are contiguous in Aᵀ.
+                for kk in 0..kc {
+                    let src = &a[(p0 + kk) * lda + i0 + pi * MR..][..r];
+                    out[base + kk * MR..base + kk * MR + r].copy_from_slice(src);
+                }
             }
         }
     }
@@ -280,6 +312,7 @@ pub(crate) unsafe fn finish_row(
 unsafe fn block(
     a: &[f32],
     lda: usize,
+    layout: ALayout,
     b: &PackedB,
     c: *mut f32,
     ldc: usize,
@@ -293,7 +326,7 @@ unsafe fn block(
     let mut p0 = 0;
     while p0 < k {
         let kc = KC.min(k - p0);
-        pack_a(a, lda, i0, rows, p0, kc, apack);
+        pack_a(a, lda, layout, i0, rows, p0, kc, apack);
         let first = p0 == 0;
         let last = p0 + kc >= k;
         for jp in 0..np {
@@ -364,26 +397,98 @@ pub(crate) unsafe fn gemm_raw(
     ep: Epilogue,
     parallel: bool,
 ) {
+    // SAFETY: this function's contract is gemm_impl's.
+    unsafe { gemm_impl(m, a, lda, ALayout::Rows, b, c, ldc, ep, parallel) }
+}
+
+/// C = A·B (+ epilogue) with A given transposed: `at` holds Aᵀ (k×m, row stride `lda`), so
+/// that products such as the weight gradient gᵀ·x need no transposed copy of g.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_at(
+    m: usize,
+    at: &[f32],
+    lda: usize,
+    b: &PackedB,
+    c: &mut [f32],
+    ldc: usize,
+    ep: Epilogue,
+    parallel: bool,
+) {
+    if m > 0 && b.n > 0 {
+        assert!(c.len() >= (m - 1) * ldc + b.n, "C too small");
+    }
+    // SAFETY: `c` is an exclusive borrow, checked just above to hold the m×n matrix at row
+    // stride `ldc` (nothing is accessed when m or n is 0): gemm_impl's contract.
+    unsafe {
+        gemm_impl(
+            m,
+            at,
+            lda,
+            ALayout::Cols,
+            b,
+            c.as_mut_ptr(),
+            ldc,
+            ep,
+            parallel,
+        )
+    }
+}
+
+/// [`gemm_raw`] for A stored as `layout` says.
+///
+/// # Safety
+/// As [`gemm_raw`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_impl(
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    layout: ALayout,
+    b: &PackedB,
+    c: *mut f32,
+    ldc: usize,
+    ep: Epilogue,
+    parallel: bool,
+) {
     assert!(available(), "gemm needs AVX-512F");
     if m == 0 || b.n == 0 {
         return;
     }
-    assert!(a.len() >= (m - 1) * lda + b.k, "A too small");
+    match layout {
+        ALayout::Rows => assert!(a.len() >= (m - 1) * lda + b.k, "A too small"),
+        ALayout::Cols => assert!(b.k == 0 || a.len() >= (b.k - 1) * lda + m, "A too small"),
+    }
     if let Some(bias) = ep.bias {
         assert!(bias.len() >= b.n, "bias shorter than n");
     }
     let cp = SendPtr(c);
     let threads = rayon::current_num_threads();
     if !parallel || threads == 1 || m <= MR {
-        // SAFETY: AVX-512F and the bias length are asserted above; rows [0, m) of C are valid
-        // and ours alone by this function's contract.
-        APACK.with(|buf| unsafe { block(a, lda, b, cp.0, ldc, 0, m, &ep, &mut buf.borrow_mut()) });
+        // Blocks of MC rows, so that the packed A block stays in L2.
+        for i0 in (0..m).step_by(MC) {
+            // SAFETY: AVX-512F and the bias length are asserted above; rows [0, m) of C are
+            // valid and ours alone by this function's contract, [i0, i0 + rows) among them.
+            APACK.with(|buf| unsafe {
+                block(
+                    a,
+                    lda,
+                    layout,
+                    b,
+                    cp.0,
+                    ldc,
+                    i0,
+                    MC.min(m - i0),
+                    &ep,
+                    &mut buf.borrow_mut(),
+                )
+            });
+        }
         return;
     }
     // Blocks of rows as tasks (a few per thread, so a busy core does not hold everyone up).
     let target = m.div_ceil(threads * 4).max(MR * 4);
     let chunk = target.div_ceil(MR) * MR;
-    let chunk = chunk.min(MR * 128);
+    let chunk = chunk.min(MC);
     let nblocks = m.div_ceil(chunk);
     (0..nblocks).into_par_iter().for_each(|bi| {
         let i0 = bi * chunk;
@@ -395,6 +500,7 @@ pub(crate) unsafe fn gemm_raw(
             block(
                 a,
                 lda,
+                layout,
                 b,
                 cp.get(),
                 ldc,
@@ -461,6 +567,39 @@ mod tests {
                     c[i]
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_given_transposed_gives_the_same_bits() {
+        if !available() {
+            return;
+        }
+        // Ragged panels (m not a multiple of MR), depth over KC, row blocks over MC.
+        for (m, k, n, par) in [
+            (1, 1, 1, false),
+            (13, 300, 45, true),
+            (50, 257, 33, false),
+            (400, 70, 64, true),
+        ] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919) % 997) as f32 / 500.0 - 1.0)
+                .collect();
+            let w: Vec<f32> = (0..n * k)
+                .map(|i| ((i * 104_729) % 991) as f32 / 500.0 - 1.0)
+                .collect();
+            let mut at = vec![0f32; m * k];
+            for i in 0..m {
+                for kk in 0..k {
+                    at[kk * m + i] = a[i * k + kk];
+                }
+            }
+            let p = PackedB::from_nk(&w, n, k, k);
+            let (mut c1, mut c2) = (vec![0f32; m * n], vec![0f32; m * n]);
+            gemm(m, &a, k, &p, &mut c1, n, Epilogue::default(), par);
+            gemm_at(m, &at, m, &p, &mut c2, n, Epilogue::default(), par);
+            assert_eq!(c1, c2, "{m}x{k}x{n}");
+            assert!(c1.iter().any(|&v| v != 0.0));
         }
     }
 }

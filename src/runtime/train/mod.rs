@@ -7,10 +7,15 @@
 //! seeded shuffles) and [`checkpoint`] saves and restores everything a resumed run needs.
 
 pub mod adamw;
+#[cfg(target_arch = "x86_64")]
+pub mod bert_block;
 pub mod checkpoint;
 pub mod model;
 pub mod ops;
 pub mod rng;
 pub mod schedule;
 mod simd;
+mod sink;
 pub mod trainer;
+
+pub use sink::GradSink;

@@ -50,7 +50,8 @@ pub(super) fn with_slice<T: WithDType, R>(
 }
 
 /// The float types of the fused kernels, with the erf candle's GELU uses.
-trait Real: WithDType + Send + Sync {
+pub(super) trait Real: WithDType + Send + Sync {
+    /// The error function, as candle computes it.
     fn erf(x: Self) -> Self;
 }
 
@@ -129,6 +130,13 @@ fn ln_fwd<T: Real>(
     if h == 0 || x.len() % h != 0 || b.len() != h {
         bail!("layer_norm: widths {} / {} / {}", x.len(), h, b.len());
     }
+    let y = ln_rows(x, g, b, eps);
+    Ok((T::to_cpu_storage_owned(y), l1.shape().clone()))
+}
+
+/// LayerNorm of every row of `x` (rows as wide as `g` and `b`).
+pub(super) fn ln_rows<T: Real>(x: &[T], g: &[T], b: &[T], eps: f64) -> Vec<T> {
+    let h = g.len();
     let mut y = vec![T::from_f64(0.0); x.len()];
     y.par_chunks_mut(h * ROWS_PER_TASK)
         .zip(x.par_chunks(h * ROWS_PER_TASK))
@@ -141,11 +149,16 @@ fn ln_fwd<T: Real>(
                 }
             }
         });
-    Ok((T::to_cpu_storage_owned(y), l1.shape().clone()))
+    y
 }
 
 /// (dx, dgamma, dbeta) of LayerNorm for input `x` and output gradient `dy`.
-fn ln_bwd<T: Real>(x: &[T], gamma: &[T], dy: &[T], eps: f64) -> (Vec<T>, Vec<T>, Vec<T>) {
+pub(super) fn ln_bwd<T: Real>(
+    x: &[T],
+    gamma: &[T],
+    dy: &[T],
+    eps: f64,
+) -> (Vec<T>, Vec<T>, Vec<T>) {
     let h = gamma.len();
     let mut dx = vec![T::from_f64(0.0); x.len()];
     let partial: Vec<(Vec<f64>, Vec<f64>)> = dx
@@ -273,25 +286,39 @@ fn sm_fwd<T: Real>(
             for (r, (yr, xr)) in yc.chunks_mut(k).zip(xc.chunks(k)).enumerate() {
                 let row = t * ROWS_PER_TASK + r;
                 let mr = &m[(row * k / per_batch) * k..][..k];
-                if super::simd::masked_softmax_row(xr, mr, scale, yr) {
-                    continue;
-                }
-                let mut max = f64::NEG_INFINITY;
-                for j in 0..k {
-                    z[j] = T::from_f64(xr[j].to_f64() * scale).to_f64() + mr[j].to_f64();
-                    max = max.max(z[j]);
-                }
-                let mut sum = 0f64;
-                for zj in z.iter_mut() {
-                    *zj = (*zj - max).exp();
-                    sum += *zj;
-                }
-                for j in 0..k {
-                    yr[j] = T::from_f64(z[j] / sum);
-                }
+                softmax_row(xr, mr, scale, yr, &mut z);
             }
         });
     Ok((T::to_cpu_storage_owned(y), l1.shape().clone()))
+}
+
+/// One row of the masked softmax, `y = softmax(x·scale + mask)`; `z` is scratch as long as `x`.
+pub(super) fn softmax_row<T: Real>(x: &[T], mask: &[T], scale: f64, y: &mut [T], z: &mut [f64]) {
+    if super::simd::masked_softmax_row(x, mask, scale, y) {
+        return;
+    }
+    let k = x.len();
+    let mut max = f64::NEG_INFINITY;
+    for j in 0..k {
+        z[j] = T::from_f64(x[j].to_f64() * scale).to_f64() + mask[j].to_f64();
+        max = max.max(z[j]);
+    }
+    let mut sum = 0f64;
+    for zj in z[..k].iter_mut() {
+        *zj = (*zj - max).exp();
+        sum += *zj;
+    }
+    for j in 0..k {
+        y[j] = T::from_f64(z[j] / sum);
+    }
+}
+
+/// The masked softmax's backward for one row: `dx = y·(dy − Σ y·dy)·scale`.
+pub(super) fn softmax_grad_row<T: Real>(y: &[T], dy: &[T], scale: f64, dx: &mut [T]) {
+    let dot: f64 = y.iter().zip(dy).map(|(a, b)| a.to_f64() * b.to_f64()).sum();
+    for j in 0..y.len() {
+        dx[j] = T::from_f64(y[j].to_f64() * (dy[j].to_f64() - dot) * scale);
+    }
 }
 
 fn sm_grad<T: Real>(y: &Tensor, dy: &Tensor, scale: f64) -> Result<Tensor> {
@@ -304,15 +331,7 @@ fn sm_grad<T: Real>(y: &Tensor, dy: &Tensor, scale: f64) -> Result<Tensor> {
                 .zip(d.par_chunks(k * ROWS_PER_TASK))
                 .for_each(|((dxc, yc), dc)| {
                     for ((dxr, yr), dr) in dxc.chunks_mut(k).zip(yc.chunks(k)).zip(dc.chunks(k)) {
-                        let dot: f64 = yr
-                            .iter()
-                            .zip(dr)
-                            .map(|(a, b)| a.to_f64() * b.to_f64())
-                            .sum();
-                        for j in 0..k {
-                            let v = yr[j].to_f64() * (dr[j].to_f64() - dot) * scale;
-                            dxr[j] = T::from_f64(v);
-                        }
+                        softmax_grad_row(yr, dr, scale, dxr);
                     }
                 });
             Ok(dx)
@@ -365,12 +384,18 @@ const ELEMS_PER_TASK: usize = 16384;
 fn gelu_fwd<T: Real>(s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
     let x = slice::<T>(s, l)?;
     let mut y = vec![T::from_f64(0.0); x.len()];
+    gelu_into(x, &mut y);
+    Ok((T::to_cpu_storage_owned(y), l.shape().clone()))
+}
+
+/// `y = gelu(x)` (exact, erf), element by element, in parallel.
+pub(super) fn gelu_into<T: Real>(x: &[T], y: &mut [T]) {
     let vectorised = y
         .par_chunks_mut(ELEMS_PER_TASK)
         .zip(x.par_chunks(ELEMS_PER_TASK))
         .all(|(yc, xc)| super::simd::gelu(xc, yc));
     if vectorised {
-        return Ok((T::to_cpu_storage_owned(y), l.shape().clone()));
+        return;
     }
     let half = T::from_f64(0.5);
     let one = T::from_f64(1.0);
@@ -383,40 +408,42 @@ fn gelu_fwd<T: Real>(s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> 
                 *y = (T::erf(v * r2) + one) * half * v;
             }
         });
-    Ok((T::to_cpu_storage_owned(y), l.shape().clone()))
 }
 
 fn gelu_grad<T: Real>(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let dx = with_slice::<T, _>(x, |x| {
         with_slice::<T, _>(dy, |d| {
             let mut dx = vec![T::from_f64(0.0); x.len()];
-            let vectorised = dx
-                .par_chunks_mut(ELEMS_PER_TASK)
-                .zip(x.par_chunks(ELEMS_PER_TASK))
-                .zip(d.par_chunks(ELEMS_PER_TASK))
-                .all(|((dxc, xc), dc)| super::simd::gelu_grad(xc, dc, dxc));
-            if vectorised {
-                return Ok(dx);
-            }
-            let inv_sqrt_2pi = 1.0 / (2.0 * std::f64::consts::PI).sqrt();
-            dx.par_chunks_mut(ELEMS_PER_TASK)
-                .zip(x.par_chunks(ELEMS_PER_TASK))
-                .zip(d.par_chunks(ELEMS_PER_TASK))
-                .for_each(|((dxc, xc), dc)| {
-                    for ((o, &v), &g) in dxc.iter_mut().zip(xc).zip(dc) {
-                        let v = v.to_f64();
-                        let cdf = 0.5
-                            * (1.0
-                                + T::erf(T::from_f64(v * std::f64::consts::FRAC_1_SQRT_2))
-                                    .to_f64());
-                        let pdf = (-0.5 * v * v).exp() * inv_sqrt_2pi;
-                        *o = T::from_f64(g.to_f64() * (cdf + v * pdf));
-                    }
-                });
+            gelu_grad_into(x, d, &mut dx);
             Ok(dx)
         })
     })?;
     Tensor::from_vec(dx, x.shape(), x.device())
+}
+
+/// `dx = dy · gelu'(x)`, element by element, in parallel.
+pub(super) fn gelu_grad_into<T: Real>(x: &[T], d: &[T], dx: &mut [T]) {
+    let vectorised = dx
+        .par_chunks_mut(ELEMS_PER_TASK)
+        .zip(x.par_chunks(ELEMS_PER_TASK))
+        .zip(d.par_chunks(ELEMS_PER_TASK))
+        .all(|((dxc, xc), dc)| super::simd::gelu_grad(xc, dc, dxc));
+    if vectorised {
+        return;
+    }
+    let inv_sqrt_2pi = 1.0 / (2.0 * std::f64::consts::PI).sqrt();
+    dx.par_chunks_mut(ELEMS_PER_TASK)
+        .zip(x.par_chunks(ELEMS_PER_TASK))
+        .zip(d.par_chunks(ELEMS_PER_TASK))
+        .for_each(|((dxc, xc), dc)| {
+            for ((o, &v), &g) in dxc.iter_mut().zip(xc).zip(dc) {
+                let v = v.to_f64();
+                let cdf =
+                    0.5 * (1.0 + T::erf(T::from_f64(v * std::f64::consts::FRAC_1_SQRT_2)).to_f64());
+                let pdf = (-0.5 * v * v).exp() * inv_sqrt_2pi;
+                *o = T::from_f64(g.to_f64() * (cdf + v * pdf));
+            }
+        });
 }
 
 impl CustomOp1 for GeluOp {
@@ -463,12 +490,12 @@ pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod native {
+pub(super) mod native {
     //! The f32 linear layer on scorekit's AVX-512 products (`native::gemm`): forward `x·wᵀ + b`,
     //! backward `dx = dy·w`, `dw = dyᵀ·x`, `db = Σ dy`.
 
-    use super::{slice, with_slice, ROWS_PER_TASK};
-    use crate::runtime::native::gemm::{gemm, Epilogue, PackedB};
+    use super::{slice, with_slice};
+    use crate::runtime::native::gemm::{gemm, gemm_at, Epilogue, PackedB};
     use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
     use rayon::prelude::*;
 
@@ -535,7 +562,7 @@ mod native {
     }
 
     /// dx `[m, k]` = g·w, dw `[n, k]` = gᵀ·x, db `[n]` = column sums of g (g `[m, n]`).
-    fn grads(
+    pub(in crate::runtime::train) fn grads(
         x: &[f32],
         w: &[f32],
         g: &[f32],
@@ -549,26 +576,30 @@ mod native {
         bw.repack_kn(w, n, k, k);
         let mut dx = vec![0f32; m * k];
         gemm(m, g, n, &bw, &mut dx, k, plain, true);
-        // dw: A = gᵀ (n×m, transposed in blocks of rows), B = x (m rows of depth, k columns).
-        let mut gt = vec![0f32; n * m];
-        gt.par_chunks_mut(m * ROWS_PER_TASK)
-            .enumerate()
-            .for_each(|(t, rows)| {
-                for (r, row) in rows.chunks_mut(m).enumerate() {
-                    let j = t * ROWS_PER_TASK + r;
-                    for (i, v) in row.iter_mut().enumerate() {
-                        *v = g[i * n + j];
-                    }
-                }
-            });
+        // dw: A = gᵀ (n×m), read from g as it is; B = x (m rows of depth, k columns).
         let mut bx = PackedB::default();
         bx.repack_kn(x, m, k, k);
         let mut dw = vec![0f32; n * k];
-        gemm(n, &gt, m, &bx, &mut dw, k, plain, true);
-        let db = gt
-            .par_chunks(m)
-            .map(|row| row.iter().map(|&v| v as f64).sum::<f64>() as f32)
-            .collect();
-        (dx, dw, db)
+        gemm_at(n, g, n, &bx, &mut dw, k, plain, true);
+        (dx, dw, column_sums(g, m, n))
+    }
+
+    /// Column sums of `g` `[m, n]`, each accumulated in f64 over the rows in order.
+    pub(in crate::runtime::train) fn column_sums(g: &[f32], m: usize, n: usize) -> Vec<f32> {
+        const COLS: usize = 64;
+        let mut out = vec![0f32; n];
+        out.par_chunks_mut(COLS).enumerate().for_each(|(t, cols)| {
+            let j0 = t * COLS;
+            let mut acc = [0f64; COLS];
+            for row in g.chunks(n).take(m) {
+                for (a, &v) in acc.iter_mut().zip(&row[j0..j0 + cols.len()]) {
+                    *a += v as f64;
+                }
+            }
+            for (o, a) in cols.iter_mut().zip(acc) {
+                *o = a as f32;
+            }
+        });
+        out
     }
 }

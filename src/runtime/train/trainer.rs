@@ -11,6 +11,7 @@ use super::adamw::{AdamW, AdamWParams};
 use super::model::{Dropouts, McModel};
 use super::rng::SplitMix;
 use super::schedule::{clip_coefficient, grad_norm, LinearSchedule};
+use super::GradSink;
 use crate::runtime::encoder::Batch;
 use crate::runtime::models::bert_layers::Train;
 use crate::runtime::tokenize::Tokens;
@@ -206,18 +207,31 @@ impl<'m> Trainer<'m> {
             hidden: self.recipe.dropouts.hidden,
             attention: self.recipe.dropouts.attention,
             rng: SplitMix::new(self.pos.rng),
+            grads: GradSink::default(),
         };
         for qs in micro {
             let loss = self.loss(data, qs, &mut train)?;
             loss_sum += loss.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()?;
             let store = (loss / k)?.backward()?;
+            let mut outside: std::collections::HashMap<_, Vec<Tensor>> = Default::default();
+            for (var, g) in train.grads.take() {
+                outside.entry(var.id()).or_default().push(g);
+            }
             for (slot, acc) in self.opt.slots.iter().zip(grads.iter_mut()) {
-                if let Some(g) = store.get(slot.var.as_tensor()) {
+                let var = slot.var.as_tensor();
+                let parts = store.get(var).into_iter().cloned();
+                for g in parts.chain(outside.remove(&var.id()).unwrap_or_default()) {
                     *acc = Some(match acc.take() {
                         Some(a) => (a + g)?,
-                        None => g.clone(),
+                        None => g,
                     });
                 }
+            }
+            if !outside.is_empty() {
+                candle_core::bail!(
+                    "gradients of {} tensors that are not trained",
+                    outside.len()
+                );
             }
         }
         self.pos.rng = train.rng.state;
