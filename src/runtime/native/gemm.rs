@@ -434,6 +434,34 @@ pub fn gemm_at(
     }
 }
 
+/// [`gemm_at`] (no epilogue, one thread) into C given as a raw pointer, as [`gemm_raw`].
+///
+/// # Safety
+/// As [`gemm_raw`].
+pub(crate) unsafe fn gemm_at_raw(
+    m: usize,
+    at: &[f32],
+    lda: usize,
+    b: &PackedB,
+    c: *mut f32,
+    ldc: usize,
+) {
+    // SAFETY: this function's contract is gemm_impl's.
+    unsafe {
+        gemm_impl(
+            m,
+            at,
+            lda,
+            ALayout::Cols,
+            b,
+            c,
+            ldc,
+            Epilogue::default(),
+            false,
+        )
+    }
+}
+
 /// [`gemm_raw`] for A stored as `layout` says.
 ///
 /// # Safety
@@ -486,7 +514,7 @@ unsafe fn gemm_impl(
         return;
     }
     // Blocks of rows as tasks (a few per thread, so a busy core does not hold everyone up).
-    let target = m.div_ceil(threads * 4).max(MR * 4);
+    let target = m.div_ceil(threads * 4).max(MC / 4);
     let chunk = target.div_ceil(MR) * MR;
     let chunk = chunk.min(MC);
     let nblocks = m.div_ceil(chunk);

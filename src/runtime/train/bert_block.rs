@@ -20,7 +20,7 @@ use super::ops::{
     with_slice,
 };
 use super::GradSink;
-use crate::runtime::native::gemm::{gemm, gemm_raw, Epilogue, PackedB, SendPtr};
+use crate::runtime::native::gemm::{gemm, gemm_at_raw, gemm_raw, Epilogue, PackedB, SendPtr};
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -221,6 +221,13 @@ fn apply_dropout(x: &mut [f32], keep: Option<&Vec<bool>>, scale: f32) {
     }
 }
 
+/// `x · keep-scale` where kept, 0 where dropped, on one thread (inside a parallel job).
+fn drop_in_place(x: &mut [f32], keep: &[bool], scale: f32) {
+    for (v, &k) in x.iter_mut().zip(keep) {
+        *v *= if k { scale } else { 0.0 };
+    }
+}
+
 /// `a += b`, element by element.
 fn add_into(a: &mut [f32], b: &[f32]) {
     a.par_chunks_mut(1 << 14)
@@ -296,13 +303,10 @@ impl LayerOp {
                     }
                     let pd: &[f32] = match &dr.attention {
                         Some(keep) => {
-                            let keep = &keep[job * s * s..(job + 1) * s * s];
                             pd.clear();
-                            pd.extend(
-                                p.iter()
-                                    .zip(keep)
-                                    .map(|(&v, &k)| v * if k { dr.attention_scale } else { 0.0 }),
-                            );
+                            pd.extend_from_slice(p);
+                            let keep = &keep[job * s * s..(job + 1) * s * s];
+                            drop_in_place(pd, keep, dr.attention_scale);
                             pd
                         }
                         None => &*p,
@@ -430,11 +434,6 @@ impl LayerOp {
                 .attention
                 .as_ref()
                 .map(|k| &k[job * s * s..(job + 1) * s * s]);
-            let kscale = |i: usize| match keep {
-                Some(k) if !k[i] => 0.0,
-                Some(_) => dr.attention_scale,
-                None => 1.0,
-            };
             let dc = &dctx[bi * s * h + hd * d..];
             SCRATCH.with(|sc| {
                 let (t1, t2, bp, _, _) = &mut *sc.borrow_mut();
@@ -443,13 +442,12 @@ impl LayerOp {
                 t1.resize(s * s, 0.0);
                 bp.repack_nk(&qkv[base + 2 * h..], s, d, 3 * h);
                 gemm(s, dc, h, bp, t1, s, Epilogue::default(), false);
-                // dV = (dropped probs)ᵀ · dctx.
+                // The dropped probabilities, then dV = (dropped probs)ᵀ · dctx.
                 t2.clear();
-                t2.resize(s * s, 0.0);
-                for i in 0..s {
-                    for j in 0..s {
-                        t2[j * s + i] = p[i * s + j] * kscale(i * s + j);
-                    }
+                t2.extend_from_slice(p);
+                if let Some(keep) = keep {
+                    drop_in_place(t2, keep, dr.attention_scale);
+                    drop_in_place(t1, keep, dr.attention_scale);
                 }
                 bp.repack_kn(dc, s, d, h);
                 let at = |col: usize| {
@@ -464,12 +462,9 @@ impl LayerOp {
                 // ([hd·d, hd·d + d) + 0, h, 2h), which no other job writes.
                 unsafe {
                     let c = out.get().add(at(2 * h + hd * d));
-                    gemm_raw(s, t2, s, bp, c, 3 * h, Epilogue::default(), false);
+                    gemm_at_raw(s, t2, s, bp, c, 3 * h);
                 }
-                // d(scores) through dropout and the softmax.
-                for (i, v) in t1.iter_mut().enumerate() {
-                    *v *= kscale(i);
-                }
+                // d(scores) through the softmax (t1 has been through the dropout).
                 for (dr, (pr, gr)) in t2.chunks_mut(s).zip(p.chunks(s).zip(t1.chunks(s))) {
                     softmax_grad_row(pr, gr, scale, dr);
                 }
@@ -481,16 +476,11 @@ impl LayerOp {
                     gemm_raw(s, t2, s, bp, c, 3 * h, Epilogue::default(), false);
                 }
                 // dK = dSᵀ · Q.
-                for i in 0..s {
-                    for j in 0..s {
-                        t1[j * s + i] = t2[i * s + j];
-                    }
-                }
                 bp.repack_kn(&qkv[base..], s, d, 3 * h);
                 // SAFETY: as above.
                 unsafe {
                     let c = out.get().add(at(h + hd * d));
-                    gemm_raw(s, t1, s, bp, c, 3 * h, Epilogue::default(), false);
+                    gemm_at_raw(s, t2, s, bp, c, 3 * h);
                 }
             });
         });
