@@ -60,8 +60,7 @@ impl PackedB {
         let np = Self::panels(n);
         self.k = k;
         self.n = n;
-        self.data.clear();
-        self.data.resize(np * k * NR, 0.0);
+        self.resize_zeroing_padding(np, k);
         for j in 0..n {
             let (p, jj) = (j / NR, j % NR);
             let row = &w[j * ld..j * ld + k];
@@ -77,14 +76,31 @@ impl PackedB {
         let np = Self::panels(n);
         self.k = k;
         self.n = n;
-        self.data.clear();
-        self.data.resize(np * k * NR, 0.0);
+        self.resize_zeroing_padding(np, k);
         for kk in 0..k {
             let row = &b[kk * ld..kk * ld + n];
             for p in 0..np {
                 let w = NR.min(n - p * NR);
                 let dst = p * k * NR + kk * NR;
-                self.data[dst..dst + w].copy_from_slice(&row[p * NR..p * NR + w]);
+                if w == NR {
+                    // A constant length: copied inline, not by a call to memmove.
+                    self.data[dst..dst + NR].copy_from_slice(&row[p * NR..p * NR + NR]);
+                } else {
+                    self.data[dst..dst + w].copy_from_slice(&row[p * NR..p * NR + w]);
+                }
+            }
+        }
+    }
+
+    /// Size `data` for `np` panels of depth `k` without clearing it (every value of a whole
+    /// column is written by the caller), zeroing only the last panel's columns beyond n.
+    fn resize_zeroing_padding(&mut self, np: usize, k: usize) {
+        self.data.resize(np * k * NR, 0.0);
+        let w = self.n - (np.max(1) - 1) * NR;
+        if np > 0 && w < NR {
+            let last = &mut self.data[(np - 1) * k * NR..];
+            for row in last.chunks_mut(NR) {
+                row[w..].fill(0.0);
             }
         }
     }
@@ -146,25 +162,37 @@ fn pack_a(
     out: &mut Vec<f32>,
 ) {
     let panels = rows.div_ceil(MR);
-    out.clear();
+    // Not cleared: every value is written below (the padding rows of a short last panel
+    // explicitly), so the buffer needs no zero fill first.
     out.resize(panels * MR * kc, 0.0);
     for pi in 0..panels {
         let base = pi * MR * kc;
         let r = MR.min(rows - pi * MR);
+        let panel = &mut out[base..base + MR * kc];
         match layout {
             ALayout::Rows => {
                 for i in 0..r {
                     let src = &a[(i0 + pi * MR + i) * lda + p0..][..kc];
                     for (kk, &x) in src.iter().enumerate() {
-                        out[base + kk * MR + i] = x;
+                        panel[kk * MR + i] = x;
+                    }
+                }
+                if r < MR {
+                    for step in panel.chunks_mut(MR) {
+                        step[r..].fill(0.0);
                     }
                 }
             }
             ALayout::Cols => {
                 // The MR values of one depth step are contiguous in Aᵀ.
-                for kk in 0..kc {
-                    let src = &a[(p0 + kk) * lda + i0 + pi * MR..][..r];
-                    out[base + kk * MR..base + kk * MR + r].copy_from_slice(src);
+                for (kk, step) in panel.chunks_mut(MR).enumerate() {
+                    let src = &a[(p0 + kk) * lda + i0 + pi * MR..];
+                    if r == MR {
+                        step.copy_from_slice(&src[..MR]);
+                    } else {
+                        step[..r].copy_from_slice(&src[..r]);
+                        step[r..].fill(0.0);
+                    }
                 }
             }
         }
@@ -595,6 +623,50 @@ mod tests {
                     c[i]
                 );
             }
+        }
+    }
+
+    #[test]
+    fn reused_buffers_leave_no_stale_values_in_the_padding() {
+        if !available() {
+            return;
+        }
+        // A large product first fills the packing buffers (this thread's A buffer, the
+        // PackedB) with non-zero values; smaller ragged shapes then reuse them.
+        let mut p = PackedB::default();
+        let big: Vec<f32> = (0..200 * 300).map(|i| 1.0 + (i % 7) as f32).collect();
+        p.repack_nk(&big, 200, 300, 300);
+        let mut c = vec![0f32; 50 * 200];
+        gemm(
+            50,
+            &big[..50 * 300],
+            300,
+            &p,
+            &mut c,
+            200,
+            Epilogue::default(),
+            false,
+        );
+        for (m, k, n) in [(13, 29, 45), (5, 300, 33), (1, 7, 1)] {
+            let a: Vec<f32> = (0..m * k).map(|i| ((i * 31) % 17) as f32 - 8.0).collect();
+            let w: Vec<f32> = (0..n * k).map(|i| ((i * 13) % 11) as f32 - 5.0).collect();
+            let want = naive(m, n, k, &a, &w);
+            p.repack_nk(&w, n, k, k);
+            let mut c = vec![0f32; m * n];
+            gemm(m, &a, k, &p, &mut c, n, Epilogue::default(), false);
+            assert_eq!(c, want, "nk {m}x{k}x{n}");
+            // The same B given k×n.
+            let mut wt = vec![0f32; k * n];
+            for j in 0..n {
+                for kk in 0..k {
+                    wt[kk * n + j] = w[j * k + kk];
+                }
+            }
+            p.repack_nk(&big, 200, 300, 300);
+            p.repack_kn(&wt, k, n, n);
+            let mut c = vec![0f32; m * n];
+            gemm(m, &a, k, &p, &mut c, n, Epilogue::default(), false);
+            assert_eq!(c, want, "kn {m}x{k}x{n}");
         }
     }
 
