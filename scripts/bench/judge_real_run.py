@@ -10,7 +10,7 @@ micro-batch; torch threads 2. Reports the accuracy on TEST before and after trai
 percentile bootstrap, 1000 resamples), the training-split accuracy after every epoch, and the
 training seconds of every epoch (forward, backward and optimiser only; evaluation not counted).
 
-Run: /work/venv-dev/bin/python scripts/bench/judge_real_run.py --epochs 3 --lr 5e-5 \
+Run: /work/venv-dev/bin/python scripts/bench/judge_real_run.py --epochs 3 --lr 5e-5 [--no-shuffle] \
         [--questions N] [--test FILE|none] [--no-before] [--no-train-eval] [--out FILE.json]
 """
 import argparse
@@ -39,6 +39,7 @@ ap.add_argument("--weight-decay", type=float, default=0.01)
 ap.add_argument("--max-length", type=int, default=256)
 ap.add_argument("--seed", type=int, default=2022)
 ap.add_argument("--no-before", action="store_true", help="skip the test accuracy before training")
+ap.add_argument("--no-shuffle", action="store_true", help="questions in file order (as scorekit's --no-shuffle)")
 ap.add_argument("--no-train-eval", action="store_true", help="skip the training-split accuracy per epoch")
 ap.add_argument("--out", default=None)
 a = ap.parse_args()
@@ -98,7 +99,8 @@ if test and not a.no_before:
 model.train()
 for epoch in range(a.epochs):
     order = list(range(len(train)))
-    random.Random(a.seed * 1000 + epoch).shuffle(order)
+    if not a.no_shuffle:
+        random.Random(a.seed * 1000 + epoch).shuffle(order)
     t0, losses = time.perf_counter(), []
     for s in range(per_epoch):
         qs = [train[i] for i in order[s * a.batch:(s + 1) * a.batch]]

@@ -11,7 +11,7 @@ use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
 use crate::report::mint::{RecheckRow, RecheckTask};
 use crate::report::{
-    self, bootstrap_rate, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs,
+    self, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs, RateBootstrap,
     StagedFile,
 };
 use crate::sandbox::Limits;
@@ -718,6 +718,8 @@ fn fill_metrics(doc: &mut MetricsDoc, totals: &Totals, bootstrap: usize, seed: u
     // intervals of all groups are computed first, spread over the threads a configuration
     // at a time (a group alone is too small to split well: 125 blocks of 8 resamples), then
     // put in place in order; each interval depends only on its group, seed and resamples.
+    // Groups of the same size share their resamples' draws (`RateBootstrap`).
+    let boot = RateBootstrap::new(bootstrap, seed);
     let intervals: Vec<Vec<(String, Option<Estimate>)>> = totals
         .verdicts
         .par_iter()
@@ -725,7 +727,7 @@ fn fill_metrics(doc: &mut MetricsDoc, totals: &Totals, bootstrap: usize, seed: u
             verdicts
                 .groups()
                 .into_iter()
-                .map(|(k, bits)| (k, bootstrap_rate(bits, bootstrap, seed)))
+                .map(|(k, bits)| (k, boot.estimate(bits)))
                 .collect()
         })
         .collect();

@@ -5,6 +5,7 @@
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::sync::{Arc, OnceLock};
 
 /// A mean (a rate when the values are 0/1) with its sample size and 95% bootstrap interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -93,6 +94,114 @@ pub fn bootstrap_rate(bits: &[bool], resamples: usize, seed: u64) -> Option<Esti
         ci_low: percentile(&means, 2.5),
         ci_high: percentile(&means, 97.5),
     })
+}
+
+/// [`bootstrap_rate`] for many rates with one seed and one number of resamples, with the same
+/// results bit for bit, sharing the work between rates of the same size.
+///
+/// Resample `i`'s draws depend only on (seed, `i`, n), not on the values: so for each size n
+/// the number of times each position is drawn by each resample is counted once (a table of
+/// resamples × n counts, one byte each), and a rate's resampled count of ones is then the sum
+/// of a table row over its ones, a pass over n bytes instead of n generator steps. MINT
+/// computes intervals for thousands of groups whose sizes repeat (every configuration runs the
+/// same tasks).
+/// Tables stop at [`RateBootstrap::MAX_TABLE_BYTES`]; a size whose table would be larger, or
+/// where a position is drawn more than 255 times, goes to [`bootstrap_rate`].
+pub struct RateBootstrap {
+    resamples: usize,
+    seed: u64,
+    tables: std::sync::Mutex<std::collections::HashMap<usize, Arc<OnceLock<Option<DrawTable>>>>>,
+    table_bytes: std::sync::atomic::AtomicUsize,
+    limit: usize,
+}
+
+/// How often each resample draws each position, for one size n: row `i` is resample `i`.
+struct DrawTable {
+    counts: Vec<u8>,
+}
+
+impl RateBootstrap {
+    /// Memory all tables together may take.
+    pub const MAX_TABLE_BYTES: usize = 64 << 20;
+
+    /// Intervals from `resamples` resamples seeded by `seed`.
+    pub fn new(resamples: usize, seed: u64) -> Self {
+        RateBootstrap {
+            resamples,
+            seed,
+            tables: Default::default(),
+            table_bytes: Default::default(),
+            limit: Self::MAX_TABLE_BYTES,
+        }
+    }
+
+    /// `bootstrap_rate(bits, resamples, seed)`.
+    pub fn estimate(&self, bits: &[bool]) -> Option<Estimate> {
+        let n = bits.len();
+        let cell = self.table(n);
+        let Some(Some(table)) = cell.as_deref().and_then(OnceLock::get) else {
+            return bootstrap_rate(bits, self.resamples, self.seed);
+        };
+        let ones = bits.iter().filter(|&&b| b).count();
+        let mask: Vec<u8> = bits.iter().map(|&b| if b { 0xFF } else { 0 }).collect();
+        let mut means: Vec<f64> = table
+            .counts
+            .chunks_exact(n)
+            .map(|row| {
+                let c: u32 = row.iter().zip(&mask).map(|(&r, &m)| u32::from(r & m)).sum();
+                c as f64 / n as f64
+            })
+            .collect();
+        means.sort_by(f64::total_cmp);
+        Some(Estimate {
+            value: ones as f64 / n as f64,
+            n,
+            ci_low: percentile(&means, 2.5),
+            ci_high: percentile(&means, 97.5),
+        })
+    }
+
+    /// The cell of the draw table of size `n`, filled by the first caller (with None where a
+    /// position is drawn more than 255 times); None where [`bootstrap_rate`] applies instead
+    /// (no values, no resamples, over the memory limit).
+    fn table(&self, n: usize) -> Option<Arc<OnceLock<Option<DrawTable>>>> {
+        let bytes = n.checked_mul(self.resamples)?;
+        if n == 0 || self.resamples == 0 || n as u64 > u64::from(u32::MAX) {
+            return None;
+        }
+        let cell = {
+            let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(cell) = tables.get(&n) {
+                cell.clone()
+            } else {
+                use std::sync::atomic::Ordering;
+                if self.table_bytes.load(Ordering::Relaxed) + bytes > self.limit {
+                    return None;
+                }
+                self.table_bytes.fetch_add(bytes, Ordering::Relaxed);
+                tables.entry(n).or_default().clone()
+            }
+        };
+        cell.get_or_init(|| self.build(n));
+        Some(cell)
+    }
+
+    /// Count resample `i`'s draws of every position, as [`bootstrap_rate`] draws them.
+    fn build(&self, n: usize) -> Option<DrawTable> {
+        let mut counts = vec![0u8; self.resamples * n];
+        let ok = counts.par_chunks_mut(n).enumerate().all(|(i, row)| {
+            let mut rng = Xoshiro256::new(self.seed, i as u64);
+            for _ in 0..n {
+                let k = rng.below(n as u64) as usize;
+                match row[k].checked_add(1) {
+                    Some(c) => row[k] = c,
+                    None => return false,
+                }
+            }
+            true
+        });
+        ok.then_some(DrawTable { counts })
+    }
 }
 
 /// Resamples drawn side by side by [`bootstrap_rate`].
@@ -302,6 +411,33 @@ mod tests {
         assert_eq!((e.value, e.ci_low, e.ci_high), (1.0, 1.0, 1.0));
         let e = bootstrap_mean(&bits(1, 1), 0, 0).unwrap();
         assert_eq!((e.ci_low, e.ci_high), (0.5, 0.5));
+    }
+
+    #[test]
+    fn shared_tables_give_bootstrap_rate_bit_for_bit() {
+        let mut g = Xoshiro256::new(9, 1);
+        for (resamples, seed) in [(1000, 0), (13, 42), (0, 7)] {
+            let boot = RateBootstrap::new(resamples, seed);
+            // Sizes repeat (tables reused) with different values; 1 and 586 on their own.
+            for n in [97, 1, 97, 586, 97, 7, 7, 0] {
+                for share in [0, 1, 3] {
+                    let bits: Vec<bool> = (0..n).map(|_| g.below(4) < share).collect();
+                    assert_eq!(
+                        boot.estimate(&bits),
+                        bootstrap_rate(&bits, resamples, seed),
+                        "n {n} resamples {resamples} seed {seed} share {share}"
+                    );
+                }
+            }
+        }
+        // Over the memory limit: the plain path, same numbers.
+        let mut boot = RateBootstrap::new(200, 3);
+        boot.limit = 200 * 50;
+        for n in [40, 60, 40, 60] {
+            let bits: Vec<bool> = (0..n).map(|_| g.below(2) == 0).collect();
+            assert_eq!(boot.estimate(&bits), bootstrap_rate(&bits, 200, 3), "n {n}");
+        }
+        assert_eq!(boot.tables.lock().unwrap().len(), 1, "only n = 40 fits");
     }
 
     #[test]

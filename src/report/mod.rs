@@ -16,7 +16,7 @@ pub mod story;
 pub mod svg;
 pub mod table;
 
-pub use bootstrap::{bootstrap_mean, bootstrap_rate, Estimate};
+pub use bootstrap::{bootstrap_mean, bootstrap_rate, Estimate, RateBootstrap};
 pub use markdown::{percent, Table};
 pub use metrics::{hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef};
 pub use output::{

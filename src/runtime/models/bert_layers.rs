@@ -420,11 +420,17 @@ mod tests {
             .flat_map(|&n| (0..s).map(move |i| f32::from(u8::from(i < n))))
             .collect();
         let mask = crate::runtime::models::bert::additive_mask(
-            &Tensor::from_vec(keep, (b, s), &dev).unwrap(),
+            &Tensor::from_vec(keep.clone(), (b, s), &dev).unwrap(),
             DType::F32,
         )
         .unwrap();
-        let weights = Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap();
+        // The loss weighs real tokens only, as a loss on the first tokens does: padded rows
+        // then carry no gradient in either path (the fused layer does not compute them).
+        let real = Tensor::from_vec(keep.clone(), (b, s, 1), &dev).unwrap();
+        let weights = Tensor::randn(0f32, 1.0, (b, s, h), &dev)
+            .unwrap()
+            .broadcast_mul(&real)
+            .unwrap();
         let (y1, g1, r1) = run(&layers, &vars, &x, &mask, &weights, 7, true);
         let (y2, g2, r2) = run(&layers, &vars, &x, &mask, &weights, 7, false);
         assert_eq!(r1, r2, "both draw the same number of dropout decisions");
@@ -442,7 +448,19 @@ mod tests {
                 "{what}: worst difference {worst} of max {scale}"
             );
         };
-        close("output", &y1, &y2);
+        // Outputs on real tokens (the fused layer leaves padded rows at zero).
+        let rows = |y: &[f32]| -> Vec<f32> {
+            y.chunks(h)
+                .zip(&keep)
+                .filter(|(_, &k)| k > 0.0)
+                .flat_map(|(r, _)| r.to_vec())
+                .collect()
+        };
+        close("output", &rows(&y1), &rows(&y2));
+        assert!(y1
+            .chunks(h)
+            .zip(&keep)
+            .all(|(r, &k)| k > 0.0 || r.iter().all(|&v| v == 0.0)));
         assert_eq!(g1.len(), 2 * 16 + 1);
         let biggest = |g: &[f32]| g.iter().fold(0f32, |m, v| m.max(v.abs()));
         for ((n1, a), (n2, b)) in g1.iter().zip(&g2) {
@@ -459,5 +477,23 @@ mod tests {
         // Another seed draws other masks: the comparison is not vacuous.
         let (y3, _, _) = run(&layers, &vars, &x, &mask, &weights, 8, true);
         assert!(y3.iter().zip(&y1).any(|(p, q)| (p - q).abs() > 1e-3));
+        // A mask that is not a prefix of kept keys: every row computed, as the composed path.
+        let holes: Vec<f32> = (0..b * s)
+            .map(|i| f32::from(u8::from(i % 4 != 2)))
+            .collect();
+        let mask = crate::runtime::models::bert::additive_mask(
+            &Tensor::from_vec(holes, (b, s), &dev).unwrap(),
+            DType::F32,
+        )
+        .unwrap();
+        let all = Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap();
+        let (y1, g1, _) = run(&layers, &vars, &x, &mask, &all, 5, true);
+        let (y2, g2, _) = run(&layers, &vars, &x, &mask, &all, 5, false);
+        close("output with holes", &y1, &y2);
+        for ((n1, a), (_, b)) in g1.iter().zip(&g2) {
+            if !n1.ends_with("self.key.bias") {
+                close(n1, a, b);
+            }
+        }
     }
 }
