@@ -270,25 +270,26 @@ impl BertLayers {
         let draw = |tr: &mut Train, n: usize, p: f64| (p > 0.0).then(|| tr.keep_mask(n, p));
         let scale = |p: f64| (1.0 / (1.0 - p)) as f32;
         for l in &self.layers {
-            let bias = |lin: &Linear| lin.bias().cloned().expect("checked by fusable");
-            let nb = |n: &Norm| n.ln.bias().cloned().expect("checked by fusable");
+            let missing = || candle_core::Error::Msg("fused BERT layer: a bias is missing".into());
+            let bias = |lin: &Linear| lin.bias().cloned().ok_or_else(missing);
+            let nb = |n: &Norm| n.ln.bias().cloned().ok_or_else(missing);
             let tensors = bert_block::LayerTensors([
                 l.query.weight().clone(),
-                bias(&l.query),
+                bias(&l.query)?,
                 l.key.weight().clone(),
-                bias(&l.key),
+                bias(&l.key)?,
                 l.value.weight().clone(),
-                bias(&l.value),
+                bias(&l.value)?,
                 l.attn_out.weight().clone(),
-                bias(&l.attn_out),
+                bias(&l.attn_out)?,
                 l.attn_norm.ln.weight().clone(),
-                nb(&l.attn_norm),
+                nb(&l.attn_norm)?,
                 l.intermediate.weight().clone(),
-                bias(&l.intermediate),
+                bias(&l.intermediate)?,
                 l.output.weight().clone(),
-                bias(&l.output),
+                bias(&l.output)?,
                 l.out_norm.ln.weight().clone(),
-                nb(&l.out_norm),
+                nb(&l.out_norm)?,
             ]);
             let dropout = bert_block::LayerDropout {
                 attention: draw(tr, b * self.heads * s * s, tr.attention),
@@ -342,6 +343,9 @@ mod tests {
         }
     }
 
+    /// A run's output, its gradients by name, and the dropout generator's state after it.
+    type Run = (Vec<f32>, Vec<(String, Vec<f32>)>, u64);
+
     /// Output and every gradient (input and weights) of `layers` on `x`, with dropout drawn
     /// from `seed`, through the fused layers or the composed graph.
     fn run(
@@ -352,14 +356,14 @@ mod tests {
         weights: &Tensor,
         seed: u64,
         fused: bool,
-    ) -> (Vec<f32>, Vec<(String, Vec<f32>)>, u64) {
+    ) -> Run {
         let mut tr = Train {
             hidden: 0.1,
             attention: 0.15,
             rng: SplitMix::new(seed),
             grads: GradSink::default(),
         };
-        assert_eq!(layers.fusable(x.as_tensor()), true);
+        assert!(layers.fusable(x.as_tensor()));
         let y = if fused {
             layers.forward(x.as_tensor(), mask, Some(&mut tr)).unwrap()
         } else {

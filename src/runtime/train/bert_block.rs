@@ -11,7 +11,8 @@
 //!
 //! The arithmetic is that of the composed path (`bert_layers::BertLayers::forward` in training
 //! mode, the operations of `train::ops`) step for step, with the same dropout masks drawn in the
-//! same order, so both give the same numbers up to the products' summation order (test below).
+//! same order, so both give the same numbers up to the products' summation order (test
+//! `bert_layers::tests::the_fused_layer_equals_the_composed_graph`).
 //! A custom op takes at most three tensors, so the weights are not inputs of the node: their
 //! gradients go to a [`GradSink`], which the trainer adds to the gradients candle returns.
 
@@ -359,10 +360,12 @@ fn linear(x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: usize) -> V
     y
 }
 
+/// Per-thread scratch of the attention jobs: two n×n matrices, two packed operands and a
+/// softmax row.
+type Scratch = (Vec<f32>, Vec<f32>, PackedB, PackedB, Vec<f64>);
+
 thread_local! {
-    /// Per-thread scratch of the attention jobs: two s×s matrices and two packed operands.
-    static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>, PackedB, PackedB, Vec<f64>)> =
-        std::cell::RefCell::new(Default::default());
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Default::default());
 }
 
 impl LayerOp {
