@@ -397,12 +397,28 @@ pub fn gemm(
     ep: Epilogue,
     parallel: bool,
 ) {
+    gemm_into(m, a, lda, ALayout::Rows, b, c, ldc, ep, parallel)
+}
+
+/// [`gemm_impl`] into a C borrowed as a slice, checked to hold the product.
+#[allow(clippy::too_many_arguments)]
+fn gemm_into(
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    layout: ALayout,
+    b: &PackedB,
+    c: &mut [f32],
+    ldc: usize,
+    ep: Epilogue,
+    parallel: bool,
+) {
     if m > 0 && b.n > 0 {
         assert!(c.len() >= (m - 1) * ldc + b.n, "C too small");
     }
     // SAFETY: `c` is an exclusive borrow, checked just above to hold the m×n matrix at row
-    // stride `ldc` (nothing is accessed when m or n is 0): gemm_raw's contract.
-    unsafe { gemm_raw(m, a, lda, b, c.as_mut_ptr(), ldc, ep, parallel) }
+    // stride `ldc` (nothing is accessed when m or n is 0): gemm_impl's contract.
+    unsafe { gemm_impl(m, a, lda, layout, b, c.as_mut_ptr(), ldc, ep, parallel) }
 }
 
 /// [`gemm`] into C given as a raw pointer, for callers whose threads each write their own
@@ -442,24 +458,7 @@ pub fn gemm_at(
     ep: Epilogue,
     parallel: bool,
 ) {
-    if m > 0 && b.n > 0 {
-        assert!(c.len() >= (m - 1) * ldc + b.n, "C too small");
-    }
-    // SAFETY: `c` is an exclusive borrow, checked just above to hold the m×n matrix at row
-    // stride `ldc` (nothing is accessed when m or n is 0): gemm_impl's contract.
-    unsafe {
-        gemm_impl(
-            m,
-            at,
-            lda,
-            ALayout::Cols,
-            b,
-            c.as_mut_ptr(),
-            ldc,
-            ep,
-            parallel,
-        )
-    }
+    gemm_into(m, at, lda, ALayout::Cols, b, c, ldc, ep, parallel)
 }
 
 /// [`gemm_at`] (no epilogue, one thread) into C given as a raw pointer, as [`gemm_raw`].
