@@ -100,11 +100,11 @@ pub fn bootstrap_rate(bits: &[bool], resamples: usize, seed: u64) -> Option<Esti
 /// results bit for bit, sharing the work between rates of the same size.
 ///
 /// Resample `i`'s draws depend only on (seed, `i`, n), not on the values: so for each size n
-/// the number of times each position is drawn by each resample is counted once (a table of
-/// resamples × n counts, one byte each), and a rate's resampled count of ones is then the sum
-/// of a table row over its ones, a pass over n bytes instead of n generator steps. MINT
-/// computes intervals for thousands of groups whose sizes repeat (every configuration runs the
-/// same tasks).
+/// the number of times each resample draws each position is counted once (a table of n × resamples
+/// counts, one byte each), and a rate's resampled counts of ones are then column sums: the
+/// columns of its ones, or n minus those of its zeros, whichever are fewer — vector additions
+/// instead of n generator steps per resample. MINT computes intervals for thousands of groups
+/// whose sizes repeat (every configuration runs the same tasks).
 /// Tables stop at [`RateBootstrap::MAX_TABLE_BYTES`]; a size whose table would be larger, or
 /// where a position is drawn more than 255 times, goes to [`bootstrap_rate`].
 pub struct RateBootstrap {
@@ -115,9 +115,10 @@ pub struct RateBootstrap {
     limit: usize,
 }
 
-/// How often each resample draws each position, for one size n: row `i` is resample `i`.
+/// How often each resample draws each position, for one size n, position by position.
 struct DrawTable {
-    counts: Vec<u8>,
+    /// Column `k` (positions `k·R .. (k+1)·R`, R resamples): how often each resample draws `k`.
+    columns: Vec<u8>,
 }
 
 impl RateBootstrap {
@@ -143,12 +144,28 @@ impl RateBootstrap {
             return bootstrap_rate(bits, self.resamples, self.seed);
         };
         let ones = bits.iter().filter(|&&b| b).count();
-        let mask: Vec<u8> = bits.iter().map(|&b| if b { 0xFF } else { 0 }).collect();
-        let mut means: Vec<f64> = table
-            .counts
-            .chunks_exact(n)
-            .map(|row| {
-                let c: u32 = row.iter().zip(&mask).map(|(&r, &m)| u32::from(r & m)).sum();
+        // Each resample draws n positions, so its count of ones is the sum of the ones' columns,
+        // or n minus the sum of the zeros' columns: add whichever columns are fewer. (Sums fit
+        // in u16: they are at most n, and `table` takes n < 2^16.)
+        let r = self.resamples;
+        let ones_side = ones <= n - ones;
+        let mut sums = vec![0u16; r];
+        for (k, &b) in bits.iter().enumerate() {
+            if b == ones_side {
+                let column = &table.columns[k * r..(k + 1) * r];
+                for (sum, &c) in sums.iter_mut().zip(column) {
+                    *sum += u16::from(c);
+                }
+            }
+        }
+        let mut means: Vec<f64> = sums
+            .into_iter()
+            .map(|c| {
+                let c = if ones_side {
+                    usize::from(c)
+                } else {
+                    n - usize::from(c)
+                };
                 c as f64 / n as f64
             })
             .collect();
@@ -163,10 +180,10 @@ impl RateBootstrap {
 
     /// The cell of the draw table of size `n`, filled by the first caller (with None where a
     /// position is drawn more than 255 times); None where [`bootstrap_rate`] applies instead
-    /// (no values, no resamples, over the memory limit).
+    /// (no values, no resamples, n of 2^16 or more, over the memory limit).
     fn table(&self, n: usize) -> Option<Arc<OnceLock<Option<DrawTable>>>> {
         let bytes = n.checked_mul(self.resamples)?;
-        if n == 0 || self.resamples == 0 || n as u64 > u64::from(u32::MAX) {
+        if n == 0 || self.resamples == 0 || n > usize::from(u16::MAX) {
             return None;
         }
         let cell = {
@@ -200,7 +217,19 @@ impl RateBootstrap {
             }
             true
         });
-        ok.then_some(DrawTable { counts })
+        if !ok {
+            return None;
+        }
+        // Resample by resample is how the draws come; position by position is how `estimate`
+        // reads them.
+        let r = self.resamples;
+        let mut columns = vec![0u8; r * n];
+        for (i, row) in counts.chunks_exact(n).enumerate() {
+            for (k, &c) in row.iter().enumerate() {
+                columns[k * r + i] = c;
+            }
+        }
+        Some(DrawTable { columns })
     }
 }
 
