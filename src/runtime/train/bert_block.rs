@@ -53,11 +53,12 @@ impl LayerTensors {
 
 /// The dropout of one layer: which elements are kept, and the scale of the kept ones.
 pub struct LayerDropout {
-    /// Attention probabilities `[b, heads, s, s]` (None: no dropout).
+    /// Attention probabilities, as drawn `[b, heads, s, s]`; inside the op, the packed
+    /// blocks (None: no dropout).
     pub attention: Option<Vec<bool>>,
-    /// After the attention's output projection `[b, s, h]`.
+    /// After the attention's output projection, as drawn `[b, s, h]` (inside the op, packed).
     pub attention_output: Option<Vec<bool>>,
-    /// After the feed-forward output projection `[b, s, h]`.
+    /// After the feed-forward output projection, as drawn `[b, s, h]` (inside the op, packed).
     pub output: Option<Vec<bool>>,
     /// 1 / (1 − p) of the attention dropout, as f32.
     pub attention_scale: f32,
@@ -292,17 +293,17 @@ impl Weights {
 
 /// What the forward pass keeps for the backward.
 struct Saved {
-    /// Q | K | V `[b·s, 3h]`.
+    /// Q | K | V `[tokens, 3h]` (packed rows, as everything here).
     qkv: Vec<f32>,
-    /// Attention probabilities before dropout `[b, heads, s, s]`.
+    /// Attention probabilities before dropout, an n×n block per (sequence, head).
     probs: Vec<f32>,
-    /// Attention context `[b·s, h]`.
+    /// Attention context `[tokens, h]`.
     ctx: Vec<f32>,
     /// Input of the first LayerNorm.
     r1: Vec<f32>,
     /// Its output.
     a: Vec<f32>,
-    /// Feed-forward input to GELU `[b·s, f]`.
+    /// Feed-forward input to GELU `[tokens, f]`.
     pre: Vec<f32>,
     /// GELU's output.
     act: Vec<f32>,
@@ -515,7 +516,7 @@ impl LayerOp {
         Ok(dx)
     }
 
-    /// dQ | dK | dV `[b·s, 3h]` from the context's gradient `dctx` `[b·s, h]`.
+    /// dQ | dK | dV `[tokens, 3h]` from the context's gradient `dctx` `[tokens, h]`.
     fn attention_backward(&self, qkv: &[f32], probs: &[f32], dctx: &[f32]) -> Vec<f32> {
         let LayerShape { h, heads, .. } = self.shape;
         let pk = &self.packing;
