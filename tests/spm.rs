@@ -204,26 +204,6 @@ fn a_judge_with_spm_model_scores_as_with_the_converted_tokenizer_json() {
     assert_eq!(la, lb);
 }
 
-/// `scorekit story --skip-embedder` on the dev split with `judge`; the exit status and stderr.
-fn story_judge_only(judge: &Path, gens: &Path, out: &Path) -> std::process::Output {
-    let dataset = shared_data("possible-stories/dev.jsonl");
-    run(&[
-        "story",
-        "--dataset",
-        dataset.to_str().unwrap(),
-        "--generations",
-        gens.to_str().unwrap(),
-        "--judge",
-        judge.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--skip-embedder",
-        "--bootstrap",
-        "200",
-        "--quiet",
-    ])
-}
-
 /// Generations for the first `n` dev questions: each question's first option.
 fn first_options(dir: &Path, n: usize) -> PathBuf {
     let text = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl")).unwrap();
@@ -250,7 +230,7 @@ fn story_with_an_spm_model_judge_gives_the_items_of_its_tokenizer_json() {
         let judge = tmp.path().join(name);
         spm_judge(&judge, with_json);
         let out = tmp.path().join(format!("{name}-out"));
-        let o = story_judge_only(&judge, &gens, &out);
+        let o = judge_only(&judge, &gens, &out, &["--bootstrap", "200"]);
         assert!(o.status.success(), "{name}: {}", stderr(&o));
         items.push(std::fs::read_to_string(out.join("items.jsonl")).unwrap());
     }
@@ -277,7 +257,7 @@ fn a_corrupt_spm_model_is_exit_2_naming_the_file() {
         spm_judge(&judge, false);
         std::fs::write(judge.join("spm.model"), damaged).unwrap();
         let out = tmp.path().join(format!("out-{k}"));
-        let o = story_judge_only(&judge, &gens, &out);
+        let o = judge_only(&judge, &gens, &out, &["--bootstrap", "200"]);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{what}: {e}");
         assert!(e.contains("spm.model") && e.contains(why), "{what}: {e}");

@@ -609,26 +609,6 @@ fn wrong_types_exit_2_with_file_line_and_field() {
     }
 }
 
-/// `scorekit story --skip-embedder` on the dev split with `judge` and `extra` flags.
-fn judge_only(judge: &Path, gens: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    let dataset = shared_data("possible-stories/dev.jsonl");
-    let mut args = vec![
-        "story",
-        "--dataset",
-        dataset.to_str().unwrap(),
-        "--generations",
-        gens.to_str().unwrap(),
-        "--judge",
-        judge.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--skip-embedder",
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
-}
-
 /// Rewrite a JSON file in place.
 fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
     let mut v = read_json(path);

@@ -111,7 +111,6 @@ pub struct RateBootstrap {
     resamples: usize,
     seed: u64,
     tables: std::sync::Mutex<std::collections::HashMap<usize, Arc<OnceLock<Option<DrawTable>>>>>,
-    table_bytes: std::sync::atomic::AtomicUsize,
     limit: usize,
 }
 
@@ -131,7 +130,6 @@ impl RateBootstrap {
             resamples,
             seed,
             tables: Default::default(),
-            table_bytes: Default::default(),
             limit: Self::MAX_TABLE_BYTES,
         }
     }
@@ -191,11 +189,11 @@ impl RateBootstrap {
             if let Some(cell) = tables.get(&n) {
                 cell.clone()
             } else {
-                use std::sync::atomic::Ordering;
-                if self.table_bytes.load(Ordering::Relaxed) + bytes > self.limit {
+                // A table of size k takes k × resamples bytes.
+                let taken = tables.keys().sum::<usize>() * self.resamples;
+                if taken + bytes > self.limit {
                     return None;
                 }
-                self.table_bytes.fetch_add(bytes, Ordering::Relaxed);
                 tables.entry(n).or_default().clone()
             }
         };

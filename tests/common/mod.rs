@@ -49,3 +49,23 @@ pub fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
 pub fn read_json(p: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).expect("read json")).expect("valid json")
 }
+
+/// `scorekit story --skip-embedder` on the dev split with `judge` and `extra` flags.
+pub fn judge_only(judge: &Path, gens: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let dataset = shared_data("possible-stories/dev.jsonl");
+    let mut args = vec![
+        "story",
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--generations",
+        gens.to_str().unwrap(),
+        "--judge",
+        judge.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--skip-embedder",
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}

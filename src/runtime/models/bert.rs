@@ -252,7 +252,8 @@ pub fn check_bert_layout(w: &Path, cfg: &ModelConfig, projection: Option<&str>) 
 
 /// The BERT-layout encoder in candle (our embeddings, f16-safe mask and [`BertLayers`]): BERT,
 /// RoBERTa, XLM-R, ELECTRA. Scoring runs it as an [`Encoder`]; training runs
-/// [`CandleBert::forward_train`] on the same definition, built from a `VarMap`.
+/// [`TrainableEncoder::forward_padded`] with a [`Train`] on the same definition, built from a
+/// `VarMap`.
 pub struct CandleBert {
     word: Embedding,
     position: Embedding,
@@ -310,28 +311,7 @@ impl CandleBert {
         })
     }
 
-    /// `[b, s]` ids, types and 0/1 mask in, `[b, s, h]` hidden states out.
-    pub fn forward_padded(
-        &self,
-        input_ids: &Tensor,
-        token_type_ids: &Tensor,
-        attention_mask: &Tensor,
-    ) -> candle_core::Result<Tensor> {
-        self.run(input_ids, token_type_ids, attention_mask, None)
-    }
-
-    /// [`CandleBert::forward_padded`] in training mode: differentiable LayerNorm and dropout
-    /// with `train`'s probabilities and generator.
-    pub fn forward_train(
-        &self,
-        input_ids: &Tensor,
-        token_type_ids: &Tensor,
-        attention_mask: &Tensor,
-        train: &mut Train,
-    ) -> candle_core::Result<Tensor> {
-        self.run(input_ids, token_type_ids, attention_mask, Some(train))
-    }
-
+    /// [`TrainableEncoder::forward_padded`].
     fn run(
         &self,
         input_ids: &Tensor,
@@ -362,25 +342,16 @@ impl TrainableEncoder for CandleBert {
         input_ids: &Tensor,
         token_type_ids: &Tensor,
         attention_mask: &Tensor,
+        train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
-        CandleBert::forward_padded(self, input_ids, token_type_ids, attention_mask)
-    }
-
-    fn forward_train(
-        &self,
-        input_ids: &Tensor,
-        token_type_ids: &Tensor,
-        attention_mask: &Tensor,
-        train: &mut Train,
-    ) -> candle_core::Result<Tensor> {
-        CandleBert::forward_train(self, input_ids, token_type_ids, attention_mask, train)
+        self.run(input_ids, token_type_ids, attention_mask, train)
     }
 }
 
 impl Encoder for CandleBert {
     fn forward(&self, batch: &Batch) -> candle_core::Result<Hidden> {
         let p = batch.padded(self.pad_id, self.root.device())?;
-        let x = self.forward_padded(&p.input_ids, &p.token_type_ids, &p.attention_mask)?;
+        let x = self.run(&p.input_ids, &p.token_type_ids, &p.attention_mask, None)?;
         Ok(Hidden::Padded {
             x,
             mask: p.attention_mask,

@@ -208,20 +208,10 @@ impl TrainableEncoder for CandleDeberta {
         input_ids: &Tensor,
         token_type_ids: &Tensor,
         attention_mask: &Tensor,
+        train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
         self.encoder
-            .forward(input_ids, token_type_ids, attention_mask, None)
-    }
-
-    fn forward_train(
-        &self,
-        input_ids: &Tensor,
-        token_type_ids: &Tensor,
-        attention_mask: &Tensor,
-        train: &mut Train,
-    ) -> candle_core::Result<Tensor> {
-        self.encoder
-            .forward(input_ids, token_type_ids, attention_mask, Some(train))
+            .forward(input_ids, token_type_ids, attention_mask, train)
     }
 }
 

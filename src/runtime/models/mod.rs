@@ -105,21 +105,15 @@ pub struct HeadDropouts {
 
 /// An encoder scorekit trains: the definition that scores, also run in training mode.
 pub trait TrainableEncoder: Send + Sync {
-    /// `[b, s]` ids, types and 0/1 mask in, `[b, s, h]` hidden states out (inference).
+    /// `[b, s]` ids, types and 0/1 mask in, `[b, s, h]` hidden states out: inference without
+    /// `train`, else training mode (differentiable operations, dropout with `train`'s
+    /// probabilities and generator).
     fn forward_padded(
         &self,
         input_ids: &Tensor,
         token_type_ids: &Tensor,
         attention_mask: &Tensor,
-    ) -> candle_core::Result<Tensor>;
-    /// [`TrainableEncoder::forward_padded`] in training mode: differentiable operations and
-    /// dropout with `train`'s probabilities and generator.
-    fn forward_train(
-        &self,
-        input_ids: &Tensor,
-        token_type_ids: &Tensor,
-        attention_mask: &Tensor,
-        train: &mut Train,
+        train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor>;
 }
 

@@ -150,15 +150,12 @@ impl McModel {
         train: Option<(&mut Train, &Dropouts)>,
     ) -> candle_core::Result<Tensor> {
         let (rows, _) = ids.dims2()?;
-        let (hidden, train) = match train {
-            Some((t, d)) => (
-                self.encoder.forward_train(ids, types, mask, t)?,
-                Some((t, d)),
-            ),
-            None => (self.encoder.forward_padded(ids, types, mask)?, None),
-        };
-        let mut first = hidden.i((.., 0))?.contiguous()?;
         let mut train = train;
+        let encoder_train = train.as_mut().map(|(t, _)| &mut **t);
+        let hidden = self
+            .encoder
+            .forward_padded(ids, types, mask, encoder_train)?;
+        let mut first = hidden.i((.., 0))?.contiguous()?;
         if let Some((t, d)) = train.as_mut() {
             first = t.dropout(&first, d.pooler)?;
         }
