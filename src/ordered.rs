@@ -3,16 +3,58 @@
 //! results however many tasks there are.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
 struct State<T> {
+    /// The next task to hand out.
+    next: usize,
     /// Results done and not yet consumed, by index.
     done: BTreeMap<usize, T>,
     /// The next index the consumer takes.
     consumed: usize,
     /// Set when the consumer stops early (an error): workers stop taking tasks.
     stop: bool,
+}
+
+/// The tasks of an ordered run, as its workers see them: claimed one at a time, within the
+/// window, and delivered in any order.
+pub struct Tasks<T> {
+    n: usize,
+    window: usize,
+    state: Mutex<State<T>>,
+    changed: Condvar,
+}
+
+impl<T> Tasks<T> {
+    /// The next task, if any is left and the run goes on. It must be within the window (less
+    /// than the consumer's next index plus the window): with `wait` this waits until it is,
+    /// without it a full window gives `None` at once (a worker that holds tasks must finish
+    /// them, or the consumer, waiting on one of them, never moves the window).
+    pub fn claim(&self, wait: bool) -> Option<usize> {
+        let mut st = self.state.lock().expect("ordered state");
+        loop {
+            if st.stop || st.next >= self.n {
+                return None;
+            }
+            if st.next < st.consumed + self.window {
+                st.next += 1;
+                return Some(st.next - 1);
+            }
+            if !wait {
+                return None;
+            }
+            st = self.changed.wait(st).expect("ordered state");
+        }
+    }
+
+    /// Hand in the result of task `i`.
+    pub fn deliver(&self, i: usize, result: T) {
+        let mut st = self.state.lock().expect("ordered state");
+        if !st.stop {
+            st.done.insert(i, result);
+        }
+        self.changed.notify_all();
+    }
 }
 
 /// Run `work(i)` for `i` in `0..n` on `threads` threads and hand each result to `consume` in
@@ -24,7 +66,7 @@ pub fn map_ordered<T, E, W, C>(
     threads: usize,
     window: usize,
     work: W,
-    mut consume: C,
+    consume: C,
 ) -> Result<(), E>
 where
     T: Send,
@@ -32,47 +74,61 @@ where
     W: Fn(usize) -> Result<T, E> + Sync,
     C: FnMut(usize, T) -> Result<(), E>,
 {
-    let window = window.max(1);
-    let next = AtomicUsize::new(0);
-    let state = Mutex::new(State::<Result<T, E>> {
-        done: BTreeMap::new(),
-        consumed: 0,
-        stop: false,
-    });
-    let changed = Condvar::new();
+    run_ordered(
+        n,
+        threads,
+        window,
+        |tasks| {
+            while let Some(i) = tasks.claim(true) {
+                tasks.deliver(i, work(i));
+            }
+        },
+        consume,
+    )
+}
+
+/// [`map_ordered`] for workers that keep several tasks open at once: `worker` runs on each
+/// of `threads` threads, claims tasks from [`Tasks`] and delivers every task it claims, in any
+/// order, then returns when `claim` gives `None` and it holds no task.
+pub fn run_ordered<T, E, W, C>(
+    n: usize,
+    threads: usize,
+    window: usize,
+    worker: W,
+    mut consume: C,
+) -> Result<(), E>
+where
+    T: Send,
+    E: Send,
+    W: Fn(&Tasks<Result<T, E>>) + Sync,
+    C: FnMut(usize, T) -> Result<(), E>,
+{
+    let tasks = Tasks {
+        n,
+        window: window.max(1),
+        state: Mutex::new(State {
+            next: 0,
+            done: BTreeMap::new(),
+            consumed: 0,
+            stop: false,
+        }),
+        changed: Condvar::new(),
+    };
     std::thread::scope(|s| {
         for _ in 0..threads.max(1).min(n) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    return;
-                }
-                {
-                    let mut st = state.lock().expect("ordered state");
-                    while !st.stop && i >= st.consumed + window {
-                        st = changed.wait(st).expect("ordered state");
-                    }
-                    if st.stop {
-                        return;
-                    }
-                }
-                let r = work(i);
-                let mut st = state.lock().expect("ordered state");
-                st.done.insert(i, r);
-                changed.notify_all();
-            });
+            s.spawn(|| worker(&tasks));
         }
         let mut outcome = Ok(());
         for i in 0..n {
             let r = {
-                let mut st = state.lock().expect("ordered state");
+                let mut st = tasks.state.lock().expect("ordered state");
                 loop {
                     if let Some(r) = st.done.remove(&i) {
                         st.consumed = i + 1;
-                        changed.notify_all();
+                        tasks.changed.notify_all();
                         break r;
                     }
-                    st = changed.wait(st).expect("ordered state");
+                    st = tasks.changed.wait(st).expect("ordered state");
                 }
             };
             if let Err(e) = r.and_then(|v| consume(i, v)) {
@@ -80,10 +136,10 @@ where
                 break;
             }
         }
-        let mut st = state.lock().expect("ordered state");
+        let mut st = tasks.state.lock().expect("ordered state");
         st.stop = true;
         st.done.clear();
-        changed.notify_all();
+        tasks.changed.notify_all();
         drop(st);
         outcome
     })
@@ -92,6 +148,45 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn workers_holding_several_tasks_deliver_in_any_order() {
+        for (threads, window) in [(1, 1), (2, 3), (3, 40)] {
+            let mut seen = Vec::new();
+            let held_most = AtomicUsize::new(0);
+            run_ordered(
+                500,
+                threads,
+                window,
+                |tasks: &Tasks<Result<usize, ()>>| {
+                    let mut held = Vec::new();
+                    loop {
+                        while held.len() < 5 {
+                            match tasks.claim(held.is_empty()) {
+                                Some(i) => held.push(i),
+                                None => break,
+                            }
+                        }
+                        if held.is_empty() {
+                            return;
+                        }
+                        held_most.fetch_max(held.len(), Ordering::SeqCst);
+                        // The newest first: the consumer waits on the oldest.
+                        let i = held.pop().unwrap();
+                        tasks.deliver(i, Ok(i * 3));
+                    }
+                },
+                |i, v| {
+                    seen.push((i, v));
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(seen, (0..500).map(|i| (i, i * 3)).collect::<Vec<_>>());
+            assert!(held_most.load(Ordering::SeqCst) <= window.min(5));
+        }
+    }
 
     #[test]
     fn results_arrive_in_order_within_the_window() {

@@ -9,6 +9,7 @@
 use super::mint_scan::{pass, Reading, Scanned, Source};
 use crate::cli::MintArgs;
 use crate::error::{Error, InputError, Result};
+use crate::input::LANES;
 use crate::report::mint::{RecheckRow, RecheckTask};
 use crate::report::{
     self, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs, RateBootstrap,
@@ -36,6 +37,7 @@ pub struct Timings {
     walk: Duration,
     validate: Duration,
     parse: Duration,
+    hash: Duration,
     recheck: Duration,
     aggregate: Duration,
     write_items: Duration,
@@ -58,10 +60,11 @@ impl Timings {
                 "re-check runs only: read, hash and check every line before --out is touched"
                     .into(),
             ),
+            ("parse", self.parse, format!("read, parse ({threads})")),
             (
-                "parse",
-                self.parse,
-                format!("read, hash, parse ({threads})"),
+                "hash",
+                self.hash,
+                format!("sha256 of every input, up to {LANES} files at a time ({threads})"),
             ),
             (
                 "recheck",
@@ -461,6 +464,7 @@ fn take(
     timings: &mut Timings,
 ) -> Result<()> {
     timings.parse += scanned.parse;
+    timings.hash += scanned.hash;
     timings.recheck += scanned.recheck;
     let started = Instant::now();
     let mut items = scanned.items;

@@ -4,9 +4,10 @@
 //! they come and never all held.
 
 use crate::error::{Error, InputError, Result};
-use crate::input::LineStream;
+use crate::input::{Buffered, LineStream, Sha256Lanes, LANES};
+use crate::ordered::Tasks;
 use crate::suites::mint::layout::FileKey;
-use crate::suites::mint::{apply_recheck, parse_full, parse_stored, Item, Recheck};
+use crate::suites::mint::{apply_recheck, parse_full, parse_stored, Item, Pending, Recheck};
 use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -41,85 +42,27 @@ pub struct Scanned {
     pub sha256: String,
     /// Its size.
     pub bytes: u64,
-    /// Time spent reading, hashing and parsing it.
+    /// Time spent reading and parsing it.
     pub parse: Duration,
+    /// Its share of the time spent hashing (the files read together share each hash call).
+    pub hash: Duration,
     /// Time spent re-checking its items.
     pub recheck: Duration,
 }
 
-/// Read one file: every non-blank line parsed (the first bad line stops it with file, line and
+/// Bytes read per file and round: the [`LANES`] files a thread reads together then keep
+/// 1 MiB between their read, their hash and their parse, well within a core's L2 (2 MiB on
+/// the machines measured; 32 KiB to 1 MiB were tried, BENCHMARKS.md).
+const CHUNK: usize = 64 << 10;
+
+/// Scan `sources` on `threads` threads, each reading up to [`LANES`] files at a time (their
+/// new bytes hashed together), at most `threads * LANES * 2` files ahead of `consume`, which
+/// gets each file in order. The first error in file order stops the pass.
+///
+/// Each file: every non-blank line parsed (the first bad line stops it with file, line and
 /// field, unless the file has invalid UTF-8 further on, which is reported instead, as a
 /// whole-file check would); items `keep` refuses are dropped before their re-check, the others
 /// are re-checked in parallel (with `Reading::Full`) and each handed to `finished` when done.
-pub fn scan(
-    src: &Source,
-    reading: Reading,
-    keep: &(dyn Fn(&Item) -> bool + Sync),
-    finished: &(dyn Fn(&Item) + Sync),
-) -> Result<Scanned, InputError> {
-    let started = Instant::now();
-    let mut lines = LineStream::open(&src.path, &src.name)?;
-    let mut items = Vec::new();
-    let mut pending = Vec::new();
-    let mut row = 0;
-    while let Some((line, text)) = lines.next_line()? {
-        row += 1;
-        let parsed = match reading {
-            Reading::Stored => {
-                parse_stored(&src.name, &src.key, line, row, text).map(|i| (i, None))
-            }
-            Reading::Full(..) => {
-                parse_full(&src.name, &src.key, line, row, text).map(|(i, p)| (i, Some(p)))
-            }
-        };
-        match parsed {
-            Ok((item, p)) => {
-                if keep(&item) {
-                    items.push(item);
-                    pending.push(p);
-                }
-            }
-            Err(e) => {
-                lines.check_rest_utf8()?;
-                return Err(e);
-            }
-        }
-    }
-    let bytes = lines.bytes();
-    let sha256 = lines.sha256();
-    let parse = started.elapsed();
-    let started = Instant::now();
-    match reading {
-        Reading::Stored => items.iter().for_each(finished),
-        Reading::Full(recheck, pool) => {
-            let results: Vec<Result<(), InputError>> = pool.install(|| {
-                items
-                    .par_iter_mut()
-                    .zip(pending.par_iter())
-                    .map(|(item, p)| {
-                        let p = p
-                            .as_ref()
-                            .expect("full reading keeps what the re-check needs");
-                        apply_recheck(&src.name, &src.key, item, p, recheck)?;
-                        finished(item);
-                        Ok(())
-                    })
-                    .collect()
-            });
-            results.into_iter().collect::<Result<(), InputError>>()?;
-        }
-    }
-    Ok(Scanned {
-        items,
-        sha256,
-        bytes,
-        parse,
-        recheck: started.elapsed(),
-    })
-}
-
-/// Scan `sources` on `threads` threads, at most `window` files ahead, and hand each file to
-/// `consume` in order. The first error in file order stops the pass.
 pub fn pass(
     sources: &[Source],
     reading: Reading,
@@ -128,11 +71,203 @@ pub fn pass(
     finished: &(dyn Fn(&Item) + Sync),
     consume: impl FnMut(usize, Scanned) -> Result<()>,
 ) -> Result<()> {
-    crate::ordered::map_ordered(
+    let scan = FileScan {
+        sources,
+        reading,
+        keep,
+        finished,
+    };
+    crate::ordered::run_ordered(
         sources.len(),
         threads,
-        threads * 4,
-        |i| scan(&sources[i], reading, keep, finished).map_err(Error::from),
+        threads * LANES * 2,
+        |tasks| scan.lanes(tasks),
         consume,
     )
+}
+
+/// What every file of a pass is read with.
+struct FileScan<'a> {
+    sources: &'a [Source],
+    reading: Reading<'a>,
+    keep: &'a (dyn Fn(&Item) -> bool + Sync),
+    finished: &'a (dyn Fn(&Item) + Sync),
+}
+
+/// A file being read: its lane of the hasher, its items so far.
+struct OpenFile {
+    index: usize,
+    lane: usize,
+    lines: LineStream,
+    items: Vec<Item>,
+    pending: Vec<Option<Pending>>,
+    row: usize,
+    parse: Duration,
+    hash: Duration,
+}
+
+impl FileScan<'_> {
+    /// One worker: files claimed into free lanes; each round reads every open file once more,
+    /// hashes what was read, parses the lines now whole, and hands in the files that ended.
+    fn lanes(&self, tasks: &Tasks<Result<Scanned>>) {
+        let mut hasher = Sha256Lanes::new();
+        let mut free: Vec<usize> = (0..LANES).rev().collect();
+        let mut open: Vec<OpenFile> = Vec::new();
+        loop {
+            while let Some(&lane) = free.last() {
+                // Wait for the window only with nothing else to do.
+                let Some(index) = tasks.claim(open.is_empty()) else {
+                    break;
+                };
+                let src = &self.sources[index];
+                match LineStream::open(&src.path, &src.name, CHUNK) {
+                    Ok(lines) => {
+                        free.pop();
+                        hasher.reset(lane);
+                        open.push(OpenFile {
+                            index,
+                            lane,
+                            lines,
+                            items: Vec::new(),
+                            pending: Vec::new(),
+                            row: 0,
+                            parse: Duration::ZERO,
+                            hash: Duration::ZERO,
+                        });
+                    }
+                    Err(e) => tasks.deliver(index, Err(e.into())),
+                }
+            }
+            if open.is_empty() {
+                return;
+            }
+            let mut k = 0;
+            while k < open.len() {
+                let started = Instant::now();
+                let read = open[k].lines.read_more();
+                open[k].parse += started.elapsed();
+                match read {
+                    Ok(()) => k += 1,
+                    Err(e) => {
+                        let f = open.swap_remove(k);
+                        free.push(f.lane);
+                        tasks.deliver(f.index, Err(e.into()));
+                    }
+                }
+            }
+            let started = Instant::now();
+            let mut parts: [&[u8]; LANES] = [&[]; LANES];
+            for f in &open {
+                parts[f.lane] = f.lines.fresh();
+            }
+            hasher.update(&parts);
+            let share = started.elapsed() / open.len().max(1) as u32;
+            let mut k = 0;
+            while k < open.len() {
+                open[k].hash += share;
+                match self.parse_buffered(&mut open[k]) {
+                    Ok(false) => k += 1,
+                    Ok(true) => {
+                        let f = open.swap_remove(k);
+                        free.push(f.lane);
+                        let sha256 = hex(&hasher.finish(f.lane));
+                        let index = f.index;
+                        tasks.deliver(index, self.finish(f, sha256).map_err(Error::from));
+                    }
+                    Err(e) => {
+                        let f = open.swap_remove(k);
+                        free.push(f.lane);
+                        tasks.deliver(f.index, Err(e.into()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Parse the lines the buffer holds whole; `true` at the end of the file.
+    fn parse_buffered(&self, f: &mut OpenFile) -> Result<bool, InputError> {
+        let started = Instant::now();
+        let src = &self.sources[f.index];
+        let at_end = loop {
+            let (line, text) = match f.lines.buffered_line()? {
+                Buffered::Line(line, text) => (line, text),
+                Buffered::NeedsRead => break false,
+                Buffered::End => break true,
+            };
+            f.row += 1;
+            let parsed = match self.reading {
+                Reading::Stored => {
+                    parse_stored(&src.name, &src.key, line, f.row, text).map(|i| (i, None))
+                }
+                Reading::Full(..) => {
+                    parse_full(&src.name, &src.key, line, f.row, text).map(|(i, p)| (i, Some(p)))
+                }
+            };
+            match parsed {
+                Ok((item, p)) => {
+                    if (self.keep)(&item) {
+                        f.items.push(item);
+                        f.pending.push(p);
+                    }
+                }
+                Err(e) => {
+                    f.lines.check_rest_utf8()?;
+                    return Err(e);
+                }
+            }
+        };
+        f.parse += started.elapsed();
+        Ok(at_end)
+    }
+
+    /// A file read to its end: its items re-checked (with `Reading::Full`) and handed on.
+    fn finish(&self, f: OpenFile, sha256: String) -> Result<Scanned, InputError> {
+        let src = &self.sources[f.index];
+        let OpenFile {
+            mut items,
+            pending,
+            lines,
+            parse,
+            hash,
+            ..
+        } = f;
+        let started = Instant::now();
+        match self.reading {
+            Reading::Stored => items.iter().for_each(self.finished),
+            Reading::Full(recheck, pool) => {
+                let results: Vec<Result<(), InputError>> = pool.install(|| {
+                    items
+                        .par_iter_mut()
+                        .zip(pending.par_iter())
+                        .map(|(item, p)| {
+                            let p = p
+                                .as_ref()
+                                .expect("full reading keeps what the re-check needs");
+                            apply_recheck(&src.name, &src.key, item, p, recheck)?;
+                            (self.finished)(item);
+                            Ok(())
+                        })
+                        .collect()
+                });
+                results.into_iter().collect::<Result<(), InputError>>()?;
+            }
+        }
+        Ok(Scanned {
+            items,
+            sha256,
+            bytes: lines.bytes(),
+            parse,
+            hash,
+            recheck: started.elapsed(),
+        })
+    }
+}
+
+/// A digest as lower-case hex.
+fn hex(digest: &[u8]) -> String {
+    use std::fmt::Write;
+    digest.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
