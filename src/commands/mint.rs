@@ -21,11 +21,10 @@ use crate::suites::mint::checkers::Tolerance;
 use crate::suites::mint::exec::{python_version, ExecConfig};
 use crate::suites::mint::layout::{parse_path, ConfigKey, FileKey};
 use crate::suites::mint::tables::{self, TYPES};
-use crate::suites::mint::{Item, Recheck};
+use crate::suites::mint::{Item, ItemLines, Recheck};
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -244,6 +243,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     let mut bytes = 0u64;
     let mut agg = Aggregate::new(recheck_on);
     let mut staged = StagedFile::create_near(&args.output.out, "items.jsonl")?;
+    let mut item_lines = ItemLines::default();
     let pass_started = Instant::now();
     let (out, resumed) = if !recheck_on {
         pass(
@@ -261,6 +261,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
                     Vec::new(),
                     &mut agg,
                     &mut staged,
+                    &mut item_lines,
                     &mut timings,
                 )?;
                 bar.inc(1);
@@ -341,6 +342,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
                     done,
                     &mut agg,
                     &mut staged,
+                    &mut item_lines,
                     &mut timings,
                 )?;
                 bar.inc(1);
@@ -461,6 +463,7 @@ fn take(
     done: Vec<Item>,
     agg: &mut Aggregate,
     staged: &mut StagedFile,
+    lines: &mut ItemLines,
     timings: &mut Timings,
 ) -> Result<()> {
     timings.parse += scanned.parse;
@@ -482,9 +485,8 @@ fn take(
     timings.aggregate += counted - started;
     let out = staged.writer();
     for it in &items {
-        serde_json::to_writer(&mut *out, it)
-            .map_err(|e| anyhow::anyhow!("cannot write items.jsonl: {e}"))?;
-        out.write_all(b"\n")
+        lines
+            .write(it, out)
             .map_err(|e| anyhow::anyhow!("cannot write items.jsonl: {e}"))?;
     }
     timings.write_items += counted.elapsed();

@@ -104,11 +104,14 @@ struct OpenFile {
     row: usize,
     parse: Duration,
     hash: Duration,
+    /// Read to its end; only its last bytes are left to hash.
+    ending: bool,
 }
 
 impl FileScan<'_> {
     /// One worker: files claimed into free lanes; each round reads every open file once more,
-    /// hashes what was read, parses the lines now whole, and hands in the files that ended.
+    /// hashes what was read, parses the lines now whole, and hands in the files that ended
+    /// (a file whose last blocks the hasher held back stays one more round, to hash them).
     fn lanes(&self, tasks: &Tasks<Result<Scanned>>) {
         let mut hasher = Sha256Lanes::new();
         let mut free: Vec<usize> = (0..LANES).rev().collect();
@@ -133,6 +136,7 @@ impl FileScan<'_> {
                             row: 0,
                             parse: Duration::ZERO,
                             hash: Duration::ZERO,
+                            ending: false,
                         });
                     }
                     Err(e) => tasks.deliver(index, Err(e.into())),
@@ -143,6 +147,10 @@ impl FileScan<'_> {
             }
             let mut k = 0;
             while k < open.len() {
+                if open[k].ending {
+                    k += 1;
+                    continue;
+                }
                 let started = Instant::now();
                 let read = open[k].lines.read_more();
                 open[k].parse += started.elapsed();
@@ -157,28 +165,43 @@ impl FileScan<'_> {
             }
             let started = Instant::now();
             let mut parts: [&[u8]; LANES] = [&[]; LANES];
+            let mut flush = 0u16;
             for f in &open {
-                parts[f.lane] = f.lines.fresh();
+                if f.ending {
+                    flush |= 1 << f.lane;
+                } else {
+                    parts[f.lane] = f.lines.fresh();
+                }
             }
-            hasher.update(&parts);
+            hasher.update(&parts, flush);
             let share = started.elapsed() / open.len().max(1) as u32;
             let mut k = 0;
             while k < open.len() {
                 open[k].hash += share;
-                match self.parse_buffered(&mut open[k]) {
-                    Ok(false) => k += 1,
-                    Ok(true) => {
-                        let f = open.swap_remove(k);
-                        free.push(f.lane);
-                        let sha256 = hex(&hasher.finish(f.lane));
-                        let index = f.index;
-                        tasks.deliver(index, self.finish(f, sha256).map_err(Error::from));
+                let at_end = open[k].ending || {
+                    match self.parse_buffered(&mut open[k]) {
+                        Ok(at_end) => at_end,
+                        Err(e) => {
+                            let f = open.swap_remove(k);
+                            free.push(f.lane);
+                            tasks.deliver(f.index, Err(e.into()));
+                            continue;
+                        }
                     }
-                    Err(e) => {
-                        let f = open.swap_remove(k);
-                        free.push(f.lane);
-                        tasks.deliver(f.index, Err(e.into()));
-                    }
+                };
+                if !at_end {
+                    k += 1;
+                } else if hasher.held(open[k].lane) >= 64 && !open[k].ending {
+                    // Blocks held back for the wide kernel: one more round (without a read)
+                    // hashes them with the other files' next bytes.
+                    open[k].ending = true;
+                    k += 1;
+                } else {
+                    let f = open.swap_remove(k);
+                    free.push(f.lane);
+                    let sha256 = hex(&hasher.finish(f.lane));
+                    let index = f.index;
+                    tasks.deliver(index, self.finish(f, sha256).map_err(Error::from));
                 }
             }
         }

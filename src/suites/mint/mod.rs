@@ -8,6 +8,8 @@
 pub mod aggregate;
 pub mod checkers;
 pub mod exec;
+mod item_json;
+pub use item_json::ItemLines;
 mod fastline;
 use fastline::FastLine;
 pub mod layout;
