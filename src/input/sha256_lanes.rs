@@ -17,17 +17,14 @@ const IV: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
 
-/// Bytes a lane may hold back for a later call (see [`Sha256Lanes::update`]) before they are
-/// hashed on their own anyway.
-const CARRY_MAX: usize = 256 << 10;
-
-/// The sha256 states of up to [`LANES`] streams, each with the bytes not yet hashed.
+/// The sha256 states of up to [`LANES`] streams, each with the bytes of its last partial block.
 pub struct Sha256Lanes {
     /// Word `w` of every lane's state: `state[w][lane]` (the layout the wide kernel loads).
     state: [[u32; LANES]; 8],
-    /// Bytes given and not yet hashed, per lane: a partial block, or whole blocks held back.
-    carry: [Vec<u8>; LANES],
-    /// Bytes given so far, per lane.
+    /// Bytes not yet in a whole block, per lane.
+    tail: [[u8; 64]; LANES],
+    tail_len: [usize; LANES],
+    /// Bytes hashed so far, per lane.
     len: [u64; LANES],
     /// The fewest streams with blocks to hash for which the wide kernel beats one stream at a
     /// time; `usize::MAX` without the wide kernel.
@@ -45,7 +42,8 @@ impl Sha256Lanes {
     pub fn new() -> Self {
         let mut lanes = Sha256Lanes {
             state: [[0; LANES]; 8],
-            carry: std::array::from_fn(|_| Vec::new()),
+            tail: [[0; 64]; LANES],
+            tail_len: [0; LANES],
             len: [0; LANES],
             wide_from: wide_from(),
         };
@@ -57,174 +55,142 @@ impl Sha256Lanes {
 
     /// Start lane `lane` on a new stream.
     pub fn reset(&mut self, lane: usize) {
-        set_lane(&mut self.state, lane, IV);
-        self.carry[lane].clear();
+        self.set_state(lane, IV);
+        self.tail_len[lane] = 0;
         self.len[lane] = 0;
     }
 
     /// Append `parts[lane]` to each lane's stream (an empty part leaves its lane as it is).
-    ///
-    /// Whole blocks go through the wide kernel while enough lanes have blocks left. When too
-    /// few have (some streams got fewer bytes this call), the rest of those lanes' blocks is
-    /// held back (copied, up to [`CARRY_MAX`] a lane) to go wide with the next call's bytes,
-    /// except for the lanes in `flush` (bit `lane`), whose streams are about to end: theirs
-    /// are hashed one stream at a time now.
-    pub fn update(&mut self, parts: &[&[u8]; LANES], flush: u16) {
-        let Sha256Lanes {
-            state,
-            carry,
-            len,
-            wide_from,
-        } = self;
-        for lane in 0..LANES {
-            len[lane] += parts[lane].len() as u64;
-            if !carry[lane].is_empty() {
-                carry[lane].extend_from_slice(parts[lane]);
-            }
-        }
-        // Each lane's bytes: the carried ones (now followed by its part), else its part.
-        let inputs: [&[u8]; LANES] = std::array::from_fn(|lane| {
-            if carry[lane].is_empty() {
-                parts[lane]
-            } else {
-                &carry[lane][..]
-            }
-        });
-        let mut done = [0usize; LANES];
-        loop {
-            // Whole blocks left per lane.
-            let left: [usize; LANES] =
-                std::array::from_fn(|lane| (inputs[lane].len() - done[lane]) / 64);
-            let busy = left.iter().filter(|&&b| b > 0).count();
-            if busy == 0 {
-                break;
-            }
-            if busy < *wide_from {
-                for lane in (0..LANES).filter(|&l| left[l] > 0) {
-                    let hold = *wide_from != usize::MAX
-                        && flush & (1 << lane) == 0
-                        && inputs[lane].len() - done[lane] <= CARRY_MAX;
-                    if !hold {
-                        let bytes = left[lane] * 64;
-                        compress_one_lane(state, lane, &inputs[lane][done[lane]..][..bytes]);
-                        done[lane] += bytes;
-                    }
+    pub fn update(&mut self, parts: &[&[u8]; LANES]) {
+        // Whole blocks of each part, after what completes its lane's partial block.
+        let mut bodies: [&[u8]; LANES] = [&[]; LANES];
+        for (lane, &part) in parts.iter().enumerate() {
+            self.len[lane] += part.len() as u64;
+            let mut part = part;
+            let have = self.tail_len[lane];
+            if have > 0 {
+                let take = (64 - have).min(part.len());
+                self.tail[lane][have..have + take].copy_from_slice(&part[..take]);
+                self.tail_len[lane] += take;
+                part = &part[take..];
+                if self.tail_len[lane] < 64 {
+                    continue;
                 }
-                break;
+                let block = self.tail[lane];
+                self.compress_blocks(lane, &block);
+                self.tail_len[lane] = 0;
             }
-            let blocks = left
-                .iter()
-                .copied()
-                .filter(|&b| b > 0)
-                .min()
-                .expect("a busy lane");
-            let bodies: [&[u8]; LANES] = std::array::from_fn(|lane| {
-                if left[lane] > 0 {
-                    &inputs[lane][done[lane]..][..blocks * 64]
-                } else {
-                    &[]
-                }
-            });
-            compress_wide(state, &bodies, blocks);
-            for (lane, body) in bodies.iter().enumerate() {
-                done[lane] += body.len();
-            }
+            let whole = part.len() / 64 * 64;
+            let rest = &part[whole..];
+            self.tail[lane][..rest.len()].copy_from_slice(rest);
+            self.tail_len[lane] = rest.len();
+            bodies[lane] = &part[..whole];
         }
-        // Keep what is not hashed: the end of the carry, or of the part.
-        for lane in 0..LANES {
-            if carry[lane].is_empty() {
-                carry[lane].extend_from_slice(&parts[lane][done[lane]..]);
-            } else {
-                carry[lane].drain(..done[lane]);
-            }
-        }
-    }
-
-    /// Bytes of lane `lane` given and not yet hashed; from 64 on, whole blocks are held back
-    /// and [`Self::finish`] would hash them on their own.
-    pub fn held(&self, lane: usize) -> usize {
-        self.carry[lane].len()
+        self.compress_bodies(bodies);
     }
 
     /// The sha256 of lane `lane`'s stream; the lane then starts a new, empty stream.
     pub fn finish(&mut self, lane: usize) -> [u8; 32] {
-        let whole = self.carry[lane].len() / 64 * 64;
-        compress_one_lane(&mut self.state, lane, &self.carry[lane][..whole]);
-        let rest = &self.carry[lane][whole..];
         let bits = self.len[lane].wrapping_mul(8);
+        let have = self.tail_len[lane];
         let mut last = [0u8; 128];
-        last[..rest.len()].copy_from_slice(rest);
-        last[rest.len()] = 0x80;
-        let blocks = if rest.len() < 56 { 1 } else { 2 };
+        last[..have].copy_from_slice(&self.tail[lane][..have]);
+        last[have] = 0x80;
+        let blocks = if have < 56 { 1 } else { 2 };
         last[blocks * 64 - 8..blocks * 64].copy_from_slice(&bits.to_be_bytes());
-        compress_one_lane(&mut self.state, lane, &last[..blocks * 64]);
+        for block in last[..blocks * 64].chunks_exact(64) {
+            let block: &[u8; 64] = block.try_into().expect("64-byte chunk");
+            self.compress_blocks(lane, block);
+        }
         let mut digest = [0u8; 32];
-        for (w, out) in lane_of(&self.state, lane)
-            .iter()
-            .zip(digest.chunks_exact_mut(4))
-        {
+        for (w, out) in self.lane_state(lane).iter().zip(digest.chunks_exact_mut(4)) {
             out.copy_from_slice(&w.to_be_bytes());
         }
         self.reset(lane);
         digest
     }
-}
 
-/// `blocks` blocks of every non-empty body through the wide kernel.
-fn compress_wide(state: &mut [[u32; LANES]; 8], bodies: &[&[u8]; LANES], blocks: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let mut active = 0u16;
-        let mut starts = [ZERO_BLOCK.as_ptr(); LANES];
-        let mut strides = [0usize; LANES];
-        for (lane, body) in bodies.iter().enumerate() {
-            if !body.is_empty() {
-                assert!(body.len() >= blocks * 64);
-                active |= 1 << lane;
-                starts[lane] = body.as_ptr();
-                strides[lane] = 64;
+    /// Hash the whole blocks of every lane: all lanes together while enough of them have
+    /// blocks left, then each on its own.
+    fn compress_bodies(&mut self, mut bodies: [&[u8]; LANES]) {
+        loop {
+            let busy = bodies.iter().filter(|b| !b.is_empty()).count();
+            if busy == 0 {
+                return;
+            }
+            if busy < self.wide_from {
+                for (lane, body) in bodies.iter().enumerate() {
+                    if !body.is_empty() {
+                        self.compress_blocks(lane, body);
+                    }
+                }
+                return;
+            }
+            let blocks = bodies
+                .iter()
+                .filter(|b| !b.is_empty())
+                .map(|b| b.len() / 64)
+                .min()
+                .expect("a busy lane");
+            self.compress_wide(&bodies, blocks);
+            for body in bodies.iter_mut() {
+                if !body.is_empty() {
+                    *body = &body[blocks * 64..];
+                }
             }
         }
-        assert!(
-            wide_from() != usize::MAX,
-            "the wide kernel needs AVX-512F and BW"
-        );
-        // SAFETY: the CPU has AVX-512F and BW (asserted just above; `wide_from` caches
-        // nothing, the feature checks are std's cached ones), all the kernel requires; each
-        // active lane's start has at least `blocks * 64` readable bytes (asserted above), and
-        // every other lane reads the one zero block again and again (stride 0).
-        unsafe { wide::compress(state, starts, strides, active, blocks) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (state, bodies, blocks);
-        unreachable!("the wide kernel exists only on x86_64, where wide_from is finite");
-    }
-}
 
-/// Whole blocks of one lane through sha2's one-stream kernel (SHA-NI where the CPU has it).
-fn compress_one_lane(state: &mut [[u32; LANES]; 8], lane: usize, body: &[u8]) {
-    debug_assert!(body.len().is_multiple_of(64));
-    if body.is_empty() {
-        return;
+    /// `blocks` blocks of every non-empty body through the wide kernel.
+    fn compress_wide(&mut self, bodies: &[&[u8]; LANES], blocks: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut active = 0u16;
+            let mut starts = [ZERO_BLOCK.as_ptr(); LANES];
+            let mut strides = [0usize; LANES];
+            for (lane, body) in bodies.iter().enumerate() {
+                if !body.is_empty() {
+                    debug_assert!(body.len() >= blocks * 64);
+                    active |= 1 << lane;
+                    starts[lane] = body.as_ptr();
+                    strides[lane] = 64;
+                }
+            }
+            // SAFETY: `wide_from` is finite only where the CPU has AVX-512F and BW, all the
+            // kernel requires, and this is reached only then (`busy >= wide_from`); each
+            // active lane's start has at least `blocks * 64` readable bytes (its body is at
+            // least that long), and every other lane reads the one zero block again and
+            // again (stride 0).
+            unsafe { wide::compress(&mut self.state, starts, strides, active, blocks) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (bodies, blocks);
+            unreachable!("the wide kernel exists only on x86_64, where wide_from is finite");
+        }
     }
-    let mut words = lane_of(state, lane);
-    for block in body.chunks_exact(64) {
-        sha2::compress256(
-            &mut words,
-            std::slice::from_ref(GenericArray::from_slice(block)),
-        );
+
+    /// Whole blocks of one lane through sha2's one-stream kernel (SHA-NI where the CPU has it).
+    fn compress_blocks(&mut self, lane: usize, body: &[u8]) {
+        let mut state = self.lane_state(lane);
+        debug_assert!(body.len().is_multiple_of(64));
+        for block in body.chunks_exact(64) {
+            sha2::compress256(
+                &mut state,
+                std::slice::from_ref(GenericArray::from_slice(block)),
+            );
+        }
+        self.set_state(lane, state);
     }
-    set_lane(state, lane, words);
-}
 
-fn lane_of(state: &[[u32; LANES]; 8], lane: usize) -> [u32; 8] {
-    std::array::from_fn(|w| state[w][lane])
-}
+    fn lane_state(&self, lane: usize) -> [u32; 8] {
+        std::array::from_fn(|w| self.state[w][lane])
+    }
 
-fn set_lane(state: &mut [[u32; LANES]; 8], lane: usize, words: [u32; 8]) {
-    for (w, v) in words.into_iter().enumerate() {
-        state[w][lane] = v;
+    fn set_state(&mut self, lane: usize, state: [u32; 8]) {
+        for (w, v) in state.into_iter().enumerate() {
+            self.state[w][lane] = v;
+        }
     }
 }
 
@@ -510,9 +476,7 @@ mod tests {
                 for (j, p) in parts.iter().enumerate() {
                     at[j] += p.len();
                 }
-                // Some lanes now and then as if their stream were about to end.
-                let flush = (step as u16).wrapping_mul(0x9E37) & (step as u16).wrapping_mul(0x3B1D);
-                lanes.update(&parts, flush);
+                lanes.update(&parts);
                 step += 1;
             }
             for (j, s) in streams.iter().enumerate() {
@@ -536,9 +500,9 @@ mod tests {
         let mut lanes = Sha256Lanes::new();
         let mut parts: [&[u8]; LANES] = [&[]; LANES];
         parts[3] = b"abc";
-        lanes.update(&parts, 0);
+        lanes.update(&parts);
         let _ = lanes.finish(3);
-        lanes.update(&parts, 0);
+        lanes.update(&parts);
         let want: [u8; 32] = Sha256::digest(b"abc").into();
         assert_eq!(lanes.finish(3), want);
         let empty: [u8; 32] = Sha256::digest(b"").into();
