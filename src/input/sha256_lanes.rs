@@ -1,12 +1,14 @@
 //! sha256 of up to 16 byte streams at once: one stream per 32-bit lane of AVX-512 registers.
 //!
 //! Why: hashing every input is part of the output contract, and on the 2-core machines this
-//! was measured on, SHA-NI hashes one stream at ~1.1 GB/s (sha2's kernel and OpenSSL's alike);
-//! interleaving two SHA-NI streams gained nothing (the instructions' throughput is the limit).
-//! The same rounds on 16 streams in the lanes of AVX-512 registers run at ~2–2.8 GB/s in all
-//! (BENCHMARKS.md, "sha256 in 16 lanes"). A reader of many files keeps up to [`LANES`] of them
-//! open and hashes their new bytes together; where fewer streams have blocks than pay for the
-//! wide kernel, or the CPU lacks AVX-512, each stream goes through sha2's one-stream kernel.
+//! was measured on, SHA-NI hashes one stream at ~1.1–1.25 GB/s (sha2's kernel and OpenSSL's
+//! alike); interleaving two SHA-NI streams gained nothing (the instructions' throughput is the
+//! limit). The same rounds on 16 streams in the lanes of AVX-512 registers run at ~2.6–2.75
+//! GB/s in all (BENCHMARKS.md, MINT "Fifth round"; probe: `cargo test --release --lib
+//! sha256_lanes_speed -- --ignored --nocapture`). A reader of many files keeps up to
+//! [`LANES`] of them open and hashes their new bytes together; where fewer streams have blocks
+//! than pay for the wide kernel, or the CPU lacks AVX-512, each stream goes through sha2's
+//! one-stream kernel.
 
 use sha2::digest::generic_array::GenericArray;
 
@@ -493,6 +495,46 @@ mod tests {
         check(usize::MAX); // one stream at a time
         check(1); // the wide kernel whenever the CPU has it
         check(8);
+    }
+
+    /// Throughput of the wide kernel against sha2's one-stream kernel, 16 streams of
+    /// `SHA_LANE_KIB` KiB (default 64) each, hashed over and over: a timing probe, run by hand
+    /// (`cargo test --release --lib sha256_lanes_speed -- --ignored --nocapture`).
+    #[test]
+    #[ignore = "timing probe, run by hand"]
+    fn sha256_lanes_speed() {
+        let kib: usize = std::env::var("SHA_LANE_KIB")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64);
+        let streams: Vec<Vec<u8>> = (0..LANES).map(|j| bytes(j as u64, kib << 10)).collect();
+        let parts: [&[u8]; LANES] = std::array::from_fn(|j| &streams[j][..]);
+        let total = 1usize << 30;
+        let reps = (total / (LANES * (kib << 10))).max(1);
+        for round in 0..3 {
+            let mut lanes = Sha256Lanes::new();
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                lanes.update(&parts);
+            }
+            let wide = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let mut one = Sha256::new();
+            for _ in 0..reps {
+                for p in &parts {
+                    one.update(p);
+                }
+            }
+            std::hint::black_box(one.finalize());
+            let single = t.elapsed().as_secs_f64();
+            let gb = (reps * LANES * (kib << 10)) as f64 / 1e9;
+            println!(
+                "round {round}: {kib} KiB a stream: lanes {:.2} GB/s, one stream {:.2} GB/s (wide kernel: {})",
+                gb / wide,
+                gb / single,
+                lanes.wide_from != usize::MAX
+            );
+        }
     }
 
     #[test]
