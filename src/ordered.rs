@@ -14,6 +14,8 @@ struct State<T> {
     consumed: usize,
     /// Set when the consumer stops early (an error): workers stop taking tasks.
     stop: bool,
+    /// Workers not yet returned (or unwound).
+    workers: usize,
 }
 
 /// The tasks of an ordered run, as its workers see them: claimed one at a time, within the
@@ -47,6 +49,11 @@ impl<T> Tasks<T> {
         }
     }
 
+    /// Whether the run has stopped (an error): what a worker still holds would be thrown away.
+    pub fn stopped(&self) -> bool {
+        self.state.lock().expect("ordered state").stop
+    }
+
     /// Hand in the result of task `i`.
     pub fn deliver(&self, i: usize, result: T) {
         let mut st = self.state.lock().expect("ordered state");
@@ -57,39 +64,14 @@ impl<T> Tasks<T> {
     }
 }
 
-/// Run `work(i)` for `i` in `0..n` on `threads` threads and hand each result to `consume` in
-/// order of `i`, on the calling thread. A worker waits before starting task `i` until
-/// `i < consumed + window`. The first error, in order of `i` (from `work` or `consume`), stops
-/// the run and is returned; tasks after it are not started.
-pub fn map_ordered<T, E, W, C>(
-    n: usize,
-    threads: usize,
-    window: usize,
-    work: W,
-    consume: C,
-) -> Result<(), E>
-where
-    T: Send,
-    E: Send,
-    W: Fn(usize) -> Result<T, E> + Sync,
-    C: FnMut(usize, T) -> Result<(), E>,
-{
-    run_ordered(
-        n,
-        threads,
-        window,
-        |tasks| {
-            while let Some(i) = tasks.claim(true) {
-                tasks.deliver(i, work(i));
-            }
-        },
-        consume,
-    )
-}
-
-/// [`map_ordered`] for workers that keep several tasks open at once: `worker` runs on each
-/// of `threads` threads, claims tasks from [`Tasks`] and delivers every task it claims, in any
-/// order, then returns when `claim` gives `None` and it holds no task.
+/// Run tasks `0..n` on `threads` threads and hand each result to `consume` in order of the
+/// task, on the calling thread. `worker` runs on each thread: it claims tasks from [`Tasks`]
+/// (at most `window` past the consumer's next one), may hold several at once, delivers every
+/// task it claims, in any order, and returns when `claim` gives `None` and it holds no task
+/// (or, once [`Tasks::stopped`], at once). The first error, in task order (a delivered `Err`
+/// or one from `consume`), stops the run and is returned; no task is claimed after it. A
+/// worker that panics, or returns holding a task it never delivered, panics the run instead
+/// of leaving the consumer waiting.
 pub fn run_ordered<T, E, W, C>(
     n: usize,
     threads: usize,
@@ -111,12 +93,32 @@ where
             done: BTreeMap::new(),
             consumed: 0,
             stop: false,
+            workers: 0,
         }),
         changed: Condvar::new(),
     };
+    /// Counts its worker out when dropped: on return and on unwinding alike.
+    struct Leaving<'a, T>(&'a Tasks<T>);
+    impl<T> Drop for Leaving<'_, T> {
+        fn drop(&mut self) {
+            // A worker that panicked holding the lock poisoned it; count it out all the same.
+            let mut st = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.workers -= 1;
+            // The others stop too, or one waiting for the window would wait for ever.
+            if std::thread::panicking() {
+                st.stop = true;
+            }
+            self.0.changed.notify_all();
+        }
+    }
+    let workers = threads.max(1).min(n);
+    tasks.state.lock().expect("ordered state").workers = workers;
     std::thread::scope(|s| {
-        for _ in 0..threads.max(1).min(n) {
-            s.spawn(|| worker(&tasks));
+        for _ in 0..workers {
+            s.spawn(|| {
+                let _leaving = Leaving(&tasks);
+                worker(&tasks)
+            });
         }
         let mut outcome = Ok(());
         for i in 0..n {
@@ -127,6 +129,11 @@ where
                         st.consumed = i + 1;
                         tasks.changed.notify_all();
                         break r;
+                    }
+                    if st.workers == 0 {
+                        st.stop = true;
+                        drop(st);
+                        panic!("ordered run: task {i} was never delivered (a worker panicked)");
                     }
                     st = tasks.changed.wait(st).expect("ordered state");
                 }
@@ -149,6 +156,48 @@ where
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Workers that hold one task at a time.
+    fn map_ordered<T: Send, E: Send>(
+        n: usize,
+        threads: usize,
+        window: usize,
+        work: impl Fn(usize) -> Result<T, E> + Sync,
+        consume: impl FnMut(usize, T) -> Result<(), E>,
+    ) -> Result<(), E> {
+        run_ordered(
+            n,
+            threads,
+            window,
+            |tasks| {
+                while let Some(i) = tasks.claim(true) {
+                    tasks.deliver(i, work(i));
+                }
+            },
+            consume,
+        )
+    }
+
+    #[test]
+    fn a_panicking_worker_panics_the_run_instead_of_hanging_it() {
+        for threads in [1, 2] {
+            let run = std::panic::catch_unwind(|| {
+                map_ordered(
+                    50,
+                    threads,
+                    4,
+                    |i| {
+                        if i == 7 {
+                            panic!("worker fails on task 7");
+                        }
+                        Ok::<_, ()>(i)
+                    },
+                    |_, _| Ok(()),
+                )
+            });
+            assert!(run.is_err(), "{threads} threads: the run returned");
+        }
+    }
 
     #[test]
     fn workers_holding_several_tasks_deliver_in_any_order() {

@@ -2,8 +2,8 @@
 //! re-checked on worker threads), aggregate and write items.jsonl as the files come in path
 //! order, then write sr.csv, tables.md/.tex, sr_curves.svg, metrics.json and report.md.
 //!
-//! Memory does not grow with the archive: a file is read one buffer at a time, at most a few
-//! files' items are in flight, and what the tables need is accumulated per configuration
+//! Memory does not grow with the archive: a file is read one buffer at a time, at most 64
+//! files per worker are in flight, and what the tables need is accumulated per configuration
 //! ([`Aggregate`]).
 
 use super::mint_scan::{pass, Reading, Scanned, Source};

@@ -119,6 +119,10 @@ impl FileScan<'_> {
         let mut free: Vec<usize> = (0..LANES).rev().collect();
         let mut open: Vec<OpenFile> = Vec::new();
         loop {
+            // After an error the rest would be thrown away: stop reading (and re-checking).
+            if tasks.stopped() {
+                return;
+            }
             while let Some(&lane) = free.last() {
                 // Wait for the window only with nothing else to do.
                 let Some(index) = tasks.claim(open.is_empty()) else {

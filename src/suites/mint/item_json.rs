@@ -105,7 +105,7 @@ mod tests {
             row: n + 1,
             config: ConfigKey {
                 agent: agent.into(),
-                feedback_model: if n % 2 == 0 {
+                feedback_model: if n.is_multiple_of(2) {
                     "None".into()
                 } else {
                     "gpt-4-0613".into()
@@ -117,13 +117,13 @@ mod tests {
             task_type: "reasoning".into(),
             task: task.into(),
             task_id: ["12", "mbpp/3", "é\"\\\n\u{1}", ""][n % 4].into(),
-            success: n % 3 == 0,
+            success: n.is_multiple_of(3),
             rechecked: [None, Some(true), Some(false)][n % 3],
             recheck_note: [None, Some("answer \"42\"\t∞".into())][n % 2].clone(),
             invalid_actions: n as u64 * 1_000_000_007,
             turns: u64::MAX - n as u64,
-            escaped_underscore: n % 5 == 0,
-            python_tag: n % 7 == 0,
+            escaped_underscore: n.is_multiple_of(5),
+            python_tag: n.is_multiple_of(7),
             terminate_reason: [None, Some("max_iterations".into()), Some("".into())][n % 3].clone(),
             duplicate: n % 4 == 1,
         }
