@@ -158,8 +158,7 @@ impl FileScan<'_> {
                 match read {
                     Ok(()) => k += 1,
                     Err(e) => {
-                        let f = open.swap_remove(k);
-                        free.push(f.lane);
+                        let f = close(&mut open, &mut free, k);
                         tasks.deliver(f.index, Err(e.into()));
                     }
                 }
@@ -177,15 +176,13 @@ impl FileScan<'_> {
                 match self.parse_buffered(&mut open[k]) {
                     Ok(false) => k += 1,
                     Ok(true) => {
-                        let f = open.swap_remove(k);
-                        free.push(f.lane);
-                        let sha256 = hex(&hasher.finish(f.lane));
+                        let f = close(&mut open, &mut free, k);
+                        let sha256 = crate::report::hex(&hasher.finish(f.lane));
                         let index = f.index;
                         tasks.deliver(index, self.finish(f, sha256).map_err(Error::from));
                     }
                     Err(e) => {
-                        let f = open.swap_remove(k);
-                        free.push(f.lane);
+                        let f = close(&mut open, &mut free, k);
                         tasks.deliver(f.index, Err(e.into()));
                     }
                 }
@@ -272,11 +269,9 @@ impl FileScan<'_> {
     }
 }
 
-/// A digest as lower-case hex.
-fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write;
-    digest.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+/// Take file `k` out of the open ones, its lane back among the free ones.
+fn close(open: &mut Vec<OpenFile>, free: &mut Vec<usize>, k: usize) -> OpenFile {
+    let f = open.swap_remove(k);
+    free.push(f.lane);
+    f
 }
