@@ -203,7 +203,7 @@ pub struct OutputArgs {
     /// Score only shard I of N (0-based, e.g. `$SLURM_ARRAY_TASK_ID/4`); combine the shards'
     /// folders with `scorekit merge`.
     #[arg(long, value_name = "I/N", default_value = "0/1")]
-    pub shard: crate::shard::Shard,
+    pub shard: scorekit_core::shard::Shard,
 }
 
 /// Float type of the weights and activations (`--dtype`).
@@ -457,7 +457,7 @@ pub struct EmbedArgs {
     pub quiet: bool,
     /// Embed only shard I of N of the sentences (by their id; 0-based).
     #[arg(long, value_name = "I/N", default_value = "0/1")]
-    pub shard: crate::shard::Shard,
+    pub shard: scorekit_core::shard::Shard,
     #[command(flatten)]
     pub runtime: ModelArgs,
 }

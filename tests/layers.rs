@@ -1,93 +1,175 @@
-//! `scripts/check-layers.sh`, the import-direction check of `.ci/run`: it passes a tree whose
-//! imports run downwards and names file and line of every import that runs upwards, grouped
-//! `use crate::{...}` included, comments ignored. (`.ci/run` runs it on `src/` itself.)
+//! The layers are the crates of the workspace (docs/architecture.md): the compiler refuses an
+//! import of a crate that is not a dependency, and Cargo refuses a circle, but nothing in the build
+//! refuses a dependency that runs the wrong way (`scorekit-report` on `scorekit-runtime`, say). These
+//! tests read every manifest of the workspace and Cargo.lock and hold them to the table below.
 
 mod common;
 
 use common::repo;
-use std::path::Path;
-use std::process::Output;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Write `src/<name>`, creating its folder.
-fn write(src: &Path, name: &str, text: &str) {
-    let p = src.join(name);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
+/// Each crate of the workspace and the scorekit crates it may depend on (dev-dependencies too).
+/// The one place the layer order is written; docs/architecture.md draws it.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("scorekit-core", &[]),
+    ("scorekit-io", &["scorekit-core"]),
+    ("scorekit-report", &["scorekit-core"]),
+    ("scorekit-sandbox", &["scorekit-core"]),
+    (
+        "scorekit-data",
+        &["scorekit-core", "scorekit-io", "scorekit-report"],
+    ),
+    (
+        "scorekit-runtime",
+        &["scorekit-core", "scorekit-io", "scorekit-report"],
+    ),
+    // No runtime: suites are plain functions over plain data and build without candle.
+    (
+        "scorekit-suites",
+        &[
+            "scorekit-core",
+            "scorekit-io",
+            "scorekit-report",
+            "scorekit-sandbox",
+        ],
+    ),
+    (
+        "scorekit",
+        &[
+            "scorekit-core",
+            "scorekit-io",
+            "scorekit-report",
+            "scorekit-sandbox",
+            "scorekit-data",
+            "scorekit-runtime",
+            "scorekit-suites",
+        ],
+    ),
+];
+
+/// Crates that may not be in the dependency tree of a crate (its build must not compile them).
+const KEPT_OUT: &[(&str, &[&str])] = &[
+    ("scorekit-suites", &["candle-core", "tokenizers", "hf-hub"]),
+    ("scorekit-report", &["candle-core", "tokenizers", "hf-hub"]),
+    ("scorekit-io", &["candle-core", "tokenizers", "hf-hub"]),
+    ("scorekit-core", &["candle-core", "tokenizers", "hf-hub"]),
+];
+
+/// A crate's name and the scorekit crates its manifest names (all dependency tables).
+fn manifest_edges(text: &str) -> (String, BTreeSet<String>) {
+    let doc: toml::Table = text.parse().expect("manifest parses");
+    let name = doc["package"]["name"].as_str().unwrap().to_string();
+    let mut deps = BTreeSet::new();
+    for table in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        if let Some(t) = doc.get(table).and_then(|t| t.as_table()) {
+            deps.extend(t.keys().filter(|k| k.starts_with("scorekit")).cloned());
+        }
+    }
+    (name, deps)
 }
 
-fn check(src: &Path) -> Output {
-    std::process::Command::new(repo().join("scripts/check-layers.sh"))
-        .arg(src)
-        .output()
-        .expect("check-layers.sh runs")
+/// Every edge that the table does not allow, and every crate it does not place, as sentences.
+fn violations(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut bad = Vec::new();
+    for (name, deps) in graph {
+        let Some(ok) = allowed.get(name.as_str()) else {
+            bad.push(format!(
+                "{name} has no place in the layer table of tests/layers.rs"
+            ));
+            continue;
+        };
+        for d in deps {
+            if !ok.contains(&d.as_str()) {
+                bad.push(format!("{name} depends on {d}, which is not below it"));
+            }
+        }
+    }
+    bad
 }
 
-/// A small tree in which every layer imports only its own layer and those below.
-fn clean_tree(src: &Path) {
-    write(src, "main.rs", "use crate::{cli, commands};\n");
-    write(src, "lib.rs", "pub mod report;\n");
-    write(
-        src,
-        "commands/a.rs",
-        "use crate::cli::Args;\nuse crate::suites::x;\n",
-    );
-    write(
-        src,
-        "suites/x.rs",
-        "use crate::runtime::Embedder;\nuse crate::report::{Table, percent};\n// crate::cli is named in a comment only\n",
-    );
-    write(
-        src,
-        "runtime/e.rs",
-        "use crate::{input::{read, Record}, suites::x};\n",
-    );
-    write(
-        src,
-        "report/t.rs",
-        "use crate::error::Result;\nuse crate::input;\n",
-    );
-    write(src, "shard.rs", "use crate::error::Error;\n");
+/// The workspace's crates and their scorekit dependencies, read from the manifests.
+fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut manifests = vec![repo().join("Cargo.toml")];
+    for e in std::fs::read_dir(repo().join("crates")).unwrap() {
+        let m = e.unwrap().path().join("Cargo.toml");
+        if m.is_file() {
+            manifests.push(m);
+        }
+    }
+    manifests
+        .iter()
+        .map(|m| manifest_edges(&std::fs::read_to_string(m).unwrap()))
+        .collect()
+}
+
+/// Every package in the transitive dependency tree of `root`, from Cargo.lock.
+fn lock_closure(lock: &str, root: &str) -> BTreeSet<String> {
+    let doc: toml::Table = lock.parse().expect("Cargo.lock parses");
+    let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in doc["package"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap().to_string();
+        let list: Vec<String> = p
+            .get("dependencies")
+            .and_then(|d| d.as_array())
+            .map(|a| {
+                a.iter()
+                    // "name version" where two versions are locked; the name is enough here.
+                    .map(|d| d.as_str().unwrap().split(' ').next().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        deps.entry(name).or_default().extend(list);
+    }
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![root.to_string()];
+    while let Some(n) = todo.pop() {
+        if seen.insert(n.clone()) {
+            todo.extend(deps.get(&n).cloned().unwrap_or_default());
+        }
+    }
+    seen
 }
 
 #[test]
-fn downward_imports_pass() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    clean_tree(&src);
-    let o = check(&src);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+fn every_crate_depends_only_on_crates_below_it() {
+    let graph = workspace_graph();
+    assert!(graph.len() >= ALLOWED.len(), "{graph:?}");
+    let bad = violations(&graph);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 #[test]
-fn upward_imports_are_named_by_file_and_line() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tmp.path().join("src");
-    clean_tree(&src);
-    write(
-        &src,
-        "report/bad.rs",
-        "//! A report writer.\n\nuse crate::{\n    input::Record,\n    suites::grasp::Item,\n};\n",
+fn an_upward_or_unplaced_crate_is_named() {
+    let mut graph = workspace_graph();
+    graph
+        .get_mut("scorekit-report")
+        .unwrap()
+        .insert("scorekit-runtime".into());
+    graph.insert(
+        "scorekit-extra".into(),
+        ["scorekit-core".to_string()].into(),
     );
-    write(
-        &src,
-        "runtime/load.rs",
-        "use crate::error::Result;\nuse crate::cli::ModelArgs;\n",
+    assert_eq!(
+        violations(&graph),
+        [
+            "scorekit-extra has no place in the layer table of tests/layers.rs",
+            "scorekit-report depends on scorekit-runtime, which is not below it",
+        ]
     );
-    write(
-        &src,
-        "input/r.rs",
-        "fn f() { let _ = crate::runtime::load(); }\n",
-    );
-    write(&src, "error.rs", "use crate::report::Table;\n");
-    let o = check(&src);
-    assert_eq!(o.status.code(), Some(1));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let s = src.display();
-    let want = [
-        format!("{s}/error.rs:1: error/ imports crate::report (a higher layer)"),
-        format!("{s}/input/r.rs:1: input/ imports crate::runtime (a higher layer)"),
-        format!("{s}/report/bad.rs:3: report/ imports crate::suites (a higher layer)"),
-        format!("{s}/runtime/load.rs:2: runtime/ imports crate::cli (a higher layer)"),
-    ];
-    assert_eq!(out.lines().collect::<Vec<_>>(), want, "{out}");
+}
+
+#[test]
+fn the_lower_layers_build_without_the_model_stack() {
+    let lock = std::fs::read_to_string(repo().join("Cargo.lock")).unwrap();
+    // The check itself: the binary's tree does hold candle, so a closure that missed it would be
+    // a broken reading of the lock file, not a clean layer.
+    assert!(lock_closure(&lock, "scorekit").contains("candle-core"));
+    for (krate, banned) in KEPT_OUT {
+        let tree = lock_closure(&lock, krate);
+        assert!(tree.len() > 1, "{krate} not found in Cargo.lock");
+        for b in *banned {
+            assert!(!tree.contains(*b), "{krate} pulls in {b}");
+        }
+    }
 }

@@ -7,7 +7,8 @@ mod common;
 use crate::common::fixture::{self, BertFixture};
 use common::http::Reply;
 use common::{repo, run, scorekit, stderr};
-use scorekit::runtime::{self, cosine, Embedder, ResolveOptions};
+use scorekit::runtime::{self, Embedder, ResolveOptions};
+use scorekit::suites::cosine;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

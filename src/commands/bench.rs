@@ -5,9 +5,9 @@
 
 use crate::cli::BenchArgs;
 use crate::commands::model_runtime::ModelRuntime;
-use crate::error::{Error, InputError, Result};
-use crate::runtime::batching::plan_batches;
-use crate::runtime::{self, Embedder};
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_runtime::batching::plan_batches;
+use scorekit_runtime::{self as runtime, Embedder};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -121,7 +121,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let model = rt.resolve_embedder(&args.model)?;
     let embedder = Embedder::load(&model, device, dtype, args.runtime.max_length, &rt.engine)?;
     let load_s = t_load.elapsed().as_secs_f64();
-    let hidden = crate::progress::bar(0, "bench", true);
+    let hidden = scorekit_core::progress::bar(0, "bench", true);
     // Time to the first batch: the shortest 32 sentences, as a first request would be.
     let first: Vec<String> = texts.iter().take(32).cloned().collect();
     let t_first = Instant::now();
@@ -172,7 +172,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let peak = runtime::native::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
         let body = super::embed::npy_bytes(&last, embedder.dim());
-        crate::report::atomic_write(path, &body)?;
+        scorekit_report::atomic_write(path, &body)?;
     }
 
     let n = texts.len() as f64;

@@ -7,11 +7,11 @@ use super::bench::{bert_flops, median, peak_rss_bytes};
 use super::story::JUDGE_FILES;
 use crate::cli::BenchArgs;
 use crate::commands::model_runtime::ModelRuntime;
-use crate::error::Result;
-use crate::input::read_jsonl;
-use crate::runtime;
-use crate::runtime::judge::Judge;
-use crate::suites::story;
+use scorekit_core::error::Result;
+use scorekit_io::read_jsonl;
+use scorekit_runtime as runtime;
+use scorekit_runtime::judge::Judge;
+use scorekit_suites::story;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -45,7 +45,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         &rt.engine,
     )?;
     let load_s = t_load.elapsed().as_secs_f64();
-    let hidden = crate::progress::bar(0, "bench", true);
+    let hidden = scorekit_core::progress::bar(0, "bench", true);
     let batch_tokens = args.runtime.batch_tokens;
     // Time to the first batch: one question's four choices, as a first request would be.
     let t_first = Instant::now();
@@ -74,7 +74,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let peak = runtime::native::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
         let rows: Vec<Vec<f32>> = last.iter().map(|&s| vec![s]).collect();
-        crate::report::atomic_write(path, &super::embed::npy_bytes(&rows, 1))?;
+        scorekit_report::atomic_write(path, &super::embed::npy_bytes(&rows, 1))?;
     }
     let gflops = flops / med / 1e9;
     let out = serde_json::json!({

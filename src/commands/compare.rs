@@ -9,10 +9,10 @@
 
 use super::suite::{self, BenchmarkInput, Registered};
 use crate::cli::CompareArgs;
-use crate::error::{Error, InputError, Result};
-use crate::report::compare::{self as report, LeaderRow, Leaderboard};
-use crate::report::{MetricsDoc, OutputDir, METRICS_FILE};
-use crate::suites::compare::{compare_all, leaderboard_values, System};
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_report::compare::{self as report, LeaderRow, Leaderboard};
+use scorekit_report::{MetricsDoc, OutputDir, METRICS_FILE};
+use scorekit_suites::compare::{compare_all, leaderboard_values, System};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

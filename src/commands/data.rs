@@ -1,9 +1,9 @@
 //! `scorekit data list|pull|verify|path`: benchmark data from pinned upstream files, for offline use.
 
 use crate::cli::{DataAction, DataArgs};
-use crate::data::{self, cache, manifest, Options, Source};
-use crate::error::{Error, InputError, Result};
-use crate::report::Table;
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_data::{self as data, cache, manifest, Options, Source};
+use scorekit_report::Table;
 
 /// Run `scorekit data`.
 pub fn run(args: DataArgs) -> Result<()> {

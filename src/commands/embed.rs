@@ -4,10 +4,10 @@
 
 use crate::cli::EmbedArgs;
 use crate::commands::model_runtime::ModelRuntime;
-use crate::error::{Error, InputError, Result};
-use crate::report::{atomic_write, InputFile};
-use crate::runtime::weights::f32_safetensors_header;
-use crate::runtime::{self, Embedder, EMBEDDER_FILES};
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_report::{atomic_write, InputFile};
+use scorekit_runtime::weights::f32_safetensors_header;
+use scorekit_runtime::{self as runtime, Embedder, EMBEDDER_FILES};
 use std::path::Path;
 
 /// Output formats, by extension.
@@ -48,7 +48,7 @@ pub fn read_sentences(path: &Path) -> Result<(Vec<serde_json::Value>, Vec<String
     let mut ids = Vec::new();
     let mut texts = Vec::new();
     if is_jsonl {
-        for r in crate::input::read_jsonl(path)? {
+        for r in scorekit_io::read_jsonl(path)? {
             texts.push(r.str("text")?.to_string());
             let id = match r.get("id")? {
                 Some(v @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => {
@@ -60,7 +60,7 @@ pub fn read_sentences(path: &Path) -> Result<(Vec<serde_json::Value>, Vec<String
                             "id",
                             format!(
                                 "expected a string or a number, found {}",
-                                crate::input::type_name(other)
+                                scorekit_io::type_name(other)
                             ),
                         )
                         .into())
@@ -70,7 +70,7 @@ pub fn read_sentences(path: &Path) -> Result<(Vec<serde_json::Value>, Vec<String
             ids.push(id);
         }
     } else {
-        let file = crate::input::read_text(path)?;
+        let file = scorekit_io::read_text(path)?;
         for (line, text) in file.lines() {
             ids.push(serde_json::Value::from(line));
             texts.push(text.to_string());
@@ -182,7 +182,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         &rt.engine,
     )?;
     let model_ref = model.model_ref()?;
-    let bar = crate::progress::bar(texts.len() as u64, "embed", args.quiet);
+    let bar = scorekit_core::progress::bar(texts.len() as u64, "embed", args.quiet);
     let vectors = embedder.embed(&texts, args.runtime.batch_tokens, &bar)?;
     bar.finish_and_clear();
     let dim = embedder.dim();

@@ -3,11 +3,11 @@
 
 use crate::cli::{GraspArgs, GraspTest};
 use crate::commands::model_runtime::ModelRuntime;
-use crate::error::{Error, InputError, Result};
-use crate::input::{read_csv, read_jsonl, read_text, Record};
-use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
-use crate::suites::grasp::semantic::{self, Thresholds};
-use crate::suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_io::{read_csv, read_jsonl, read_text, Record};
+use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_suites::grasp::semantic::{self, Thresholds};
+use scorekit_suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

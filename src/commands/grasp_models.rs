@@ -10,9 +10,9 @@
 
 use super::grasp::{headline, read_and_score, resolve_test, settings, shard_key};
 use crate::cli::GraspArgs;
-use crate::error::{Error, InputError, Result};
-use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
-use crate::suites::grasp::{self, Summary, SummaryOptions, TestKind};
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_suites::grasp::{self, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

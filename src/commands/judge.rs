@@ -5,21 +5,21 @@
 use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs};
 use crate::commands::model_runtime::ModelRuntime;
 use crate::commands::story::JUDGE_FILES;
-use crate::error::{Error, Result};
-use crate::input::read_jsonl;
-use crate::report::judge as render;
-use crate::report::{bootstrap_mean, sha256_file, OutputDir};
-use crate::runtime::judge::{Judge, PairTokenizer};
-use crate::runtime::train::checkpoint;
-use crate::runtime::train::model::{Dropouts, McModel};
-use crate::runtime::train::trainer::{
-    argmax, predict, Control, Event, Example, Recipe, StepLog, Trainer,
-};
-use crate::runtime::{self, ResolveOptions};
-use crate::suites::judge_data::{self, Parsed};
-use crate::suites::story::Question;
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Tensor};
+use scorekit_core::error::{Error, Result};
+use scorekit_io::read_jsonl;
+use scorekit_report::judge as render;
+use scorekit_report::{bootstrap_mean, sha256_file, OutputDir};
+use scorekit_runtime::judge::{Judge, PairTokenizer};
+use scorekit_runtime::train::checkpoint;
+use scorekit_runtime::train::model::{Dropouts, McModel};
+use scorekit_runtime::train::trainer::{
+    argmax, predict, Control, Event, Example, Recipe, StepLog, Trainer,
+};
+use scorekit_runtime::{self as runtime, ResolveOptions};
+use scorekit_suites::judge_data::{self, Parsed};
+use scorekit_suites::story::Question;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -276,7 +276,7 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
     }
     let total = trainer.schedule.total;
     let per_epoch = recipe.steps_per_epoch(data.len());
-    let bar = crate::progress::bar(total, "training", a.quiet);
+    let bar = scorekit_core::progress::bar(total, "training", a.quiet);
     bar.set_position(trainer.pos.step);
     let best_file = out.join("model.safetensors");
     let mut stepped = 0u64;
@@ -470,7 +470,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let model_ref = model.model_ref()?;
     eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
     let pairs: Vec<(String, String)> = questions.iter().flat_map(|q| q.gold_pairs()).collect();
-    let bar = crate::progress::bar(pairs.len() as u64, "judge", o.quiet);
+    let bar = scorekit_core::progress::bar(pairs.len() as u64, "judge", o.quiet);
     let scores = judge.score(&pairs, rt.batch_tokens, &bar)?;
     bar.finish_and_clear();
     let mut items = Vec::with_capacity(questions.len());

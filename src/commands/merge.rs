@@ -9,9 +9,9 @@
 //! bootstrap intervals are bit-identical to a single run.
 
 use crate::cli::MergeArgs;
-use crate::error::{Error, InputError, Result};
-use crate::report::{MetricsDoc, OutputDir, METRICS_FILE, RUN_FILE};
-use crate::shard::Shard;
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::shard::Shard;
+use scorekit_report::{MetricsDoc, OutputDir, METRICS_FILE, RUN_FILE};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

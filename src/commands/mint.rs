@@ -8,21 +8,21 @@
 
 use super::mint_scan::{pass, Reading, Scanned, Source};
 use crate::cli::MintArgs;
-use crate::error::{Error, InputError, Result};
-use crate::input::LANES;
-use crate::report::mint::{RecheckRow, RecheckTask};
-use crate::report::{
-    self, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs, RateBootstrap,
-    StagedFile,
-};
-use crate::sandbox::Limits;
-use crate::suites::mint::aggregate::{Aggregate, Totals};
-use crate::suites::mint::checkers::Tolerance;
-use crate::suites::mint::exec::{python_version, ExecConfig};
-use crate::suites::mint::layout::{parse_path, ConfigKey, FileKey};
-use crate::suites::mint::tables::{self, TYPES};
-use crate::suites::mint::{Item, ItemLines, Recheck};
 use rayon::prelude::*;
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_io::LANES;
+use scorekit_report::mint::{RecheckRow, RecheckTask};
+use scorekit_report::{
+    self as report, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs,
+    RateBootstrap, StagedFile,
+};
+use scorekit_sandbox::Limits;
+use scorekit_suites::mint::aggregate::{Aggregate, Totals};
+use scorekit_suites::mint::checkers::Tolerance;
+use scorekit_suites::mint::exec::{python_version, ExecConfig};
+use scorekit_suites::mint::layout::{parse_path, ConfigKey, FileKey};
+use scorekit_suites::mint::tables::{self, TYPES};
+use scorekit_suites::mint::{Item, ItemLines, Recheck};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -49,7 +49,7 @@ pub struct Timings {
 impl Timings {
     fn print(&self, total: Duration, bytes: u64, items: usize) {
         let s = |d: Duration| format!("{:8.3}", d.as_secs_f64());
-        let mut t = crate::report::Table::new(&["phase", "seconds", "what"]);
+        let mut t = scorekit_report::Table::new(&["phase", "seconds", "what"]);
         let threads = format!("summed over {} worker threads", self.threads);
         let rows: Vec<(&str, Duration, String)> = vec![
             ("walk", self.walk, "find the results.jsonl files".into()),
@@ -120,9 +120,9 @@ fn peak_rss() -> Option<u64> {
 /// Run `scorekit mint`.
 pub fn run(mut args: MintArgs) -> Result<()> {
     // `--outputs mint:gpt-3.5-turbo-0613` names pinned upstream data (scorekit data).
-    let dataset = crate::data::resolve_arg(
+    let dataset = scorekit_data::resolve_arg(
         &args.outputs,
-        &crate::data::Options {
+        &scorekit_data::Options {
             offline: args.offline,
             quiet: args.output.quiet,
         },
@@ -215,7 +215,10 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     settings.insert("python".into(), json!(python));
     if args.exec_code {
         settings.insert("exec_memory_mib".into(), json!(args.exec_memory));
-        settings.insert("exec_isolation".into(), json!(crate::sandbox::isolation()));
+        settings.insert(
+            "exec_isolation".into(),
+            json!(scorekit_sandbox::isolation()),
+        );
     }
     settings.insert(
         "verdict".into(),
@@ -230,7 +233,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     doc.set_shard(shard);
     let in_shard = |it: &Item| shard.count <= 1 || shard.contains(&shard_key(it));
     let threads = timings.threads;
-    let bar = crate::progress::bar(sources.len() as u64, "mint", args.output.quiet);
+    let bar = scorekit_core::progress::bar(sources.len() as u64, "mint", args.output.quiet);
 
     // The run's identity (inputs with their sha256, settings, shard) decides whether an
     // unfinished run in --out is resumed, and bad input must stop the run before --out is
@@ -502,7 +505,7 @@ fn exec_config(args: &MintArgs, jobs: usize) -> Result<ExecConfig> {
     };
     let cfg = ExecConfig::new("python3", limits, jobs)
         .map_err(|e| Error::usage(format!("--exec-code needs python3: {e}")))?;
-    for gap in &crate::sandbox::isolation().missing {
+    for gap in &scorekit_sandbox::isolation().missing {
         eprintln!("warning: --exec-code isolation: {gap}");
     }
     Ok(cfg)

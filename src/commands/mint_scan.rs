@@ -3,12 +3,12 @@
 //! handed over file by file in path order, so that items can be aggregated and written as
 //! they come and never all held.
 
-use crate::error::{Error, InputError, Result};
-use crate::input::{Buffered, LineStream, Sha256Lanes, LANES};
-use crate::ordered::Tasks;
-use crate::suites::mint::layout::FileKey;
-use crate::suites::mint::{apply_recheck, parse_full, parse_stored, Item, Pending, Recheck};
 use rayon::prelude::*;
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::ordered::Tasks;
+use scorekit_io::{Buffered, LineStream, Sha256Lanes, LANES};
+use scorekit_suites::mint::layout::FileKey;
+use scorekit_suites::mint::{apply_recheck, parse_full, parse_stored, Item, Pending, Recheck};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -82,7 +82,7 @@ pub fn pass(
         keep,
         finished,
     };
-    crate::ordered::run_ordered(
+    scorekit_core::ordered::run_ordered(
         sources.len(),
         threads,
         threads * LANES * 4,
@@ -177,7 +177,7 @@ impl FileScan<'_> {
                     Ok(false) => k += 1,
                     Ok(true) => {
                         let f = close(&mut open, &mut free, k);
-                        let sha256 = crate::report::hex(&hasher.finish(f.lane));
+                        let sha256 = scorekit_report::hex(&hasher.finish(f.lane));
                         let index = f.index;
                         tasks.deliver(index, self.finish(f, sha256).map_err(Error::from));
                     }

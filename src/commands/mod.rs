@@ -18,7 +18,7 @@ pub mod story;
 pub mod suite;
 
 use crate::cli::Command;
-use crate::error::Result;
+use scorekit_core::error::Result;
 
 /// Run a parsed command.
 pub fn run(command: Command) -> Result<()> {

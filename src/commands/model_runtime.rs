@@ -4,12 +4,14 @@
 //! command goes through here, so a flag means the same thing in every command.
 
 use crate::cli::{Amx, DType as CliDType, Engine, ModelArgs};
-use crate::error::Result;
-use crate::progress::bar;
-use crate::report::ModelRef;
-use crate::runtime::{self, Embedder, EngineChoice, EngineOptions, ResolveOptions, ResolvedModel};
 use candle_core::{DType, Device};
 use runtime::EMBEDDER_FILES;
+use scorekit_core::error::Result;
+use scorekit_core::progress::bar;
+use scorekit_report::ModelRef;
+use scorekit_runtime::{
+    self as runtime, Embedder, EngineChoice, EngineOptions, ResolveOptions, ResolvedModel,
+};
 
 /// Device, dtype and resolution options of one command, from its [`ModelArgs`].
 #[derive(Debug, Clone)]
@@ -66,7 +68,7 @@ impl ModelRuntime {
                 && args.engine != Engine::Candle
                 && runtime::native::int8_available())
         {
-            return Err(crate::error::Error::usage(
+            return Err(scorekit_core::error::Error::usage(
                 "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",
             ));
         }

@@ -1,9 +1,9 @@
 //! `scorekit models pull|list|verify|path`: get models for offline use and check them.
 
 use crate::cli::{ModelsAction, ModelsArgs};
-use crate::error::{Error, InputError, Result};
-use crate::runtime::hub::{self, ResolveOptions, ResolvedModel};
-use crate::runtime::{manifest, weights};
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_runtime::hub::{self, ResolveOptions, ResolvedModel};
+use scorekit_runtime::{manifest, weights};
 use std::path::{Path, PathBuf};
 
 /// Files every pulled model must have; tokenizer and sentence-transformers files come along
@@ -116,7 +116,7 @@ pub fn verify_files(m: &ResolvedModel) -> Result<Vec<String>> {
         }
         let status = match hub::expected_sha256(&path, entry.and_then(|e| e.sha256.as_deref())) {
             Some(expected) => {
-                let got = crate::report::sha256_file(&path)
+                let got = scorekit_report::sha256_file(&path)
                     .map_err(|e| anyhow::anyhow!("cannot hash {}: {e}", path.display()))?;
                 if got != expected {
                     return Err(Error::Input(InputError::file(
@@ -151,7 +151,7 @@ fn dir_size(dir: &Path) -> u64 {
 fn list() -> Result<()> {
     let cache = hub::cache_dir();
     println!("cache: {}", cache.display());
-    let mut table = crate::report::Table::new(&["model", "revision", "refs", "files", "size"]);
+    let mut table = scorekit_report::Table::new(&["model", "revision", "refs", "files", "size"]);
     let mut entries: Vec<_> = std::fs::read_dir(&cache)
         .map(|rd| rd.filter_map(|e| e.ok()).collect())
         .unwrap_or_default();
@@ -201,7 +201,7 @@ fn list() -> Result<()> {
         println!("(no models cached)");
     }
     println!();
-    let mut t = crate::report::Table::new(&["manifest", "repo", "revision", "cached"]);
+    let mut t = scorekit_report::Table::new(&["manifest", "repo", "revision", "cached"]);
     for m in manifest::all()? {
         let rev = m.revision_or_main().to_string();
         let cached = hub::cached_snapshot(&cache, &m.repo, &rev)

@@ -3,10 +3,10 @@
 
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
 use crate::commands::model_runtime::ModelRuntime;
-use crate::error::{Error, InputError, Result};
-use crate::input::{read_jsonl, read_text};
-use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
-use crate::suites::muse::{
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_io::{read_jsonl, read_text};
+use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_suites::muse::{
     self, parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, Plan,
     PlanFormat, REVIEWED_FLOW,
 };
@@ -17,9 +17,9 @@ use std::path::Path;
 /// Run `scorekit muse`.
 pub fn run(mut args: MuseArgs) -> Result<()> {
     // `--queries muse` names pinned upstream data (scorekit data).
-    let dataset = crate::data::resolve_arg(
+    let dataset = scorekit_data::resolve_arg(
         &args.queries,
-        &crate::data::Options {
+        &scorekit_data::Options {
             offline: args.model.offline,
             quiet: args.output.quiet,
         },
@@ -36,7 +36,7 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
             )
         }
         None => {
-            let digest = crate::report::sha256_hex(REVIEWED_FLOW.as_bytes());
+            let digest = scorekit_report::sha256_hex(REVIEWED_FLOW.as_bytes());
             let name = "data/muse/flow.reviewed.json (built in)";
             (
                 parse_flow(name, REVIEWED_FLOW, &queries)?,

@@ -3,17 +3,17 @@
 
 use crate::cli::StoryArgs;
 use crate::commands::model_runtime::ModelRuntime;
-use crate::error::{Error, Result};
-use crate::input::read_jsonl;
-use crate::progress::bar;
-use crate::report::{self, jsonl, MetricsDoc, OutputDir, Outputs};
-use crate::runtime::judge::{Head, Judge};
-use crate::runtime::Embedder;
-use crate::suites::story::{
+use indicatif::ProgressBar;
+use scorekit_core::error::{Error, Result};
+use scorekit_core::progress::bar;
+use scorekit_io::read_jsonl;
+use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_runtime::judge::{Head, Judge};
+use scorekit_runtime::Embedder;
+use scorekit_suites::story::{
     self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, JudgeVerdict, Outcome,
     PairValue, Question, Status,
 };
-use indicatif::ProgressBar;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -34,9 +34,9 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         ));
     }
     // `--dataset possible-stories:test` names pinned upstream data (scorekit data).
-    let dataset = crate::data::resolve_arg(
+    let dataset = scorekit_data::resolve_arg(
         &args.dataset,
-        &crate::data::Options {
+        &scorekit_data::Options {
             offline: args.model.offline,
             quiet: args.output.quiet,
         },

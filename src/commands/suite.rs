@@ -4,11 +4,11 @@
 //! metrics per item and what makes two runs score the same benchmark. [`REGISTRY`] lists every
 //! suite; add a new one there.
 
-use crate::error::{InputError, Result};
-use crate::report::{jsonl, MetricsDoc, Outputs};
-use crate::suites;
-use crate::suites::compare::observe::{self, DuplicateId, Observed};
-use crate::suites::compare::MetricSpec;
+use scorekit_core::error::{InputError, Result};
+use scorekit_report::{jsonl, MetricsDoc, Outputs};
+use scorekit_suites as suites;
+use scorekit_suites::compare::observe::{self, DuplicateId, Observed};
+use scorekit_suites::compare::MetricSpec;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;

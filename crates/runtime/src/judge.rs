@@ -1,0 +1,386 @@
+//! MRC judges in the Hugging Face layouts: `...ForMultipleChoice` (BERT, RoBERTa, XLM-R,
+//! DeBERTa-v2/v3, ELECTRA) and binary `...ForSequenceClassification` with a follow label.
+//!
+//! A judge is an encoder (`encoder::load_encoder`: native or candle) plus a classification head
+//! (`models::heads::ClassifierHead`, its tensor names from the architecture's file). It scores
+//! (first, second) text pairs, one score per pair. Multiple-choice heads encode each choice
+//! separately and give it one logit, so a question's choices can be scored in any batch and
+//! regrouped afterwards; the argmax over a question's choices is the judge's pick. For a binary
+//! classifier the score of a pair is the log-odds of the follow label, so the same argmax
+//! protocol applies.
+
+use crate::encoder::{load_encoder, run_batched, Encoder, EngineOptions};
+use crate::models::heads::{ClassifierHead, Head as _};
+use crate::models::{self, HeadKind};
+use crate::tokenize::Tokens;
+use anyhow::anyhow;
+use candle_core::{DType, Device};
+use indicatif::ProgressBar;
+use scorekit_core::error::{Error, InputError, Result};
+use serde_json::{Map, Value};
+use std::path::Path;
+use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+/// What the judge's head computes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Head {
+    /// `...ForMultipleChoice`: one logit per (context, question + option) pair.
+    MultipleChoice,
+    /// `...ForSequenceClassification`: the pair's score is the log-odds of label `follow`.
+    Binary {
+        /// Label names by index (`id2label`).
+        labels: Vec<String>,
+        /// Index of the label that means "follows the instruction".
+        follow: usize,
+    },
+}
+
+/// A loaded judge: tokenizer, encoder and head.
+pub struct Judge {
+    model_type: String,
+    head: Head,
+    encoder: Box<dyn Encoder>,
+    classifier: ClassifierHead,
+    tokenizer: PairTokenizer,
+    /// (layers, hidden size, feed-forward size) from config.json.
+    dims: (usize, usize, usize),
+}
+
+impl Judge {
+    /// Load a judge from a model folder (config.json, tokenizer, model.safetensors or
+    /// pytorch_model.bin) on the engine `engine` chooses.
+    ///
+    /// `follow_label` is required for a sequence-classification judge and refused for a
+    /// multiple-choice one. `max_length` caps the model's own limit.
+    pub fn load(
+        dir: &Path,
+        device: &Device,
+        dtype: DType,
+        max_length: Option<usize>,
+        follow_label: Option<&str>,
+        engine: &EngineOptions,
+    ) -> Result<Judge> {
+        let config_path = dir.join("config.json");
+        let (arch, cfg) = models::read_config(&config_path, "")?;
+        let head = head_of(dir, &cfg.raw, follow_label)?;
+        let (kind, n_out) = match &head {
+            Head::MultipleChoice => (HeadKind::MultipleChoice, 1),
+            Head::Binary { labels, .. } => {
+                (HeadKind::SequenceClassification(labels.len()), labels.len())
+            }
+        };
+        let weights = models::weights_file(dir)?;
+        // Every encoder tensor against config.json before anything is loaded.
+        arch.check_weights(&weights, &cfg)?;
+        let mut encoder = load_encoder(arch, &cfg, &weights, device, dtype, engine)?;
+        encoder.first_token_only();
+        let hidden = cfg.bert.hidden_size;
+        let classifier = ClassifierHead::load(encoder.as_ref(), &arch.head(kind), hidden, n_out)
+            .map_err(|e| models::weights_error(&weights, e))?;
+        encoder.release_unused();
+        let tokenizer = PairTokenizer::load(dir, arch, &cfg, max_length)?;
+        Ok(Judge {
+            model_type: cfg.model_type.clone(),
+            head,
+            encoder,
+            classifier,
+            tokenizer,
+            dims: (
+                cfg.bert.num_hidden_layers,
+                hidden,
+                cfg.bert.intermediate_size,
+            ),
+        })
+    }
+
+    /// (layers, hidden size, feed-forward size) of the encoder, for FLOP counts.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        self.dims
+    }
+
+    /// Which implementation runs the encoder (for reports).
+    pub fn engine(&self) -> &'static str {
+        self.encoder.name()
+    }
+
+    /// The architecture, as config.json's `model_type`.
+    pub fn arch(&self) -> &str {
+        &self.model_type
+    }
+
+    /// The head.
+    pub fn head(&self) -> &Head {
+        &self.head
+    }
+
+    /// Tokens per input after truncation.
+    pub fn max_length(&self) -> usize {
+        self.tokenizer.max_length
+    }
+
+    /// Tokenize pairs as the dataset authors did (see [`PairTokenizer::encode`]).
+    pub fn encode(&self, pairs: &[(String, String)]) -> Result<Vec<Tokens>> {
+        self.tokenizer.encode(pairs)
+    }
+
+    /// Raw head outputs per pair: 1 logit (multiple choice) or one per label (classifier).
+    pub fn logits(
+        &self,
+        pairs: &[(String, String)],
+        batch_tokens: usize,
+        progress: &ProgressBar,
+    ) -> Result<Vec<Vec<f32>>> {
+        let encoded = self.encode(pairs)?;
+        run_batched(&encoded, batch_tokens, progress, |batch| {
+            let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+                let hidden = self.encoder.forward(batch)?;
+                self.classifier.forward(&hidden)?.to_vec2::<f32>()
+            };
+            run().map_err(|e| Error::Internal(anyhow!("judge model: {e}")))
+        })
+    }
+
+    /// One score per pair: the multiple-choice logit, or the follow label's log-odds.
+    pub fn score(
+        &self,
+        pairs: &[(String, String)],
+        batch_tokens: usize,
+        progress: &ProgressBar,
+    ) -> Result<Vec<f32>> {
+        let logits = self.logits(pairs, batch_tokens, progress)?;
+        Ok(logits
+            .iter()
+            .map(|row| match &self.head {
+                Head::MultipleChoice => row[0],
+                Head::Binary { follow, .. } => log_odds(row, *follow),
+            })
+            .collect())
+    }
+}
+
+/// A judge's tokenizer: (first, second) text pairs to token ids, as the dataset's authors
+/// tokenised them. Shared by scoring ([`Judge`]) and training (`runtime::train`), so both see the
+/// same ids for the same pair.
+pub struct PairTokenizer {
+    tokenizer: Tokenizer,
+    /// Tokens per input after truncation.
+    pub max_length: usize,
+    /// Whether token type ids reach the model (BERT) or are all zeros (RoBERTa, DeBERTa-v3).
+    type_ids: bool,
+}
+
+impl PairTokenizer {
+    /// The tokenizer of model folder `dir` (tokenizer.json, or the architecture's older files),
+    /// truncating to `max_length` capped by the model's own limit; refused when it has more
+    /// tokens than the model's vocabulary.
+    pub fn load(
+        dir: &Path,
+        arch: &dyn models::Architecture,
+        cfg: &models::ModelConfig,
+        max_length: Option<usize>,
+    ) -> Result<Self> {
+        let model_limit = cfg
+            .max_tokens
+            .min(tokenizer_limit(dir).unwrap_or(usize::MAX));
+        let max_length = max_length.unwrap_or(model_limit).min(model_limit);
+        let tokenizer = load_tokenizer(dir, arch, max_length)?;
+        // A tokenizer of another model gives ids past the embedding table: refuse it here.
+        let vocab = cfg.bert.vocab_size;
+        let tokens = tokenizer.get_vocab_size(true);
+        if tokens > vocab {
+            let file = ["tokenizer.json", "spm.model", "vocab.json"]
+                .into_iter()
+                .find(|f| dir.join(f).exists())
+                .unwrap_or("tokenizer.json");
+            return Err(Error::Input(InputError::file(
+                dir.join(file),
+                format!(
+                    "has {tokens} tokens but config.json's vocab_size is {vocab} (a tokenizer of another model?)"
+                ),
+            )));
+        }
+        Ok(PairTokenizer {
+            tokenizer,
+            max_length,
+            type_ids: cfg.type_ids,
+        })
+    }
+
+    /// Tokenize pairs as the dataset authors did: `tokenizer(first, second, truncation=True)`
+    /// (longest-first truncation to the model's limit).
+    pub fn encode(&self, pairs: &[(String, String)]) -> Result<Vec<Tokens>> {
+        let inputs: Vec<tokenizers::EncodeInput> = pairs
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()).into())
+            .collect();
+        let encodings: Vec<Encoding> = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| anyhow!("judge tokenizer failed: {e}"))?;
+        Ok(encodings
+            .into_iter()
+            .map(|e| Tokens {
+                ids: e.get_ids().to_vec(),
+                type_ids: if self.type_ids {
+                    e.get_type_ids().to_vec()
+                } else {
+                    vec![0; e.get_ids().len()]
+                },
+            })
+            .collect())
+    }
+}
+
+/// log p(follow) − log(1 − p(follow)) from a row of logits, computed stably.
+fn log_odds(row: &[f32], follow: usize) -> f32 {
+    let others: Vec<f32> = row
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != follow)
+        .map(|(_, &x)| x)
+        .collect();
+    let max = others.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let lse = max + others.iter().map(|x| (x - max).exp()).sum::<f32>().ln();
+    row[follow] - lse
+}
+
+/// The head from `architectures` in config.json, checked against `--follow-label`.
+fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) -> Result<Head> {
+    let class = config
+        .get("architectures")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let classifier = if class.ends_with("ForMultipleChoice") {
+        false
+    } else if class.ends_with("ForSequenceClassification") {
+        true
+    } else {
+        // Without a class name, the user's flag says which head to expect.
+        follow_label.is_some()
+    };
+    if !classifier {
+        if let Some(label) = follow_label {
+            return Err(Error::usage(format!(
+                "--follow-label {label:?}: judge {} is a multiple-choice model ({class}); \
+                 the flag is for sequence-classification judges",
+                dir.display()
+            )));
+        }
+        return Ok(Head::MultipleChoice);
+    }
+    let mut labels: Vec<(u64, String)> = config
+        .get("id2label")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    labels.sort();
+    let labels: Vec<String> = labels.into_iter().map(|(_, l)| l).collect();
+    if labels.len() < 2 {
+        return Err(Error::usage(format!(
+            "judge {}: a sequence-classification judge needs at least 2 labels in id2label",
+            dir.display()
+        )));
+    }
+    let Some(label) = follow_label else {
+        return Err(Error::usage(format!(
+            "judge {} is a sequence classifier ({class}); name the label that means \"follows\" \
+             with --follow-label (one of: {})",
+            dir.display(),
+            labels.join(", ")
+        )));
+    };
+    let follow = labels.iter().position(|l| l == label).ok_or_else(|| {
+        Error::usage(format!(
+            "--follow-label {label:?}: not a label of judge {} (labels: {})",
+            dir.display(),
+            labels.join(", ")
+        ))
+    })?;
+    Ok(Head::Binary { labels, follow })
+}
+
+/// tokenizer.json, or the architecture's older files (RoBERTa: vocab.json + merges.txt;
+/// DeBERTa-v2/v3: spm.model).
+fn load_tokenizer(
+    dir: &Path,
+    arch: &dyn models::Architecture,
+    max_length: usize,
+) -> Result<Tokenizer> {
+    let file = dir.join("tokenizer.json");
+    let mut tokenizer = if file.exists() {
+        Tokenizer::from_file(&file).map_err(|e| anyhow!("cannot load {}: {e}", file.display()))?
+    } else if let Some(legacy) = arch.legacy_tokenizer(dir) {
+        legacy?
+    } else {
+        return Err(Error::usage(format!(
+            "judge {}: no tokenizer.json",
+            dir.display()
+        )));
+    };
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            direction: TruncationDirection::Right,
+            max_length,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+        }))
+        .map_err(|e| anyhow!("judge tokenizer: {e}"))?;
+    Ok(tokenizer)
+}
+
+/// `model_max_length` from tokenizer_config.json, when it is a real limit (HF writes 1e30 for none).
+fn tokenizer_limit(dir: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(dir.join("tokenizer_config.json")).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    let n = v.get("model_max_length")?.as_f64()?;
+    (1.0..1e9).contains(&n).then_some(n as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_odds_of_two_labels_is_the_logit_difference() {
+        assert!((log_odds(&[0.5, 2.0], 1) - 1.5).abs() < 1e-6);
+        assert!((log_odds(&[0.5, 2.0], 0) + 1.5).abs() < 1e-6);
+        // Three labels: log p / (1 - p) with p = softmax[0].
+        let row = [1.0f32, 0.0, -1.0];
+        let z: f32 = row.iter().map(|x| x.exp()).sum();
+        let p = row[0].exp() / z;
+        assert!((log_odds(&row, 0) - (p / (1.0 - p)).ln()).abs() < 1e-5);
+    }
+
+    #[test]
+    fn heads_follow_the_architecture_and_the_flag() {
+        let dir = Path::new("m");
+        let mc: Map<String, Value> =
+            serde_json::from_str(r#"{"architectures":["BertForMultipleChoice"]}"#).unwrap();
+        assert_eq!(head_of(dir, &mc, None).unwrap(), Head::MultipleChoice);
+        assert_eq!(head_of(dir, &mc, Some("yes")).unwrap_err().exit_code(), 2);
+        let sc: Map<String, Value> = serde_json::from_str(
+            r#"{"architectures":["BertForSequenceClassification"],"id2label":{"1":"follow","0":"not"}}"#,
+        )
+        .unwrap();
+        let e = head_of(dir, &sc, None).unwrap_err().to_string();
+        assert!(
+            e.contains("--follow-label") && e.contains("not, follow"),
+            "{e}"
+        );
+        assert_eq!(
+            head_of(dir, &sc, Some("follow")).unwrap(),
+            Head::Binary {
+                labels: vec!["not".into(), "follow".into()],
+                follow: 1
+            }
+        );
+        assert!(head_of(dir, &sc, Some("maybe")).is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! Training and evaluation questions of a multiple-choice judge, from Possible Stories lines
+//! (`document`, `question`, `options`, `gold_label`) or RACE lines as the Hub's `race` dataset
+//! writes them (`article`, `question`, `options`, `answer` "A".."D"), detected per line. Every
+//! question becomes a [`story::Question`], so its pairs come from the one builder the story judge
+//! scores with ([`story::Question::pair`]).
+
+use crate::story::Question;
+use scorekit_core::error::InputError;
+use scorekit_io::{type_name, Record};
+
+/// Questions of one file, and how many lines of each format it had.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Parsed {
+    /// The questions in file order.
+    pub questions: Vec<Question>,
+    /// Possible Stories lines.
+    pub possible_stories: usize,
+    /// RACE lines.
+    pub race: usize,
+}
+
+/// Parse every record of a file. `choices`: the number of options every question must have
+/// (`None`: the first line's). The first bad line is an error naming file, line and field.
+pub fn parse_file(records: &[Record], choices: Option<usize>) -> Result<Parsed, InputError> {
+    let mut out = Parsed::default();
+    let mut want = choices;
+    for r in records {
+        let obj = r.object()?;
+        let race = obj.contains_key("article") || obj.contains_key("answer");
+        let (document, label_field) = if race {
+            (r.str("article")?, "answer")
+        } else {
+            (r.str("document")?, "gold_label")
+        };
+        let question = r.str("question")?.to_string();
+        let options: Vec<String> = r
+            .array("options")?
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                o.as_str().map(str::to_string).ok_or_else(|| {
+                    r.field_error(
+                        "options",
+                        format!("option {i}: expected a string, found {}", type_name(o)),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let n = *want.get_or_insert(options.len());
+        if options.len() != n || n < 2 {
+            return Err(r.field_error(
+                "options",
+                format!("{} options, but the first line has {n} (every question needs the same number, at least 2)", options.len()),
+            ));
+        }
+        let gold = if race {
+            let a = r.str("answer")?;
+            let mut chars = a.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c @ 'A'..='Z'), None) if ((c as u8 - b'A') as usize) < n => {
+                    (c as u8 - b'A') as usize
+                }
+                _ => {
+                    return Err(r.field_error(
+                        "answer",
+                        format!(
+                            "{a:?} is not a letter of the {n} options (A..{})",
+                            (b'A' + n as u8 - 1) as char
+                        ),
+                    ))
+                }
+            }
+        } else {
+            let g = r.i64("gold_label")?;
+            if !(0..n as i64).contains(&g) {
+                return Err(r.field_error(
+                    label_field,
+                    format!("{g} is outside the {n} options (0..{})", n - 1),
+                ));
+            }
+            g as usize
+        };
+        let id = if race {
+            r.opt_str("example_id")?
+                .map_or_else(|| format!("line{}", r.line), str::to_string)
+        } else {
+            r.opt_str("question_id")?
+                .map_or_else(|| format!("line{}", r.line), str::to_string)
+        };
+        // Consistency groups questions by passage: Possible Stories' id prefix before the first
+        // `_`, a RACE article by its example id's file part (`high123.txt`).
+        let passage_id = if race {
+            id.split('-').next().unwrap_or(&id).to_string()
+        } else {
+            id.split('_').next().unwrap_or(&id).to_string()
+        };
+        if race {
+            out.race += 1;
+        } else {
+            out.possible_stories += 1;
+        }
+        out.questions.push(Question {
+            id,
+            passage_id,
+            question,
+            document: document.to_string(),
+            options,
+            gold,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scorekit_io::read_jsonl_str;
+    use scorekit_io::TextFile;
+
+    fn parse(text: &str) -> Result<Parsed, InputError> {
+        let f = TextFile {
+            path: "t.jsonl".into(),
+            text: text.into(),
+        };
+        parse_file(&read_jsonl_str(&f).unwrap(), None)
+    }
+
+    #[test]
+    fn both_formats_per_line() {
+        let p = parse(concat!(
+            r#"{"question_id":"s1_q","document":"D","question":"Q?","options":["a","b","c","d"],"gold_label":2}"#,
+            "\n",
+            r#"{"example_id":"high1.txt-0","article":"A","question":"Q _","options":["w","x","y","z"],"answer":"B"}"#,
+            "\n"
+        ))
+        .unwrap();
+        assert_eq!((p.possible_stories, p.race), (1, 1));
+        assert_eq!(p.questions[0].gold, 2);
+        assert_eq!(p.questions[1].gold, 1);
+        assert_eq!(p.questions[1].pair("x"), ("A".into(), "Q _ x".into()));
+        assert_eq!(p.questions[1].passage_id, "high1.txt");
+    }
+
+    #[test]
+    fn bad_lines_name_line_and_field() {
+        let e = parse(r#"{"article":"A","question":"Q","options":["w","x","y","z"],"answer":"E"}"#)
+            .unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(1), Some("answer")),
+            "{e}"
+        );
+        let e = parse(concat!(
+            r#"{"document":"D","question":"Q","options":["a","b","c","d"],"gold_label":0}"#,
+            "\n",
+            r#"{"document":"D","question":"Q","options":["a","b","c"],"gold_label":0}"#
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(2), Some("options")),
+            "{e}"
+        );
+        let e = parse(r#"{"document":"D","options":["a","b"],"gold_label":0}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("question"), "{e}");
+    }
+}

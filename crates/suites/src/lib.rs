@@ -1,0 +1,12 @@
+//! One module per suite; each turns records into verdicts and metrics and knows nothing of the CLI.
+//! Suites fill the typed summaries of `report/` and leave the writing to it; `pystr` holds the
+//! Python string semantics that more than one suite reproduces (docs/architecture.md).
+pub mod compare;
+pub mod grasp;
+pub mod judge_data;
+pub mod mint;
+pub mod muse;
+pub mod pystr;
+pub mod similarity;
+pub mod story;
+pub use similarity::cosine;
