@@ -19,9 +19,46 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "scorekit-data",
         &["scorekit-core", "scorekit-io", "scorekit-report"],
     ),
+    // The model stack, bottom up: kernels on plain slices, the encoder interface, the layers'
+    // backward passes, the architectures, the native engine, training.
+    ("scorekit-kernels", &[]),
+    ("scorekit-encoder", &["scorekit-core"]),
+    ("scorekit-autograd", &["scorekit-core", "scorekit-kernels"]),
+    (
+        "scorekit-models",
+        &[
+            "scorekit-core",
+            "scorekit-encoder",
+            "scorekit-kernels",
+            "scorekit-autograd",
+        ],
+    ),
+    (
+        "scorekit-native",
+        &["scorekit-core", "scorekit-encoder", "scorekit-kernels"],
+    ),
+    (
+        "scorekit-train",
+        &[
+            "scorekit-core",
+            "scorekit-encoder",
+            "scorekit-kernels",
+            "scorekit-autograd",
+            "scorekit-models",
+        ],
+    ),
     (
         "scorekit-runtime",
-        &["scorekit-core", "scorekit-io", "scorekit-report"],
+        &[
+            "scorekit-core",
+            "scorekit-io",
+            "scorekit-report",
+            "scorekit-encoder",
+            "scorekit-kernels",
+            "scorekit-models",
+            "scorekit-native",
+            "scorekit-train",
+        ],
     ),
     // No runtime: suites are plain functions over plain data and build without candle.
     (
@@ -49,6 +86,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
 
 /// Crates that may not be in the dependency tree of a crate (its build must not compile them).
 const KEPT_OUT: &[(&str, &[&str])] = &[
+    // The kernels are plain slices; the engine and the interface have no tokenizer or hub.
+    ("scorekit-kernels", &["candle-core", "tokenizers", "hf-hub"]),
+    (
+        "scorekit-encoder",
+        &["tokenizers", "hf-hub", "candle-transformers"],
+    ),
+    ("scorekit-native", &["tokenizers", "hf-hub"]),
     ("scorekit-suites", &["candle-core", "tokenizers", "hf-hub"]),
     ("scorekit-report", &["candle-core", "tokenizers", "hf-hub"]),
     ("scorekit-io", &["candle-core", "tokenizers", "hf-hub"]),

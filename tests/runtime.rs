@@ -161,9 +161,9 @@ fn embed_command_runs_both_f32_kernels_like_pytorch() {
         let meta = common::read_json(&PathBuf::from(format!("{}.meta.json", out.display())));
         engines.push(meta["engine"].as_str().unwrap().to_string());
     }
-    if runtime::native::kernels_available() {
+    if runtime::kernels::kernels_available() {
         assert_eq!(engines[1], "scorekit encoder, f32 AVX-512");
-        if runtime::native::amx_available() {
+        if runtime::kernels::amx_available() {
             assert_eq!(
                 engines[0],
                 "scorekit encoder, f32 as split-bf16 AMX products"

@@ -73,9 +73,9 @@ fn parity_of(name: &str, follow: Option<&str>, fast: bool, pytorch_bin: bool) ->
     } else if name == "electra_mc" {
         // Embeddings narrower than the hidden size: only candle's layers have the projection.
         assert_eq!(engine, "candle BERT layers");
-    } else if !fast || !scorekit::runtime::native::kernels_available() {
+    } else if !fast || !scorekit::runtime::kernels::kernels_available() {
         assert_eq!(engine, "candle BERT layers");
-    } else if scorekit::runtime::native::amx_available() {
+    } else if scorekit::runtime::kernels::amx_available() {
         assert_eq!(engine, "scorekit encoder, f32 as split-bf16 AMX products");
     } else {
         assert_eq!(engine, "scorekit encoder, f32 AVX-512");
@@ -714,10 +714,10 @@ fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
         .map(|q| serde_json::json!({"question_id": q["question_id"], "ending": q["options"][1]}))
         .collect();
     let gens = gen_file(&f, "q.jsonl", &rows);
-    if scorekit::runtime::native::int8_available() {
+    if scorekit::runtime::kernels::int8_available() {
         let (m, items) = story(&f, &gens, "q-out", &["--quantize"]);
         assert_eq!(m["settings"]["quantize"], "int8 encoder products");
-        let engine = if scorekit::runtime::native::amx_int8_available() {
+        let engine = if scorekit::runtime::kernels::amx_int8_available() {
             "scorekit encoder, int8 AMX products"
         } else {
             "scorekit encoder, int8 VNNI products"

@@ -169,7 +169,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .map(|m| m.len())
         .unwrap_or(0);
     let threads = rayon::current_num_threads();
-    let peak = runtime::native::peak::measure(threads, 0.6);
+    let peak = runtime::kernels::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
         let body = super::embed::npy_bytes(&last, embedder.dim());
         scorekit_report::atomic_write(path, &body)?;

@@ -71,7 +71,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let med = median(&mut times.clone());
     let peak_rss = peak_rss_bytes().unwrap_or(0);
     let threads = rayon::current_num_threads();
-    let peak = runtime::native::peak::measure(threads, 0.6);
+    let peak = runtime::kernels::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
         let rows: Vec<Vec<f32>> = last.iter().map(|&s| vec![s]).collect();
         scorekit_report::atomic_write(path, &super::embed::npy_bytes(&rows, 1))?;

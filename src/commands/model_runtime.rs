@@ -66,7 +66,7 @@ impl ModelRuntime {
             && !(device.is_cpu()
                 && dtype == DType::F32
                 && args.engine != Engine::Candle
-                && runtime::native::int8_available())
+                && runtime::kernels::int8_available())
         {
             return Err(scorekit_core::error::Error::usage(
                 "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",

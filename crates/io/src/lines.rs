@@ -419,15 +419,19 @@ mod tests {
 
     #[test]
     fn ascii_prefix_stops_at_the_block_of_the_first_high_byte() {
+        // Without AVX-512BW nothing is vouched for (0); with it an all-ASCII slice is whole.
+        #[cfg(target_arch = "x86_64")]
+        let wide = std::arch::is_x86_feature_detected!("avx512bw");
+        #[cfg(not(target_arch = "x86_64"))]
+        let wide = false;
         for len in [0, 1, 63, 64, 65, 200, 255, 256, 257, 600] {
             let mut v = vec![b'a'; len];
-            assert_eq!(ascii_prefix(&v), len);
+            assert_eq!(ascii_prefix(&v), if wide { len } else { 0 });
             for at in 0..len {
                 v[at] = 0xC3;
                 let got = ascii_prefix(&v);
                 assert!(got <= at, "len {len} at {at}: {got}");
-                #[cfg(target_arch = "x86_64")]
-                if std::arch::is_x86_feature_detected!("avx512bw") {
+                if wide {
                     assert_eq!(got, at / 64 * 64, "len {len} at {at}");
                 }
                 v[at] = b'a';

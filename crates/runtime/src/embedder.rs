@@ -4,20 +4,22 @@
 //! (`models::heads::SentenceHead`), read from `modules.json` and the module configs. LaBSE is
 //! BERT → CLS → Dense 768→768 tanh → Normalize, truncated at 256 tokens.
 
-use crate::encoder::{load_encoder, run_batched, Encoder, EngineOptions};
+use crate::engine::{load_encoder, EngineOptions};
 use crate::hub::ResolvedModel;
-use crate::models::heads::{Dense, Head, SentenceHead};
-use crate::models::{self, Architecture, ModelConfig};
-use crate::tokenize::{TextTokenizer, Tokens};
-use crate::weights;
+use crate::tokenize::TextTokenizer;
 use anyhow::Context;
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use scorekit_core::error::{Error, InputError, Result};
+use scorekit_encoder::Tokens;
+use scorekit_encoder::{run_batched, Encoder};
+use scorekit_models::heads::{Dense, Head, SentenceHead};
+use scorekit_models::weights;
+use scorekit_models::{self as models, Architecture, ModelConfig};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-pub use crate::models::heads::Pooling;
+pub use scorekit_models::heads::Pooling;
 
 /// Files an embedder needs; sentence-transformers module files come along when the repo has them.
 pub const EMBEDDER_FILES: &[&str] = &[
@@ -349,7 +351,7 @@ impl Embedder {
         })
     }
 
-    fn embed_batch(&self, batch: &crate::encoder::Batch) -> Result<Vec<Vec<f32>>> {
+    fn embed_batch(&self, batch: &scorekit_encoder::Batch) -> Result<Vec<Vec<f32>>> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let hidden = self.encoder.forward(batch)?;
             self.head.forward(&hidden)?.to_vec2::<f32>()

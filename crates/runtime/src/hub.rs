@@ -8,9 +8,9 @@
 //! the network and name the file that is missing.
 
 use crate::manifest::{self, Manifest};
-use crate::weights;
 use anyhow::Context;
 use scorekit_core::error::{Error, InputError, Result};
+use scorekit_models::weights;
 use scorekit_report::ModelRef;
 use std::collections::BTreeSet;
 use std::io::IsTerminal;

@@ -9,14 +9,15 @@
 //! classifier the score of a pair is the log-odds of the follow label, so the same argmax
 //! protocol applies.
 
-use crate::encoder::{load_encoder, run_batched, Encoder, EngineOptions};
-use crate::models::heads::{ClassifierHead, Head as _};
-use crate::models::{self, HeadKind};
-use crate::tokenize::Tokens;
+use crate::engine::{load_encoder, EngineOptions};
 use anyhow::anyhow;
 use candle_core::{DType, Device};
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, InputError, Result};
+use scorekit_encoder::Tokens;
+use scorekit_encoder::{run_batched, Encoder};
+use scorekit_models::heads::{ClassifierHead, Head as _};
+use scorekit_models::{self as models, HeadKind};
 use serde_json::{Map, Value};
 use std::path::Path;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};

@@ -3,29 +3,9 @@
 //! pairs, and pad a batch into the tensors a BERT-family encoder takes.
 
 use scorekit_core::error::{Error, InputError, Result};
+use scorekit_encoder::Tokens;
 use std::path::Path;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
-
-/// The token ids of one input (a text or a pair), before padding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tokens {
-    /// Token ids, special tokens included.
-    pub ids: Vec<u32>,
-    /// Segment ids (0 for the first text, 1 for the second of a pair).
-    pub type_ids: Vec<u32>,
-}
-
-impl Tokens {
-    /// Number of tokens.
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// Whether there are no tokens at all.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-}
 
 /// A loaded `tokenizer.json` that truncates to `max_length` tokens (special tokens counted).
 #[derive(Clone)]

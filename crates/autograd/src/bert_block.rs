@@ -1,0 +1,625 @@
+//! One BERT encoder layer (self-attention, feed-forward, post-LayerNorm, dropout) as a single
+//! node of candle's graph with a hand-written backward pass, for f32 training on CPUs with
+//! AVX-512 (`native::gemm`).
+//!
+//! Why: candle's backward walks the graph node by node. Each of a layer's ~25 nodes allocates
+//! its gradient, and the gradient of every input starts as a tensor of zeros to which the
+//! contribution is then added (`GradStore::or_insert` + `add`): measured with `perf` on a
+//! MiniLM step (BENCHMARKS.md, "Judge training"), those sums, zero fills and the page faults of
+//! fresh buffers were about a third of a step, and each node's pass ran alone. Here the forward
+//! pass keeps what the backward needs, and the backward runs as a few products and row passes.
+//!
+//! The arithmetic is that of the composed path (`bert_layers::BertLayers::forward` in training
+//! mode, the operations of `train::ops`) step for step, with the same dropout masks drawn in the
+//! same order, so both give the same numbers up to the products' summation order (test
+//! `bert_layers::tests::the_fused_layer_equals_the_composed_graph`).
+//! A custom op takes at most three tensors, so the weights are not inputs of the node: their
+//! gradients go to a [`GradSink`], which the trainer adds to the gradients candle returns.
+
+use super::ops::{
+    gelu_grad_into, gelu_into, ln_bwd, ln_rows, native::grads, softmax_grad_row, softmax_row,
+    with_slice,
+};
+use super::GradSink;
+use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
+use rayon::prelude::*;
+use scorekit_kernels::gemm::{gemm, gemm_at_raw, gemm_raw, Epilogue, PackedB, SendPtr};
+use std::sync::Mutex;
+
+/// A layer's tensors, in the order of [`LayerTensors::NAMES`].
+pub struct LayerTensors(pub [Tensor; 16]);
+
+impl LayerTensors {
+    /// What each tensor is (for error messages).
+    pub const NAMES: [&'static str; 16] = [
+        "query.weight",
+        "query.bias",
+        "key.weight",
+        "key.bias",
+        "value.weight",
+        "value.bias",
+        "attention.output.dense.weight",
+        "attention.output.dense.bias",
+        "attention.output.LayerNorm.weight",
+        "attention.output.LayerNorm.bias",
+        "intermediate.dense.weight",
+        "intermediate.dense.bias",
+        "output.dense.weight",
+        "output.dense.bias",
+        "output.LayerNorm.weight",
+        "output.LayerNorm.bias",
+    ];
+}
+
+/// The dropout of one layer: which elements are kept, and the scale of the kept ones.
+pub struct LayerDropout {
+    /// Attention probabilities, as drawn `[b, heads, s, s]`; inside the op, the packed
+    /// blocks (None: no dropout).
+    pub attention: Option<Vec<bool>>,
+    /// After the attention's output projection, as drawn `[b, s, h]` (inside the op, packed).
+    pub attention_output: Option<Vec<bool>>,
+    /// After the feed-forward output projection, as drawn `[b, s, h]` (inside the op, packed).
+    pub output: Option<Vec<bool>>,
+    /// 1 / (1 − p) of the attention dropout, as f32.
+    pub attention_scale: f32,
+    /// 1 / (1 − p) of the hidden dropout, as f32.
+    pub hidden_scale: f32,
+}
+
+/// The shape of a layer's input and its configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerShape {
+    /// Sequences.
+    pub b: usize,
+    /// Padded sequence length.
+    pub s: usize,
+    /// Hidden size.
+    pub h: usize,
+    /// Attention heads.
+    pub heads: usize,
+    /// Feed-forward width.
+    pub f: usize,
+    /// LayerNorm epsilon.
+    pub eps: f64,
+}
+
+/// The layer on `x` `[b, s, h]` (f32, CPU) with additive key mask `mask` `[b, s]`, as one
+/// differentiable node. Callers check `native::kernels_available()`.
+pub fn forward(
+    x: &Tensor,
+    mask: Vec<f32>,
+    tensors: LayerTensors,
+    shape: LayerShape,
+    dropout: LayerDropout,
+    sink: GradSink,
+) -> Result<Tensor> {
+    let LayerShape {
+        b, s, h, heads, f, ..
+    } = shape;
+    if x.dims() != [b, s, h] || mask.len() != b * s || h % heads != 0 {
+        bail!(
+            "fused BERT layer: input {:?}, mask {}, {heads} heads of {h}",
+            x.dims(),
+            mask.len()
+        );
+    }
+    let want: [usize; 16] = [
+        h * h,
+        h,
+        h * h,
+        h,
+        h * h,
+        h,
+        h * h,
+        h,
+        h,
+        h,
+        f * h,
+        f,
+        h * f,
+        h,
+        h,
+        h,
+    ];
+    for ((t, n), name) in tensors.0.iter().zip(want).zip(LayerTensors::NAMES) {
+        if t.elem_count() != n {
+            bail!(
+                "fused BERT layer: {name} has {} values, not {n}",
+                t.elem_count()
+            );
+        }
+    }
+    let weights = Weights::read(&tensors)?;
+    let packing = Packing::new(&mask, b, s, heads);
+    let dropout = LayerDropout {
+        attention: dropout.attention.map(|k| packing.attention_keep(&k, heads)),
+        attention_output: dropout.attention_output.map(|k| packing.gather(&k, h)),
+        output: dropout.output.map(|k| packing.gather(&k, h)),
+        ..dropout
+    };
+    x.contiguous()?.apply_op1(LayerOp {
+        shape,
+        packing,
+        mask,
+        tensors,
+        weights,
+        dropout,
+        saved: Mutex::new(None),
+        sink,
+    })
+}
+
+/// The tokens of a padded batch, packed: sequence `i` holds `lens[i]` tokens from padded row
+/// `i·s` on, and rows `starts[i]..starts[i + 1]` of the packed layout. The layer computes only
+/// these rows (Possible Stories batches are ~18% padding, ~32% of the attention), which gives
+/// the padded computation's numbers on them: padded keys have weight exactly 0 (the masked
+/// softmax), and padded queries feed nothing a loss on the first tokens sees; their output rows
+/// are zero. Masks that are not a prefix of kept keys (or keep none) leave every row in.
+struct Packing {
+    /// Padded length.
+    s: usize,
+    /// Tokens per sequence.
+    lens: Vec<usize>,
+    /// First packed row of each sequence, and the total at the end.
+    starts: Vec<usize>,
+    /// First element of each (sequence, head) attention block, and the total at the end.
+    blocks: Vec<usize>,
+}
+
+impl Packing {
+    fn new(mask: &[f32], b: usize, s: usize, heads: usize) -> Packing {
+        let prefix = |row: &[f32]| {
+            let n = row.iter().take_while(|&&v| v == 0.0).count();
+            (n > 0 && row[n..].iter().all(|&v| v != 0.0)).then_some(n)
+        };
+        let lens: Option<Vec<usize>> = mask.chunks(s.max(1)).take(b).map(prefix).collect();
+        let lens = lens.unwrap_or_else(|| vec![s; b]);
+        let mut starts = vec![0];
+        let mut blocks = vec![0];
+        for &n in &lens {
+            starts.push(starts.last().copied().unwrap_or(0) + n);
+            for _ in 0..heads {
+                blocks.push(blocks.last().copied().unwrap_or(0) + n * n);
+            }
+        }
+        Packing {
+            s,
+            lens,
+            starts,
+            blocks,
+        }
+    }
+
+    /// Packed rows.
+    fn tokens(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// Elements of all attention blocks.
+    fn attention_len(&self) -> usize {
+        self.blocks.last().copied().unwrap_or(0)
+    }
+
+    /// The range of attention block `job` (sequence `job / heads`).
+    fn block(&self, job: usize) -> std::ops::Range<usize> {
+        self.blocks[job]..self.blocks[job + 1]
+    }
+
+    /// `all` cut into the attention blocks.
+    fn blocks<'a, T>(&self, mut all: &'a mut [T]) -> Vec<&'a mut [T]> {
+        let mut out = Vec::with_capacity(self.blocks.len() - 1);
+        for w in self.blocks.windows(2) {
+            let (block, rest) = all.split_at_mut(w[1] - w[0]);
+            out.push(block);
+            all = rest;
+        }
+        out
+    }
+
+    /// The token rows (width `w`) of a padded `[b·s, w]` matrix.
+    fn gather<T: Copy>(&self, padded: &[T], w: usize) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.tokens() * w);
+        for (i, &n) in self.lens.iter().enumerate() {
+            out.extend_from_slice(&padded[i * self.s * w..(i * self.s + n) * w]);
+        }
+        out
+    }
+
+    /// The padded `[b·s, w]` matrix of packed rows, zero in the padding.
+    fn scatter(&self, packed: &[f32], w: usize) -> Vec<f32> {
+        let mut out = vec![0f32; self.lens.len() * self.s * w];
+        for (i, &n) in self.lens.iter().enumerate() {
+            let src = &packed[self.starts[i] * w..self.starts[i + 1] * w];
+            out[i * self.s * w..(i * self.s + n) * w].copy_from_slice(src);
+        }
+        out
+    }
+
+    /// The token × token part of each (sequence, head) block of a padded `[b, heads, s, s]`
+    /// attention mask, block after block.
+    fn attention_keep(&self, keep: &[bool], heads: usize) -> Vec<bool> {
+        let s = self.s;
+        let mut out = Vec::with_capacity(self.attention_len());
+        for (i, &n) in self.lens.iter().enumerate() {
+            for hd in 0..heads {
+                let block = (i * heads + hd) * s * s;
+                for r in 0..n {
+                    out.extend_from_slice(&keep[block + r * s..block + r * s + n]);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The weights as plain vectors, Q, K and V stacked (one product for the three).
+struct Weights {
+    qkv_w: Vec<f32>,
+    qkv_b: Vec<f32>,
+    o_w: Vec<f32>,
+    o_b: Vec<f32>,
+    ln1_g: Vec<f32>,
+    ln1_b: Vec<f32>,
+    i_w: Vec<f32>,
+    i_b: Vec<f32>,
+    o2_w: Vec<f32>,
+    o2_b: Vec<f32>,
+    ln2_g: Vec<f32>,
+    ln2_b: Vec<f32>,
+}
+
+impl Weights {
+    fn read(t: &LayerTensors) -> Result<Weights> {
+        let v = |i: usize| -> Result<Vec<f32>> { t.0[i].flatten_all()?.to_vec1::<f32>() };
+        let stack = |a: usize, b: usize, c: usize| -> Result<Vec<f32>> {
+            Ok([v(a)?, v(b)?, v(c)?].concat())
+        };
+        Ok(Weights {
+            qkv_w: stack(0, 2, 4)?,
+            qkv_b: stack(1, 3, 5)?,
+            o_w: v(6)?,
+            o_b: v(7)?,
+            ln1_g: v(8)?,
+            ln1_b: v(9)?,
+            i_w: v(10)?,
+            i_b: v(11)?,
+            o2_w: v(12)?,
+            o2_b: v(13)?,
+            ln2_g: v(14)?,
+            ln2_b: v(15)?,
+        })
+    }
+}
+
+/// What the forward pass keeps for the backward.
+struct Saved {
+    /// Q | K | V `[tokens, 3h]` (packed rows, as everything here).
+    qkv: Vec<f32>,
+    /// Attention probabilities before dropout, an n×n block per (sequence, head).
+    probs: Vec<f32>,
+    /// Attention context `[tokens, h]`.
+    ctx: Vec<f32>,
+    /// Input of the first LayerNorm.
+    r1: Vec<f32>,
+    /// Its output.
+    a: Vec<f32>,
+    /// Feed-forward input to GELU `[tokens, f]`.
+    pre: Vec<f32>,
+    /// GELU's output.
+    act: Vec<f32>,
+    /// Input of the second LayerNorm.
+    r2: Vec<f32>,
+}
+
+struct LayerOp {
+    shape: LayerShape,
+    packing: Packing,
+    mask: Vec<f32>,
+    tensors: LayerTensors,
+    weights: Weights,
+    dropout: LayerDropout,
+    saved: Mutex<Option<Saved>>,
+    sink: GradSink,
+}
+
+/// `x · keep-scale` where kept, 0 where dropped (the composed path's `x * mask`).
+fn apply_dropout(x: &mut [f32], keep: Option<&Vec<bool>>, scale: f32) {
+    if let Some(keep) = keep {
+        x.par_chunks_mut(1 << 14)
+            .zip(keep.par_chunks(1 << 14))
+            .for_each(|(xs, ks)| {
+                for (v, &k) in xs.iter_mut().zip(ks) {
+                    *v *= if k { scale } else { 0.0 };
+                }
+            });
+    }
+}
+
+/// `x · keep-scale` where kept, 0 where dropped, on one thread (inside a parallel job).
+fn drop_in_place(x: &mut [f32], keep: &[bool], scale: f32) {
+    for (v, &k) in x.iter_mut().zip(keep) {
+        *v *= if k { scale } else { 0.0 };
+    }
+}
+
+/// `a += b`, element by element.
+fn add_into(a: &mut [f32], b: &[f32]) {
+    a.par_chunks_mut(1 << 14)
+        .zip(b.par_chunks(1 << 14))
+        .for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(p, q)| *p += q));
+}
+
+/// `y = x·wᵀ + bias` for `x` `[m, k]`, `w` `[n, k]`.
+fn linear(x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: usize) -> Vec<f32> {
+    let mut y = vec![0f32; m * n];
+    let ep = Epilogue {
+        bias: Some(bias),
+        accumulate: false,
+        gelu: false,
+    };
+    gemm(m, x, k, &PackedB::from_nk(w, n, k, k), &mut y, n, ep, true);
+    y
+}
+
+/// Per-thread scratch of the attention jobs: two n×n matrices, two packed operands and a
+/// softmax row.
+type Scratch = (Vec<f32>, Vec<f32>, PackedB, PackedB, Vec<f64>);
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Default::default());
+}
+
+impl LayerOp {
+    fn forward(&self, x: &[f32]) -> (Vec<f32>, Saved) {
+        let LayerShape {
+            s,
+            h,
+            heads,
+            f,
+            eps,
+            ..
+        } = self.shape;
+        let (m, d) = (self.packing.tokens(), h / heads);
+        let w = &self.weights;
+        let dr = &self.dropout;
+        let qkv = linear(x, m, &w.qkv_w, &w.qkv_b, 3 * h, h);
+
+        // Attention, one job per (sequence, head) over the sequence's n tokens; each job owns
+        // its n×n block of `probs` and its head's columns of its sequence's rows of `ctx`.
+        let pk = &self.packing;
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut probs = vec![0f32; pk.attention_len()];
+        let mut ctx = vec![0f32; m * h];
+        let out = SendPtr(ctx.as_mut_ptr());
+        let ctx_len = ctx.len();
+        pk.blocks(&mut probs)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(job, p)| {
+                let (bi, hd) = (job / heads, job % heads);
+                let n = pk.lens[bi];
+                if n == 0 {
+                    return;
+                }
+                let base = pk.starts[bi] * 3 * h + hd * d;
+                SCRATCH.with(|sc| {
+                    let (scores, pd, kp, vp, z) = &mut *sc.borrow_mut();
+                    scores.clear();
+                    scores.resize(n * n, 0.0);
+                    z.resize(n, 0.0);
+                    kp.repack_nk(&qkv[base + h..], n, d, 3 * h);
+                    let plain = Epilogue::default();
+                    gemm(n, &qkv[base..], 3 * h, kp, scores, n, plain, false);
+                    let mrow = &self.mask[bi * s..bi * s + n];
+                    for (xr, yr) in scores.chunks(n).zip(p.chunks_mut(n)) {
+                        softmax_row(xr, mrow, scale, yr, z);
+                    }
+                    let pd: &[f32] = match &dr.attention {
+                        Some(keep) => {
+                            pd.clear();
+                            pd.extend_from_slice(p);
+                            drop_in_place(pd, &keep[pk.block(job)], dr.attention_scale);
+                            pd
+                        }
+                        None => &*p,
+                    };
+                    vp.repack_kn(&qkv[base + 2 * h..], n, d, 3 * h);
+                    let off = pk.starts[bi] * h + hd * d;
+                    assert!(off + (n - 1) * h + d <= ctx_len, "context out of range");
+                    // SAFETY: gemm_raw's contract. The assert keeps the n rows × d columns
+                    // written at `off` (stride h) inside `ctx`, which is borrowed mutably for
+                    // the whole loop and written only here; job (bi, hd) writes rows of
+                    // sequence bi × columns [hd·d, hd·d + d), which no other job writes.
+                    unsafe { gemm_raw(n, pd, n, vp, out.get().add(off), h, plain, false) };
+                });
+            });
+
+        let mut r1 = linear(&ctx, m, &w.o_w, &w.o_b, h, h);
+        apply_dropout(&mut r1, dr.attention_output.as_ref(), dr.hidden_scale);
+        add_into(&mut r1, x);
+        let a = ln_rows(&r1, &w.ln1_g, &w.ln1_b, eps);
+        let pre = linear(&a, m, &w.i_w, &w.i_b, f, h);
+        let mut act = vec![0f32; pre.len()];
+        gelu_into(&pre, &mut act);
+        let mut r2 = linear(&act, m, &w.o2_w, &w.o2_b, h, f);
+        apply_dropout(&mut r2, dr.output.as_ref(), dr.hidden_scale);
+        add_into(&mut r2, &a);
+        let y = ln_rows(&r2, &w.ln2_g, &w.ln2_b, eps);
+        let saved = Saved {
+            qkv,
+            probs,
+            ctx,
+            r1,
+            a,
+            pre,
+            act,
+            r2,
+        };
+        (y, saved)
+    }
+
+    /// dx of the layer for output gradient `dy`; the weights' gradients go to the sink.
+    fn backward(&self, x: &[f32], dy: &[f32], sv: &Saved) -> Result<Vec<f32>> {
+        let LayerShape { h, f, eps, .. } = self.shape;
+        let m = self.packing.tokens();
+        let w = &self.weights;
+        let dr = &self.dropout;
+
+        let (dr2, dg2, db2) = ln_bwd(&sv.r2, &w.ln2_g, dy, eps);
+        let mut d_out = dr2.clone();
+        apply_dropout(&mut d_out, dr.output.as_ref(), dr.hidden_scale);
+        let (dact, dw_o2, db_o2) = grads(&sv.act, &w.o2_w, &d_out, m, h, f);
+        drop(d_out);
+        let mut dpre = vec![0f32; dact.len()];
+        gelu_grad_into(&sv.pre, &dact, &mut dpre);
+        drop(dact);
+        let (mut da, dw_i, db_i) = grads(&sv.a, &w.i_w, &dpre, m, f, h);
+        drop(dpre);
+        add_into(&mut da, &dr2);
+        drop(dr2);
+        let (dr1, dg1, db1) = ln_bwd(&sv.r1, &w.ln1_g, &da, eps);
+        drop(da);
+        let mut d_attn_out = dr1.clone();
+        apply_dropout(
+            &mut d_attn_out,
+            dr.attention_output.as_ref(),
+            dr.hidden_scale,
+        );
+        let (dctx, dw_o, db_o) = grads(&sv.ctx, &w.o_w, &d_attn_out, m, h, h);
+        drop(d_attn_out);
+        let dqkv = self.attention_backward(&sv.qkv, &sv.probs, &dctx);
+        drop(dctx);
+        let (mut dx, dw_qkv, db_qkv) = grads(x, &w.qkv_w, &dqkv, m, 3 * h, h);
+        add_into(&mut dx, &dr1);
+
+        let t = &self.tensors.0;
+        let dev = t[0].device();
+        let put = |i: usize, g: Vec<f32>| -> Result<()> {
+            self.sink
+                .push(&t[i], Tensor::from_vec(g, t[i].shape(), dev)?);
+            Ok(())
+        };
+        for (j, (wi, bi)) in [(0, 1), (2, 3), (4, 5)].into_iter().enumerate() {
+            put(wi, dw_qkv[j * h * h..(j + 1) * h * h].to_vec())?;
+            put(bi, db_qkv[j * h..(j + 1) * h].to_vec())?;
+        }
+        put(6, dw_o)?;
+        put(7, db_o)?;
+        put(8, dg1)?;
+        put(9, db1)?;
+        put(10, dw_i)?;
+        put(11, db_i)?;
+        put(12, dw_o2)?;
+        put(13, db_o2)?;
+        put(14, dg2)?;
+        put(15, db2)?;
+        Ok(dx)
+    }
+
+    /// dQ | dK | dV `[tokens, 3h]` from the context's gradient `dctx` `[tokens, h]`.
+    fn attention_backward(&self, qkv: &[f32], probs: &[f32], dctx: &[f32]) -> Vec<f32> {
+        let LayerShape { h, heads, .. } = self.shape;
+        let pk = &self.packing;
+        let d = h / heads;
+        let scale = 1.0 / (d as f64).sqrt();
+        let dr = &self.dropout;
+        let mut dqkv = vec![0f32; pk.tokens() * 3 * h];
+        let len = dqkv.len();
+        let out = SendPtr(dqkv.as_mut_ptr());
+        (0..pk.lens.len() * heads).into_par_iter().for_each(|job| {
+            let (bi, hd) = (job / heads, job % heads);
+            let s = pk.lens[bi];
+            if s == 0 {
+                return;
+            }
+            let base = pk.starts[bi] * 3 * h + hd * d;
+            let p = &probs[pk.block(job)];
+            let keep = dr.attention.as_ref().map(|k| &k[pk.block(job)]);
+            let dc = &dctx[pk.starts[bi] * h + hd * d..];
+            SCRATCH.with(|sc| {
+                let (t1, t2, bp, _, _) = &mut *sc.borrow_mut();
+                // d(dropped probs) = dctx · Vᵀ.
+                t1.clear();
+                t1.resize(s * s, 0.0);
+                bp.repack_nk(&qkv[base + 2 * h..], s, d, 3 * h);
+                gemm(s, dc, h, bp, t1, s, Epilogue::default(), false);
+                // The dropped probabilities, then dV = (dropped probs)ᵀ · dctx.
+                t2.clear();
+                t2.extend_from_slice(p);
+                if let Some(keep) = keep {
+                    drop_in_place(t2, keep, dr.attention_scale);
+                    drop_in_place(t1, keep, dr.attention_scale);
+                }
+                bp.repack_kn(dc, s, d, h);
+                let at = |col: usize| {
+                    let off = pk.starts[bi] * 3 * h + col;
+                    assert!(off + (s - 1) * 3 * h + d <= len, "dqkv out of range");
+                    off
+                };
+                // SAFETY (this and the two calls below): gemm_raw's contract. `at` asserts
+                // that the s rows × d columns written at the offset (stride 3h) lie inside
+                // `dqkv`, borrowed mutably for the whole loop and written only by these calls;
+                // job (bi, hd) writes rows of sequence bi × its head's columns of Q, K and V
+                // ([hd·d, hd·d + d) + 0, h, 2h), which no other job writes.
+                unsafe {
+                    let c = out.get().add(at(2 * h + hd * d));
+                    gemm_at_raw(s, t2, s, bp, c, 3 * h);
+                }
+                // d(scores) through the softmax (t1 has been through the dropout).
+                for (dr, (pr, gr)) in t2.chunks_mut(s).zip(p.chunks(s).zip(t1.chunks(s))) {
+                    softmax_grad_row(pr, gr, scale, dr);
+                }
+                // dQ = dS · K.
+                bp.repack_kn(&qkv[base + h..], s, d, 3 * h);
+                // SAFETY: as above.
+                unsafe {
+                    let c = out.get().add(at(hd * d));
+                    gemm_raw(s, t2, s, bp, c, 3 * h, Epilogue::default(), false);
+                }
+                // dK = dSᵀ · Q.
+                bp.repack_kn(&qkv[base..], s, d, 3 * h);
+                // SAFETY: as above.
+                unsafe {
+                    let c = out.get().add(at(h + hd * d));
+                    gemm_at_raw(s, t2, s, bp, c, 3 * h);
+                }
+            });
+        });
+        dqkv
+    }
+}
+
+impl CustomOp1 for LayerOp {
+    fn name(&self) -> &'static str {
+        "scorekit-bert-layer"
+    }
+
+    fn cpu_fwd(&self, st: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let x = match l.contiguous_offsets() {
+            Some((a, z)) => &st.as_slice::<f32>()?[a..z],
+            None => bail!("fused BERT layer: non-contiguous input"),
+        };
+        let h = self.shape.h;
+        let (y, saved) = self.forward(&self.packing.gather(x, h));
+        *self.saved.lock().unwrap_or_else(|e| e.into_inner()) = Some(saved);
+        Ok((
+            CpuStorage::F32(self.packing.scatter(&y, h)),
+            l.shape().clone(),
+        ))
+    }
+
+    fn bwd(&self, x: &Tensor, _y: &Tensor, dy: &Tensor) -> Result<Option<Tensor>> {
+        let saved = self.saved.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(saved) = saved else {
+            bail!("fused BERT layer: backward ran twice for one forward")
+        };
+        let (pk, h) = (&self.packing, self.shape.h);
+        let dx = with_slice::<f32, _>(x, |x| {
+            with_slice::<f32, _>(dy, |dy| {
+                let dx = self.backward(&pk.gather(x, h), &pk.gather(dy, h), &saved)?;
+                Ok(pk.scatter(&dx, h))
+            })
+        })?;
+        Ok(Some(Tensor::from_vec(dx, x.shape(), x.device())?))
+    }
+}

@@ -1,0 +1,14 @@
+//! The trainable layers' own forward and backward passes, below the models that use them: ops with
+//! the activations they save and their gradients ([`ops`]), the fused BERT block of the native
+//! training path ([`bert_block`], x86-64), AVX-512 element-wise kernels behind them (`simd`), the
+//! gradient sink the backward passes write to ([`GradSink`]) and the seeded dropout stream
+//! ([`rng`]). `scorekit-models` builds its layers on these; `scorekit-train` drives them.
+
+#[cfg(target_arch = "x86_64")]
+pub mod bert_block;
+pub mod ops;
+pub mod rng;
+mod simd;
+mod sink;
+
+pub use sink::GradSink;

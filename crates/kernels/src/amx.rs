@@ -1,0 +1,719 @@
+//! f32 matrix products on AMX tiles, to near-f32 accuracy: every f32 value x is split into two
+//! bf16 values, hi = bf16(x) and lo = bf16(x − hi), so hi + lo keeps about 17 significant bits
+//! of x's 24, and A·B is computed as the four bf16 tile products Ahi·Bhi + Ahi·Blo + Alo·Bhi +
+//! Alo·Blo with f32 accumulation ("split bf16"). The error per term is ~2⁻¹⁷ relative, against
+//! 2⁻²⁴ for f32 and 2⁻⁹ for plain bf16 (measured: `cargo test --lib amx -- --nocapture`).
+//!
+//! Why four products and not three (dropping Alo·Blo, "bf16x3"): measured on a 1024×4096×1024
+//! product, three are 5–10 % faster (890–910 against 810–880 GFLOP/s on 2 threads) and their
+//! error 25 % larger (worst 6.1e-6 against 4.8e-6 of Σ|a·w|); accuracy wins. A step issues ten
+//! tile loads (2.5 ns each when 64-byte aligned) and sixteen products (5.2 ns each):
+//! `cargo test --release --lib amx_tile_costs -- --ignored --nocapture`.
+//! One tile product (`tdpbf16ps`, 16×16×32 multiply-adds) is the work of 512 AVX-512 FMAs.
+//!
+//! Used for the encoder's weight products when the CPU has AMX-BF16 and Linux grants the tile
+//! state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`); `--amx off` (or `SCOREKIT_AMX=off`) keeps the AVX-512 f32 kernel.
+//!
+//! Layouts. B (k×n, the weights) is packed once in panels of 16 columns; inside a panel, row r
+//! holds k-pair r: 16 × (B[2r][j], B[2r+1][j]) (the pairing `tdpbf16ps` reads). A (the
+//! activations) is packed per call in tiles of 16 rows × 32 k, each tile 1 KiB contiguous.
+//! k is padded to a multiple of 32 with zeros, rows and columns to multiples of 32.
+//!
+//! Unsafe code. The tile instructions are written with `asm!`. They need AMX on the CPU and the
+//! tile state granted to the process ([`available`] checks and requests both), and a tile
+//! configuration loaded on the calling thread ([`configure_tiles`]; tile state is per thread,
+//! saved and restored by the kernel). The compiler never allocates tile registers, so the asm
+//! blocks use tmm0..7 without declaring them clobbered. Memory is reached only through raw
+//! pointers into buffers whose sizes the packing fixes; each function states what it needs.
+
+use super::gemm::{finish_row, Columns, SendPtr};
+use rayon::prelude::*;
+use std::arch::asm;
+use std::arch::x86_64::*;
+use std::sync::OnceLock;
+
+/// k values per tile row.
+const KT: usize = 32;
+/// Rows (A) or columns (B) per tile.
+const T: usize = 16;
+/// k tiles per depth chunk (1024 values): a deeper product runs chunk by chunk, so the rows of
+/// A and the weight panels of one chunk stay in L2 (see `PackedSplit::block`).
+const KC_TILES: usize = 32;
+
+/// Whether AMX products can run here: AMX-TILE and AMX-BF16 in CPUID, AVX-512F/BW for the
+/// packing, and the kernel granted this process the tile state. Whether to use them is the
+/// caller's choice (`EngineOptions::amx`); this only says whether the hardware can.
+pub fn available() -> bool {
+    amx_edx().is_some_and(|edx| edx & (1 << 22) != 0)
+}
+
+/// Whether int8 tile products (AMX-INT8) can run here, on the same conditions.
+pub fn int8_available() -> bool {
+    amx_edx().is_some_and(|edx| edx & (1 << 25) != 0)
+}
+
+/// CPUID.(EAX=7,ECX=0):EDX (bit 22 AMX-BF16, 24 AMX-TILE, 25 AMX-INT8) where AMX-TILE is there,
+/// AVX-512F/BW are there and Linux granted the tile state. Cached: CPUID and the grant do not
+/// change while the process runs.
+fn amx_edx() -> Option<u32> {
+    static EDX: OnceLock<Option<u32>> = OnceLock::new();
+    *EDX.get_or_init(|| {
+        if !std::arch::is_x86_feature_detected!("avx512f")
+            || !std::arch::is_x86_feature_detected!("avx512bw")
+        {
+            return None;
+        }
+        // `unsafe` until Rust 1.94 made it safe; the crate builds from 1.89.
+        // SAFETY: CPUID exists on every x86-64 CPU, and leaf 7 exists here: the AVX-512F bit
+        // detected above is in it. The instruction reads and writes registers only.
+        #[allow(unused_unsafe)]
+        let edx = unsafe { __cpuid_count(7, 0) }.edx;
+        (edx & (1 << 24) != 0 && request_tile_state()).then_some(edx)
+    })
+}
+
+/// Ask Linux for the AMX tile data state (XFEATURE 18) for this process; false where the
+/// kernel refuses (too old, or AMX turned off).
+fn request_tile_state() -> bool {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) takes two integers and reads
+    // or writes none of this process's memory; it only asks Linux to allow the AMX tile state
+    // (an error code, not a fault, where the kernel or CPU lacks it).
+    unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        ) == 0
+    }
+}
+
+/// Round f32 bits to bf16 bits, to nearest even (finite inputs).
+#[inline]
+fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+}
+
+/// (hi, lo) with hi + lo = x to within 2⁻¹⁷ relative.
+#[inline]
+fn split(x: f32) -> (u16, u16) {
+    let hi = bf16_bits(x);
+    let lo = bf16_bits(x - f32::from_bits((hi as u32) << 16));
+    (hi, lo)
+}
+
+/// The same split on 16 lanes: (hi, lo) as 16 bf16 each.
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
+    let round = |v: __m512i| -> __m512i {
+        let lsb = _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(1));
+        let r = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(0x7fff)), lsb);
+        _mm512_srli_epi32(r, 16)
+    };
+    let hi = round(_mm512_castps_si512(x));
+    let hi_f = _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16));
+    let lo = round(_mm512_castps_si512(_mm512_sub_ps(x, hi_f)));
+    (_mm512_cvtepi32_epi16(hi), _mm512_cvtepi32_epi16(lo))
+}
+
+/// One 64-byte line: a tile row, aligned to a cache line.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// Plain numbers: any bytes, zeros included, are a valid value, and 64-byte alignment
+/// satisfies theirs.
+///
+/// # Safety
+/// Implement only for types for which every bit pattern of their size is a valid value and
+/// whose alignment divides 64: [`AlignedBuf::as_mut_slice`] hands out its zeroed or
+/// previously written bytes as such values.
+pub(crate) unsafe trait Plain: Copy {}
+// SAFETY: every bit pattern is a valid u8, i8, u16 and f32 (NaNs included); their alignments
+// (1, 1, 2, 4) divide 64.
+unsafe impl Plain for u8 {}
+// SAFETY: as above.
+unsafe impl Plain for i8 {}
+// SAFETY: as above.
+unsafe impl Plain for u16 {}
+// SAFETY: as above.
+unsafe impl Plain for f32 {}
+
+/// Values in cache-line-aligned storage. Tile loads need it: a tile row that straddles two
+/// cache lines makes `tileloadd` about six times slower (2.6 against 16.9 ns per 1 KiB tile,
+/// `amx_tile_costs`).
+#[derive(Clone)]
+pub(crate) struct AlignedBuf<T> {
+    lines: Vec<Line>,
+    len: usize,
+    _values: std::marker::PhantomData<T>,
+}
+
+impl<T> Default for AlignedBuf<T> {
+    fn default() -> Self {
+        AlignedBuf {
+            lines: Vec::new(),
+            len: 0,
+            _values: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: Plain> AlignedBuf<T> {
+    /// `len` zeros, reusing the allocation.
+    pub(crate) fn zeroed(&mut self, len: usize) {
+        self.lines.clear();
+        self.lines
+            .resize((len * std::mem::size_of::<T>()).div_ceil(64), Line([0; 64]));
+        self.len = len;
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const T {
+        self.lines.as_ptr() as *const T
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: `zeroed` sized `lines` to at least `len * size_of::<T>()` bytes, and the
+        // pointer (dangling but 64-aligned and non-null when `lines` is empty and `len` is 0)
+        // is 64-byte aligned, which satisfies T's alignment; every byte pattern there is a
+        // valid T (`Plain`'s contract); `&mut self` makes the slice the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr() as *mut T, self.len) }
+    }
+}
+
+impl<T> std::fmt::Debug for AlignedBuf<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} values)", self.len)
+    }
+}
+
+/// bf16 values, aligned for tile loads.
+type Bf16Buf = AlignedBuf<u16>;
+
+/// Wᵀ split into bf16 hi and lo, packed for the tile products.
+#[derive(Debug, Clone)]
+pub struct PackedSplit {
+    // Private, like every field here: the kernels read `hi` and `lo` as whole panels sized by
+    // `n` and `kp` without bounds checks.
+    k: usize,
+    n: usize,
+    /// k rounded up to a multiple of 32.
+    kp: usize,
+    /// Panels of 16 columns (their count even), each kp/2 rows of 16 pairs (B[2r][j], B[2r+1][j]).
+    hi: Bf16Buf,
+    lo: Bf16Buf,
+}
+
+impl PackedSplit {
+    /// From a PyTorch `Linear` weight (n rows of k).
+    pub fn from_nk(w: &[f32], n: usize, k: usize) -> Self {
+        let kp = k.div_ceil(KT) * KT;
+        let panels = n.div_ceil(2 * T) * 2;
+        let (mut hi, mut lo) = (Bf16Buf::default(), Bf16Buf::default());
+        hi.zeroed(panels * kp * T);
+        lo.zeroed(panels * kp * T);
+        // Panel by panel in parallel, writing each panel front to back.
+        hi.as_mut_slice()
+            .par_chunks_mut(kp * T)
+            .zip(lo.as_mut_slice().par_chunks_mut(kp * T))
+            .enumerate()
+            .for_each(|(p, (hp, lp))| {
+                let cols = T.min(n.saturating_sub(p * T));
+                // 64 k at a time: reads run along rows of w, writes stay in 4 KiB.
+                for k0 in (0..k).step_by(64) {
+                    let k1 = (k0 + 64).min(k);
+                    for jj in 0..cols {
+                        let src = &w[(p * T + jj) * k..][k0..k1];
+                        for (kk, &x) in (k0..k1).zip(src) {
+                            let at = (kk / 2) * 2 * T + jj * 2 + kk % 2;
+                            (hp[at], lp[at]) = split(x);
+                        }
+                    }
+                }
+            });
+        PackedSplit { k, n, kp, hi, lo }
+    }
+
+    /// out (m×n) = x (m×k)·Wᵀ + bias (+ out when `accumulate`), GELU when `gelu`.
+    pub fn gemm(
+        &self,
+        m: usize,
+        x: &[f32],
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+    ) {
+        assert!(available(), "AMX products are not available");
+        if m == 0 || self.n == 0 {
+            return;
+        }
+        assert!(x.len() >= m * self.k && out.len() >= m * self.n && bias.len() >= self.n);
+        let cp = SendPtr(out.as_mut_ptr());
+        // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 512 KiB, so it stays in
+        // L2 while the weights stream past; at least two blocks per thread where m allows.
+        let threads = rayon::current_num_threads();
+        // Whole tile pairs (32 rows): a block of 170 rows would compute 192.
+        let depth = self.kp.min(KC_TILES * KT);
+        let by_cache = ((1 << 19) / (depth * 4) / (2 * T) * (2 * T)).clamp(2 * T, 256);
+        let by_threads = m.div_ceil(threads * 2).div_ceil(2 * T) * 2 * T;
+        let rows = by_cache.min(by_threads).max(2 * T);
+        let blocks = m.div_ceil(rows);
+        let run = |bi: usize| {
+            let i0 = bi * rows;
+            let r = rows.min(m - i0);
+            APACK.with(|buf| {
+                let (ahi, alo, partial) = &mut *buf.borrow_mut();
+                // SAFETY: block's contract: AMX (with AVX-512F/BW) is available, asserted at
+                // the top; `x[i0 * k..]` holds at least r·k values because x.len() ≥ m·k
+                // (asserted) and i0 + r ≤ m; `cp + i0·n` starts row i0 of `out`, which holds
+                // m·n values (asserted), so rows [i0, i0 + r) lie inside it, and the blocks'
+                // row ranges are disjoint, so no two threads touch the same element;
+                // bias.len() ≥ n (asserted).
+                unsafe {
+                    self.block(
+                        &x[i0 * self.k..],
+                        r,
+                        ahi,
+                        alo,
+                        partial,
+                        cp.get().add(i0 * self.n),
+                        bias,
+                        accumulate,
+                        gelu,
+                    )
+                }
+            })
+        };
+        if blocks == 1 {
+            run(0);
+        } else {
+            (0..blocks).into_par_iter().for_each(run);
+        }
+    }
+
+    /// Rows [0, r) of x (row stride k) into out (row stride n).
+    ///
+    /// # Safety
+    /// - AMX-TILE, AMX-BF16, AVX-512F and AVX-512BW usable, the tile state granted
+    ///   ([`available`]). The call loads its own tile configuration and releases the tiles on
+    ///   return, so this thread's earlier tile state is lost.
+    /// - `x` holds at least `r * self.k` values (read through raw pointers by `pack_a`).
+    /// - The `r * self.n` f32 at `out` (r rows, stride n) are valid for reads and writes, and no
+    ///   other thread accesses them during the call.
+    /// - `bias.len() >= self.n`.
+    ///
+    /// The weight panels (`hi`, `lo`) and the scratch buffers are sized here or at packing.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn block(
+        &self,
+        x: &[f32],
+        r: usize,
+        ahi: &mut Bf16Buf,
+        alo: &mut Bf16Buf,
+        partial: &mut AlignedBuf<f32>,
+        out: *mut f32,
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+    ) {
+        let (k, kp, n) = (self.k, self.kp, self.n);
+        let mtiles = r.div_ceil(2 * T) * 2;
+        let ktiles = kp / KT;
+        pack_a(x, k, r, mtiles, ktiles, ahi, alo);
+        configure_tiles();
+        let mut tile_out = [0f32; 2 * T * 2 * T];
+        let panels = n.div_ceil(2 * T) * 2;
+        let panel = kp * T;
+        // Depth chunks; between them the 32×32 sums wait in `partial` (rows × panels·16, f32).
+        let chunks = ktiles.div_ceil(KC_TILES);
+        let ldp = panels * T;
+        if chunks > 1 {
+            partial.zeroed(mtiles * T * ldp);
+        }
+        for c in 0..chunks {
+            let (kt0, kt1) = (c * KC_TILES, ((c + 1) * KC_TILES).min(ktiles));
+            let last = c + 1 == chunks;
+            for pj in (0..panels).step_by(2) {
+                let (bh0, bl0) = (
+                    self.hi.as_ptr().add(pj * panel),
+                    self.lo.as_ptr().add(pj * panel),
+                );
+                let (bh1, bl1) = (bh0.add(panel), bl0.add(panel));
+                for mi in (0..mtiles).step_by(2) {
+                    let (ah0, al0) = (
+                        ahi.as_ptr().add(mi * ktiles * T * KT),
+                        alo.as_ptr().add(mi * ktiles * T * KT),
+                    );
+                    let (ah1, al1) = (ah0.add(ktiles * T * KT), al0.add(ktiles * T * KT));
+                    let sums = partial
+                        .as_mut_slice()
+                        .as_mut_ptr()
+                        .wrapping_add(mi * T * ldp + pj * T);
+                    if c == 0 {
+                        asm!(
+                            "tilezero tmm0",
+                            "tilezero tmm1",
+                            "tilezero tmm2",
+                            "tilezero tmm3"
+                        );
+                    } else {
+                        load_accumulators(sums as *const u8, ldp * 4);
+                    }
+                    for kt in kt0..kt1 {
+                        let a = kt * T * KT;
+                        let b = kt * T * KT; // 16 k-pair rows × 32 bf16 per k tile
+                        tile_step(
+                            ah0.add(a),
+                            ah1.add(a),
+                            al0.add(a),
+                            al1.add(a),
+                            bh0.add(b),
+                            bh1.add(b),
+                            bl0.add(b),
+                            bl1.add(b),
+                        );
+                    }
+                    if !last {
+                        store_accumulators(sums as *mut u8, ldp * 4);
+                        continue;
+                    }
+                    let t = tile_out.as_mut_ptr();
+                    store_accumulators(t as *mut u8, 2 * T * 4);
+                    // Panels and tiles past n and r are padding: pj·16 < n and mi·16 < r.
+                    let rows_here = (2 * T).min(r - mi * T);
+                    let cols = Columns::new((2 * T).min(n - pj * T), bias.as_ptr().add(pj * T));
+                    for i in 0..rows_here {
+                        let src = t.add(i * 2 * T);
+                        finish_row(
+                            out.add((mi * T + i) * n + pj * T),
+                            _mm512_loadu_ps(src),
+                            _mm512_loadu_ps(src.add(T)),
+                            &cols,
+                            accumulate,
+                            gelu,
+                        );
+                    }
+                }
+            }
+        }
+        asm!("tilerelease");
+    }
+}
+
+thread_local! {
+    /// Per thread: the packed A (hi, lo) and the partial sums between depth chunks.
+    static APACK: std::cell::RefCell<(Bf16Buf, Bf16Buf, AlignedBuf<f32>)> =
+        std::cell::RefCell::default();
+}
+
+/// Every tile 16 rows × 64 bytes (palette 1).
+///
+/// # Safety
+/// The CPU must support AMX-TILE and Linux must have granted this process the tile data state
+/// ([`available`] and [`int8_available`] ensure both; without the grant `ldtilecfg` faults).
+/// Replaces the calling thread's tile configuration and zeroes its tiles; release them with
+/// `tilerelease` on the same thread when done.
+#[inline]
+pub(crate) unsafe fn configure_tiles() {
+    #[repr(C, align(64))]
+    struct Config([u8; 64]);
+    let mut c = Config([0; 64]);
+    c.0[0] = 1;
+    for t in 0..8 {
+        c.0[16 + 2 * t] = 64;
+        c.0[48 + t] = T as u8;
+    }
+    asm!("ldtilecfg [{0}]", in(reg) c.0.as_ptr());
+}
+
+/// tmm0..3 (the 2×2 accumulator tiles of a 32×32 block of 4-byte sums) from `p`, rows `ld`
+/// bytes apart: tmm0 rows 0–15 / columns 0–15, tmm1 columns 16–31, tmm2 and tmm3 rows 16–31.
+///
+/// # Safety
+/// Tiles configured on this thread by [`configure_tiles`], and for each row i < 32 the 128
+/// bytes at `p.add(i * ld)` valid for reads (no alignment needed; 64 makes loads fast).
+#[inline(always)]
+unsafe fn load_accumulators(p: *const u8, ld: usize) {
+    asm!(
+        "tileloadd tmm0, [{p} + {s}]",
+        "tileloadd tmm1, [{p1} + {s}]",
+        "tileloadd tmm2, [{p2} + {s}]",
+        "tileloadd tmm3, [{p3} + {s}]",
+        p = in(reg) p,
+        p1 = in(reg) p.add(64),
+        p2 = in(reg) p.add(T * ld),
+        p3 = in(reg) p.add(T * ld + 64),
+        s = in(reg) ld,
+        options(nostack, readonly),
+    );
+}
+
+/// tmm0..3 to `p`, laid out as [`load_accumulators`] reads them.
+///
+/// # Safety
+/// Tiles configured on this thread by [`configure_tiles`], and for each row i < 32 the 128
+/// bytes at `p.add(i * ld)` valid for writes, with no other thread accessing them meanwhile.
+#[inline(always)]
+pub(crate) unsafe fn store_accumulators(p: *mut u8, ld: usize) {
+    asm!(
+        "tilestored [{p} + {s}], tmm0",
+        "tilestored [{p1} + {s}], tmm1",
+        "tilestored [{p2} + {s}], tmm2",
+        "tilestored [{p3} + {s}], tmm3",
+        p = in(reg) p,
+        p1 = in(reg) p.add(64),
+        p2 = in(reg) p.add(T * ld),
+        p3 = in(reg) p.add(T * ld + 64),
+        s = in(reg) ld,
+        options(nostack),
+    );
+}
+
+/// One 32-deep step of the 32×32 output block into tmm0..3: the four hi/lo products, in an
+/// order where each tile is reloaded right after its last reader (tiles are not renamed, so a
+/// load waits for the products that read the old contents) and only Ahi is loaded twice.
+///
+/// # Safety
+/// AMX-BF16 usable and tiles configured on this thread by [`configure_tiles`]; each of the
+/// eight pointers valid for reads of one tile, 1024 bytes (16 rows of 64 bytes, 64 apart).
+/// Adds into tmm0..3 and overwrites tmm4..7.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn tile_step(
+    ah0: *const u16,
+    ah1: *const u16,
+    al0: *const u16,
+    al1: *const u16,
+    bh0: *const u16,
+    bh1: *const u16,
+    bl0: *const u16,
+    bl1: *const u16,
+) {
+    asm!(
+        "tileloadd tmm4, [{ah0} + {s}]",
+        "tileloadd tmm5, [{ah1} + {s}]",
+        "tileloadd tmm6, [{bh0} + {s}]",
+        "tileloadd tmm7, [{bh1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tileloadd tmm4, [{al0} + {s}]",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        "tileloadd tmm5, [{al1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tileloadd tmm6, [{bl0} + {s}]",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        "tileloadd tmm7, [{bl1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tileloadd tmm4, [{ah0} + {s}]",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        "tileloadd tmm5, [{ah1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        ah0 = in(reg) ah0,
+        ah1 = in(reg) ah1,
+        al0 = in(reg) al0,
+        al1 = in(reg) al1,
+        bh0 = in(reg) bh0,
+        bh1 = in(reg) bh1,
+        bl0 = in(reg) bl0,
+        bl1 = in(reg) bl1,
+        s = in(reg) 64usize,
+        options(nostack, readonly),
+    );
+}
+
+/// Pack rows [0, r) of x (stride k) as `mtiles` × `ktiles` tiles of 16 rows × 32 k, hi and lo;
+/// rows ≥ r and k ≥ k are zeros.
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512BW; `x` must hold at least `r * k` values (rows
+/// are read through raw pointers, masked to their k values); `r <= mtiles * 16` (rows past
+/// the tiles would be written past the end of `hi` and `lo`, which are sized here from
+/// `mtiles` and `ktiles`).
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn pack_a(
+    x: &[f32],
+    k: usize,
+    r: usize,
+    mtiles: usize,
+    ktiles: usize,
+    hi: &mut Bf16Buf,
+    lo: &mut Bf16Buf,
+) {
+    let len = mtiles * ktiles * T * KT;
+    hi.zeroed(len);
+    lo.zeroed(len);
+    let (hp, lp) = (
+        hi.as_mut_slice().as_mut_ptr(),
+        lo.as_mut_slice().as_mut_ptr(),
+    );
+    for i in 0..r {
+        let (mt, ii) = (i / T, i % T);
+        let row = x.as_ptr().add(i * k);
+        for kt in 0..ktiles {
+            let at = (mt * ktiles + kt) * T * KT + ii * KT;
+            for half in 0..2 {
+                let k0 = kt * KT + half * T;
+                if k0 >= k {
+                    break;
+                }
+                let m = if k - k0 >= T {
+                    0xffff
+                } else {
+                    ((1u32 << (k - k0)) - 1) as __mmask16
+                };
+                let v = _mm512_maskz_loadu_ps(m, row.add(k0));
+                let (h, l) = split16(v);
+                _mm256_storeu_si256(hp.add(at + half * T) as *mut __m256i, h);
+                _mm256_storeu_si256(lp.add(at + half * T) as *mut __m256i, l);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(m: usize, n: usize, k: usize, a: &[f32], w: &[f32]) -> Vec<f64> {
+        let mut c = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k)
+                    .map(|kk| a[i * k + kk] as f64 * w[j * k + kk] as f64)
+                    .sum();
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn split_keeps_seventeen_bits() {
+        for &x in &[1.0f32, -1.234_567, 1e-20, 6.02e23, 0.1, -0.0] {
+            let (h, l) = split(x);
+            let back = f32::from_bits((h as u32) << 16) + f32::from_bits((l as u32) << 16);
+            assert!((back - x).abs() <= x.abs() * 2f32.powi(-17), "{x}: {back}");
+        }
+    }
+
+    #[test]
+    fn matches_f64_to_near_f32_accuracy_on_ragged_shapes() {
+        if !available() {
+            return;
+        }
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (13, 33, 7),
+            (30, 64, 300),
+            (100, 96, 513),
+            (70, 40, 1024),
+            // Three depth chunks, the last one partial; rows in two blocks.
+            (300, 50, 2500),
+        ] {
+            let a = crate::test_data::activations(m * k, 506.0);
+            let w = crate::test_data::weights(n * k);
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+            let b = PackedSplit::from_nk(&w, n, k);
+            let mut c = vec![1f32; m * n];
+            b.gemm(m, &a, &mut c, &bias, true, false);
+            let want = naive(m, n, k, &a, &w);
+            let mut worst = 0f64;
+            // Scale of the error: Σ|a||w| (what rounding of each term is relative to).
+            for i in 0..m {
+                for j in 0..n {
+                    let mag: f64 = (0..k)
+                        .map(|kk| (a[i * k + kk] as f64 * w[j * k + kk] as f64).abs())
+                        .sum();
+                    let want = want[i * n + j] + 1.0 + bias[j] as f64;
+                    let got = c[i * n + j] as f64;
+                    worst = worst.max((got - want).abs() / mag.max(1e-30));
+                    assert!(
+                        (got - want).abs() <= mag * 1e-5 + 1e-7,
+                        "{m}x{n}x{k} at ({i},{j}): {got} vs {want} (scale {mag})"
+                    );
+                }
+            }
+            eprintln!("{m}x{n}x{k}: worst |error| / Σ|a·w| = {worst:e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+
+    /// What one tile load and one tile product cost here (the numbers behind the four-product
+    /// step): `cargo test --release --lib amx_tile_costs -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing probe, run by hand: cargo test --release --lib amx_tile_costs -- --ignored --nocapture (BENCHMARKS.md)"]
+    fn amx_tile_costs() {
+        if !available() {
+            return;
+        }
+        let mut buf = Bf16Buf::default();
+        buf.zeroed(5 * T * KT);
+        let n = 2_000_000u32;
+        let time = |f: &mut dyn FnMut()| {
+            let t = std::time::Instant::now();
+            for _ in 0..n {
+                f();
+            }
+            t.elapsed().as_secs_f64() * 1e9 / (4 * n) as f64
+        };
+        let loads_from = |p: *const u16| {
+            // SAFETY: called only inside the block below, after `configure_tiles` on this
+            // thread (AMX is available: checked at the top); `p` is `buf` or `buf + 8` values,
+            // and the four tiles read end 4·1024 bytes (2048 values) later, inside `buf`'s 2560.
+            time(&mut || unsafe {
+                asm!(
+                    "tileloadd tmm4, [{a} + {s}]",
+                    "tileloadd tmm5, [{b} + {s}]",
+                    "tileloadd tmm6, [{c} + {s}]",
+                    "tileloadd tmm7, [{d} + {s}]",
+                    a = in(reg) p,
+                    b = in(reg) p.add(T * KT),
+                    c = in(reg) p.add(2 * T * KT),
+                    d = in(reg) p.add(3 * T * KT),
+                    s = in(reg) 64usize,
+                )
+            })
+        };
+        // SAFETY: AMX is available (checked at the top), so configuring the tiles, the tile
+        // products on them and `tilerelease` are sound on this thread; the loads are covered
+        // in `loads_from`.
+        unsafe {
+            configure_tiles();
+            let products = time(&mut || {
+                asm!(
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                )
+            });
+            let loads = loads_from(buf.as_ptr());
+            let straddling = loads_from(buf.as_ptr().add(8));
+            asm!("tilerelease");
+            println!(
+                "one thread: tile product (tdpbf16ps 16x16x32) {products:.2} ns, \
+                 tile load (1 KiB, in L1) {loads:.2} ns aligned to 64 bytes, \
+                 {straddling:.2} ns with rows 16 bytes off"
+            );
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! scorekit's x86-64 CPU kernels, on plain slices (no tensors, no candle): packed f32, split-bf16
+//! AMX and int8 (VNNI / AMX-INT8) matrix products with fused epilogues, vectorised erf-GELU and
+//! exp, and a peak-FLOP probe. `scorekit-native` builds the unpadded encoder on them and
+//! `scorekit-autograd` the training path. Each kernel has a measured reason in BENCHMARKS.md.
+//! `scorekit_runtime::engine::load_encoder` decides where they run; this crate only says whether
+//! the CPU can (`*_available`).
+//!
+//! The AVX-512 intrinsics are stable since Rust 1.89; the crate's declared MSRV is older.
+#![allow(clippy::incompatible_msrv)]
+// Every `unsafe fn` here states its caller's obligations and every `unsafe` block why they hold.
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
+// The kernels are x86-64 SIMD; elsewhere (aarch64: Apple Silicon with Metal, ARM servers) the
+// module keeps only what callers ask (`*_available()` say no) and candle's layers run.
+#[cfg(target_arch = "x86_64")]
+pub mod act;
+#[cfg(target_arch = "x86_64")]
+pub mod amx;
+#[cfg(target_arch = "x86_64")]
+pub mod gemm;
+#[cfg(target_arch = "x86_64")]
+pub mod int8;
+pub mod peak;
+
+/// Whether this CPU can run the fast encoder's f32 kernels (x86-64 with AVX-512F).
+pub fn kernels_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return gemm::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the f32 products run as split-bf16 AMX tile products here (see `amx`).
+pub fn amx_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether `--quantize` runs on AMX-INT8 tiles here (else on AVX-512 VNNI).
+pub fn amx_int8_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx::int8_available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether `--quantize` can run here (AVX-512 VNNI).
+pub fn int8_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return int8::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Deterministic matrices for the kernels' tests.
+#[cfg(test)]
+pub(crate) mod test_data {
+    /// `len` activations in about ±1.6 around `(506 − center) / 311` (center 506: symmetric).
+    pub fn activations(len: usize, center: f32) -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i * 7919 % 1013) as f32 - center) / 311.0)
+            .collect()
+    }
+
+    /// `len` weights in about ±0.7.
+    pub fn weights(len: usize) -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i * 104729 % 997) as f32 - 498.0) / 701.0)
+            .collect()
+    }
+}

@@ -1,0 +1,501 @@
+//! The BERT encoder layers (self-attention, feed-forward, post-LayerNorm) that BERT, RoBERTa,
+//! XLM-R and ELECTRA share, in candle, for scoring and for training.
+//!
+//! Why our own and not `candle_transformers::models::bert::BertEncoder` (whose arithmetic this
+//! copies operation for operation): in candle 0.11.1 that encoder cannot be trained. Its
+//! `Dropout` is the identity (a `TODO` in candle's source), and its `LayerNorm` runs the fused
+//! `candle_nn::ops::layer_norm`, which is registered without a backward pass
+//! (`apply_op3_no_bwd`), so gradients stop at the first LayerNorm they meet. Here scoring runs
+//! the same fused LayerNorm (same numbers as before), and training ([`Train`]) runs the fused
+//! operations of `train::ops` (linear layers, LayerNorm, masked softmax, GELU, each with a
+//! backward pass) and applies dropout from a seeded generator, so that a training run can be
+//! repeated and resumed exactly.
+
+use candle_core::{DType, Module, Tensor, D};
+use candle_nn::{layer_norm, linear, LayerNorm, Linear, VarBuilder};
+use candle_transformers::models::bert::{Config, HiddenAct};
+#[cfg(target_arch = "x86_64")]
+use scorekit_autograd::bert_block;
+use scorekit_autograd::ops;
+use scorekit_autograd::rng::SplitMix;
+use scorekit_autograd::GradSink;
+
+/// Dropout probabilities of a training run and the generator of its masks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Train {
+    /// Dropout on hidden states (embeddings, after each dense output).
+    pub hidden: f64,
+    /// Dropout on attention probabilities.
+    pub attention: f64,
+    /// The mask generator, saved in checkpoints.
+    pub rng: SplitMix,
+    /// Gradients of weights used inside fused layers (`train::bert_block`), which the trainer
+    /// adds to candle's.
+    pub grads: GradSink,
+}
+
+impl Train {
+    /// Which of `n` elements dropout with probability `p` keeps: one draw per element, dropped
+    /// when its top 24 bits fall below `p`·2²⁴.
+    pub fn keep_mask(&mut self, n: usize, p: f64) -> Vec<bool> {
+        let threshold = (p * (1u64 << 24) as f64) as u64;
+        self.rng.map_draws(n, |r| (r >> 40) >= threshold)
+    }
+
+    /// Drop elements of `x` with probability `p` and scale the rest by 1 / (1 − p), as
+    /// `torch.nn.functional.dropout` in training mode. `p = 0` draws nothing.
+    pub fn dropout(&mut self, x: &Tensor, p: f64) -> candle_core::Result<Tensor> {
+        if p <= 0.0 {
+            return Ok(x.clone());
+        }
+        let keep = (1.0 / (1.0 - p)) as f32;
+        let mask: Vec<f32> = self
+            .keep_mask(x.elem_count(), p)
+            .into_iter()
+            .map(|k| if k { keep } else { 0.0 })
+            .collect();
+        let mask = Tensor::from_vec(mask, x.shape(), x.device())?.to_dtype(x.dtype())?;
+        x * mask
+    }
+}
+
+/// A LayerNorm and its epsilon: candle's fused kernel when scoring, `train::ops::layer_norm`
+/// (differentiable; the formula of `candle_nn::ops::layer_norm_slow`) when training.
+#[derive(Clone)]
+pub struct Norm {
+    ln: LayerNorm,
+    eps: f64,
+}
+
+impl Norm {
+    /// `{vb}.weight` and `{vb}.bias` of width `h`.
+    pub fn load(h: usize, eps: f64, vb: VarBuilder) -> candle_core::Result<Self> {
+        Ok(Norm {
+            ln: layer_norm(h, eps, vb)?,
+            eps,
+        })
+    }
+
+    /// Normalise the last dimension (differentiably when `train`).
+    pub fn forward(&self, x: &Tensor, train: bool) -> candle_core::Result<Tensor> {
+        // candle's fused kernel has no f64 (and no backward pass).
+        if !train && x.dtype() != DType::F64 {
+            return self.ln.forward(x);
+        }
+        let dtype = x.dtype();
+        let internal = match dtype {
+            DType::F16 | DType::BF16 => DType::F32,
+            d => d,
+        };
+        let (w, b) = (self.ln.weight(), self.ln.bias());
+        let y = match b {
+            Some(b) if dtype == internal => return ops::layer_norm(x, w, b, self.eps),
+            _ => ops::layer_norm(
+                &x.to_dtype(internal)?,
+                &w.to_dtype(internal)?,
+                &match b {
+                    Some(b) => b.to_dtype(internal)?,
+                    None => w.zeros_like()?.to_dtype(internal)?,
+                },
+                self.eps,
+            )?,
+        };
+        y.to_dtype(dtype)
+    }
+}
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attn_out: Linear,
+    attn_norm: Norm,
+    intermediate: Linear,
+    output: Linear,
+    out_norm: Norm,
+}
+
+/// The stack of BERT layers (`encoder.layer.{i}.*`).
+pub struct BertLayers {
+    layers: Vec<Layer>,
+    heads: usize,
+    head_size: usize,
+    act: HiddenAct,
+}
+
+impl BertLayers {
+    /// Load `layer.{i}` for every layer of `cfg` from `vb` (the `encoder` prefix).
+    pub fn load(vb: VarBuilder, cfg: &Config) -> candle_core::Result<Self> {
+        let h = cfg.hidden_size;
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| {
+                let vb = vb.pp(format!("layer.{i}"));
+                let a = vb.pp("attention");
+                Ok(Layer {
+                    query: linear(h, h, a.pp("self.query"))?,
+                    key: linear(h, h, a.pp("self.key"))?,
+                    value: linear(h, h, a.pp("self.value"))?,
+                    attn_out: linear(h, h, a.pp("output.dense"))?,
+                    attn_norm: Norm::load(h, cfg.layer_norm_eps, a.pp("output.LayerNorm"))?,
+                    intermediate: linear(h, cfg.intermediate_size, vb.pp("intermediate.dense"))?,
+                    output: linear(cfg.intermediate_size, h, vb.pp("output.dense"))?,
+                    out_norm: Norm::load(h, cfg.layer_norm_eps, vb.pp("output.LayerNorm"))?,
+                })
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok(BertLayers {
+            layers,
+            heads: cfg.num_attention_heads,
+            head_size: h / cfg.num_attention_heads,
+            act: cfg.hidden_act,
+        })
+    }
+
+    /// `[b, s, h]` states and `[b, 1, 1, s]` additive mask in, `[b, s, h]` out. With `train`:
+    /// differentiable LayerNorm and dropout.
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        mask: &Tensor,
+        mut train: Option<&mut Train>,
+    ) -> candle_core::Result<Tensor> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(tr) = train.as_deref_mut() {
+            if self.fusable(x) {
+                return self.forward_fused(x.clone(), mask, tr);
+            }
+        }
+        self.forward_composed(x, mask, train)
+    }
+
+    /// [`BertLayers::forward`] as a graph of candle and `train::ops` operations (scoring, and
+    /// training where the fused layers do not apply).
+    fn forward_composed(
+        &self,
+        x: &Tensor,
+        mask: &Tensor,
+        mut train: Option<&mut Train>,
+    ) -> candle_core::Result<Tensor> {
+        let mut x = x.clone();
+        let is_train = train.is_some();
+        let mut drop = |t: Tensor, attention: bool| match train.as_deref_mut() {
+            Some(tr) => {
+                let p = if attention { tr.attention } else { tr.hidden };
+                tr.dropout(&t, p)
+            }
+            None => Ok(t),
+        };
+        // Training runs the fused operations with backward passes (`train::ops`); scoring keeps
+        // candle's layers, whose numbers the scoring engines are compared against.
+        let lin = |l: &Linear, x: &Tensor| -> candle_core::Result<Tensor> {
+            if is_train {
+                ops::linear(x, l.weight(), l.bias())
+            } else {
+                l.forward(x)
+            }
+        };
+        let (b, s, _) = x.dims3()?;
+        for l in &self.layers {
+            let split = |t: Tensor| -> candle_core::Result<Tensor> {
+                t.reshape((b, s, self.heads, self.head_size))?
+                    .transpose(1, 2)?
+                    .contiguous()
+            };
+            let q = split(lin(&l.query, &x)?)?;
+            let k = split(lin(&l.key, &x)?)?;
+            let v = split(lin(&l.value, &x)?)?;
+            let probs = if is_train {
+                let scale = 1.0 / (self.head_size as f64).sqrt();
+                ops::masked_softmax(&q.matmul(&k.t()?)?, mask, scale)?
+            } else {
+                let scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
+                candle_nn::ops::softmax(&scores.broadcast_add(mask)?, D::Minus1)?
+            };
+            let probs = drop(probs, true)?;
+            let ctx = probs
+                .matmul(&v)?
+                .transpose(1, 2)?
+                .contiguous()?
+                .flatten_from(D::Minus2)?;
+            let a = drop(lin(&l.attn_out, &ctx)?, false)?;
+            let a = l.attn_norm.forward(&(a + &x)?, is_train)?;
+            let i = lin(&l.intermediate, &a)?;
+            let i = match self.act {
+                HiddenAct::Gelu if is_train => ops::gelu_erf(&i)?,
+                HiddenAct::Gelu => i.gelu_erf()?,
+                HiddenAct::GeluApproximate => i.gelu()?,
+                HiddenAct::Relu => i.relu()?,
+            };
+            let o = drop(lin(&l.output, &i)?, false)?;
+            x = l.out_norm.forward(&(o + a)?, is_train)?;
+        }
+        Ok(x)
+    }
+
+    /// Whether training can run the fused layers of `train::bert_block` on `x`: f32 on a
+    /// CPU with AVX-512, erf-GELU, LayerNorms with biases.
+    #[cfg(target_arch = "x86_64")]
+    fn fusable(&self, x: &Tensor) -> bool {
+        x.device().is_cpu()
+            && x.dtype() == DType::F32
+            && scorekit_kernels::kernels_available()
+            && matches!(self.act, HiddenAct::Gelu)
+            && self.layers.iter().all(|l| {
+                [
+                    &l.query,
+                    &l.key,
+                    &l.value,
+                    &l.attn_out,
+                    &l.intermediate,
+                    &l.output,
+                ]
+                .iter()
+                .all(|lin| lin.bias().is_some())
+                    && l.attn_norm.ln.bias().is_some()
+                    && l.out_norm.ln.bias().is_some()
+            })
+    }
+
+    /// Training on the fused layers: each layer one node of the graph, its dropout masks drawn
+    /// in the composed path's order (attention, attention output, output).
+    #[cfg(target_arch = "x86_64")]
+    fn forward_fused(
+        &self,
+        mut x: Tensor,
+        mask: &Tensor,
+        tr: &mut Train,
+    ) -> candle_core::Result<Tensor> {
+        let (b, s, h) = x.dims3()?;
+        let mask = mask.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+        let draw = |tr: &mut Train, n: usize, p: f64| (p > 0.0).then(|| tr.keep_mask(n, p));
+        let scale = |p: f64| (1.0 / (1.0 - p)) as f32;
+        for l in &self.layers {
+            let missing = || candle_core::Error::Msg("fused BERT layer: a bias is missing".into());
+            let bias = |lin: &Linear| lin.bias().cloned().ok_or_else(missing);
+            let nb = |n: &Norm| n.ln.bias().cloned().ok_or_else(missing);
+            let tensors = bert_block::LayerTensors([
+                l.query.weight().clone(),
+                bias(&l.query)?,
+                l.key.weight().clone(),
+                bias(&l.key)?,
+                l.value.weight().clone(),
+                bias(&l.value)?,
+                l.attn_out.weight().clone(),
+                bias(&l.attn_out)?,
+                l.attn_norm.ln.weight().clone(),
+                nb(&l.attn_norm)?,
+                l.intermediate.weight().clone(),
+                bias(&l.intermediate)?,
+                l.output.weight().clone(),
+                bias(&l.output)?,
+                l.out_norm.ln.weight().clone(),
+                nb(&l.out_norm)?,
+            ]);
+            let dropout = bert_block::LayerDropout {
+                attention: draw(tr, b * self.heads * s * s, tr.attention),
+                attention_output: draw(tr, b * s * h, tr.hidden),
+                output: draw(tr, b * s * h, tr.hidden),
+                attention_scale: scale(tr.attention),
+                hidden_scale: scale(tr.hidden),
+            };
+            let shape = bert_block::LayerShape {
+                b,
+                s,
+                h,
+                heads: self.heads,
+                f: l.intermediate.weight().dim(0)?,
+                eps: l.attn_norm.eps,
+            };
+            if l.out_norm.eps != l.attn_norm.eps {
+                candle_core::bail!("the two LayerNorms of a layer differ in epsilon");
+            }
+            x = bert_block::forward(&x, mask.clone(), tensors, shape, dropout, tr.grads.clone())?;
+        }
+        Ok(x)
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use candle_core::{Device, Var};
+    use candle_nn::VarMap;
+    use candle_transformers::models::bert::PositionEmbeddingType;
+
+    fn config() -> Config {
+        Config {
+            vocab_size: 10,
+            hidden_size: 64,
+            num_hidden_layers: 2,
+            num_attention_heads: 4,
+            intermediate_size: 96,
+            hidden_act: HiddenAct::Gelu,
+            hidden_dropout_prob: 0.1,
+            max_position_embeddings: 32,
+            type_vocab_size: 2,
+            initializer_range: 0.02,
+            layer_norm_eps: 1e-12,
+            pad_token_id: 0,
+            position_embedding_type: PositionEmbeddingType::Absolute,
+            use_cache: false,
+            classifier_dropout: None,
+            model_type: None,
+        }
+    }
+
+    /// A run's output, its gradients by name, and the dropout generator's state after it.
+    type Run = (Vec<f32>, Vec<(String, Vec<f32>)>, u64);
+
+    /// Output and every gradient (input and weights) of `layers` on `x`, with dropout drawn
+    /// from `seed`, through the fused layers or the composed graph.
+    fn run(
+        layers: &BertLayers,
+        vars: &VarMap,
+        x: &Var,
+        mask: &Tensor,
+        weights: &Tensor,
+        seed: u64,
+        fused: bool,
+    ) -> Run {
+        let mut tr = Train {
+            hidden: 0.1,
+            attention: 0.15,
+            rng: SplitMix::new(seed),
+            grads: GradSink::default(),
+        };
+        assert!(layers.fusable(x.as_tensor()));
+        let y = if fused {
+            layers.forward(x.as_tensor(), mask, Some(&mut tr)).unwrap()
+        } else {
+            layers
+                .forward_composed(x.as_tensor(), mask, Some(&mut tr))
+                .unwrap()
+        };
+        let loss = (&y * weights).unwrap().sum_all().unwrap();
+        let store = loss.backward().unwrap();
+        let outside = tr.grads.take();
+        let flat = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let mut grads = vec![("x".to_string(), flat(store.get(x.as_tensor()).unwrap()))];
+        let data = vars.data().lock().unwrap();
+        let mut names: Vec<&String> = data.keys().collect();
+        names.sort();
+        for name in names {
+            let v = data[name].as_tensor();
+            let mut g = store.get(v).map(flat);
+            for (var, part) in &outside {
+                if var.id() == v.id() {
+                    assert!(g.is_none(), "{name}: two gradients");
+                    g = Some(flat(part));
+                }
+            }
+            grads.push((
+                name.clone(),
+                g.unwrap_or_else(|| panic!("{name}: no gradient")),
+            ));
+        }
+        (flat(&y), grads, tr.rng.state)
+    }
+
+    #[test]
+    fn the_fused_layer_equals_the_composed_graph() {
+        if !scorekit_kernels::kernels_available() {
+            eprintln!("no AVX-512: the fused layer does not run here");
+            return;
+        }
+        let dev = Device::Cpu;
+        let cfg = config();
+        let vars = VarMap::new();
+        let vb = VarBuilder::from_varmap(&vars, DType::F32, &dev);
+        let layers = BertLayers::load(vb, &cfg).unwrap();
+        // Biases and LayerNorm weights away from their initial 0 and 1.
+        for (name, v) in vars.data().lock().unwrap().iter() {
+            if !name.ends_with("dense.weight") && !name.contains("self.") || name.ends_with("bias")
+            {
+                let t = v.as_tensor();
+                let noise = (Tensor::randn(0f32, 0.3, t.shape(), &dev).unwrap() + t).unwrap();
+                v.set(&noise).unwrap();
+            }
+        }
+        let (b, s, h) = (3, 13, cfg.hidden_size);
+        let x = Var::from_tensor(&Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap()).unwrap();
+        // Sequences of 13, 9 and 5 tokens.
+        let keep: Vec<f32> = [13, 9, 5]
+            .iter()
+            .flat_map(|&n| (0..s).map(move |i| f32::from(u8::from(i < n))))
+            .collect();
+        let mask = crate::bert::additive_mask(
+            &Tensor::from_vec(keep.clone(), (b, s), &dev).unwrap(),
+            DType::F32,
+        )
+        .unwrap();
+        // The loss weighs real tokens only, as a loss on the first tokens does: padded rows
+        // then carry no gradient in either path (the fused layer does not compute them).
+        let real = Tensor::from_vec(keep.clone(), (b, s, 1), &dev).unwrap();
+        let weights = Tensor::randn(0f32, 1.0, (b, s, h), &dev)
+            .unwrap()
+            .broadcast_mul(&real)
+            .unwrap();
+        let (y1, g1, r1) = run(&layers, &vars, &x, &mask, &weights, 7, true);
+        let (y2, g2, r2) = run(&layers, &vars, &x, &mask, &weights, 7, false);
+        assert_eq!(r1, r2, "both draw the same number of dropout decisions");
+        let close = |what: &str, a: &[f32], b: &[f32]| {
+            assert_eq!(a.len(), b.len(), "{what}");
+            let scale = b.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+            let worst = a
+                .iter()
+                .zip(b)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0f32, f32::max);
+            eprintln!("{what}: worst difference {:.2e} of the max", worst / scale);
+            assert!(
+                worst <= 2e-5 * scale,
+                "{what}: worst difference {worst} of max {scale}"
+            );
+        };
+        // Outputs on real tokens (the fused layer leaves padded rows at zero).
+        let rows = |y: &[f32]| -> Vec<f32> {
+            y.chunks(h)
+                .zip(&keep)
+                .filter(|(_, &k)| k > 0.0)
+                .flat_map(|(r, _)| r.to_vec())
+                .collect()
+        };
+        close("output", &rows(&y1), &rows(&y2));
+        assert!(y1
+            .chunks(h)
+            .zip(&keep)
+            .all(|(r, &k)| k > 0.0 || r.iter().all(|&v| v == 0.0)));
+        assert_eq!(g1.len(), 2 * 16 + 1);
+        let biggest = |g: &[f32]| g.iter().fold(0f32, |m, v| m.max(v.abs()));
+        for ((n1, a), (n2, b)) in g1.iter().zip(&g2) {
+            assert_eq!(n1, n2);
+            if n1.ends_with("self.key.bias") {
+                // Zero in exact arithmetic (a softmax row does not change when all its scores
+                // move by q·bias): both must be rounding noise.
+                let noise = biggest(a).max(biggest(b));
+                assert!(noise < 1e-5 * biggest(&g1[0].1), "{n1}: {noise}");
+            } else {
+                close(n1, a, b);
+            }
+        }
+        // Another seed draws other masks: the comparison is not vacuous.
+        let (y3, _, _) = run(&layers, &vars, &x, &mask, &weights, 8, true);
+        assert!(y3.iter().zip(&y1).any(|(p, q)| (p - q).abs() > 1e-3));
+        // A mask that is not a prefix of kept keys: every row computed, as the composed path.
+        let holes: Vec<f32> = (0..b * s)
+            .map(|i| f32::from(u8::from(i % 4 != 2)))
+            .collect();
+        let mask =
+            crate::bert::additive_mask(&Tensor::from_vec(holes, (b, s), &dev).unwrap(), DType::F32)
+                .unwrap();
+        let all = Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap();
+        let (y1, g1, _) = run(&layers, &vars, &x, &mask, &all, 5, true);
+        let (y2, g2, _) = run(&layers, &vars, &x, &mask, &all, 5, false);
+        close("output with holes", &y1, &y2);
+        for ((n1, a), (_, b)) in g1.iter().zip(&g2) {
+            if !n1.ends_with("self.key.bias") {
+                close(n1, a, b);
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The one place an engine is chosen: [`load_encoder`] picks scorekit's native kernels
+//! (`scorekit-native`) or candle's layers (`scorekit-models`) from [`EngineOptions`], the
+//! architecture and the device; nothing else in the runtime decides.
+
+use candle_core::{DType, Device};
+use scorekit_core::error::{Error, Result};
+use scorekit_encoder::Encoder;
+use scorekit_models::{Architecture, ModelConfig};
+use std::path::Path;
+
+/// Which implementation runs the encoder (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    /// scorekit's kernels where they apply (x86-64 CPU with AVX-512F, f32, a BERT-layout model with
+    /// erf-GELU), else candle's layers.
+    #[default]
+    Auto,
+    /// scorekit's kernels; an error where they cannot run the model here.
+    Native,
+    /// candle's layers everywhere.
+    Candle,
+}
+
+/// How encoders are run, from the command line (`--engine`, `--quantize`, `--amx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Which implementation.
+    pub engine: EngineChoice,
+    /// Use AMX tiles for the native engine's products where the CPU has them.
+    pub amx: bool,
+    /// int8 products in the native engine (VNNI, or AMX-INT8 tiles when `amx`).
+    pub int8: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            engine: EngineChoice::Auto,
+            amx: true,
+            int8: false,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// Whether the native kernels could run a model of `cfg` on `device` in `dtype` with these
+    /// options (`Ok(())`), else why not.
+    pub fn native_fits(
+        &self,
+        cfg: &ModelConfig,
+        device: &Device,
+        dtype: DType,
+    ) -> std::result::Result<(), String> {
+        if !scorekit_kernels::kernels_available() {
+            return Err("this CPU has no AVX-512F (x86-64) for scorekit's kernels".into());
+        }
+        if !device.is_cpu() {
+            return Err("scorekit's kernels run on the CPU".into());
+        }
+        if dtype != DType::F32 {
+            return Err(format!("scorekit's kernels run in f32, not {dtype:?}"));
+        }
+        if cfg.native.is_none() {
+            return Err(format!(
+                "scorekit's kernels do not run {} models",
+                cfg.model_type
+            ));
+        }
+        if !cfg.erf_gelu {
+            return Err("scorekit's kernels run erf-GELU models only".into());
+        }
+        if self.int8 && !scorekit_kernels::int8_available() {
+            return Err("--quantize needs AVX-512 VNNI".into());
+        }
+        Ok(())
+    }
+}
+
+/// Load the encoder of a model folder's weight file: the one place an engine is chosen.
+///
+/// `arch` and `cfg` come from the folder's config.json (`models::read_config`); `weights` is
+/// model.safetensors or pytorch_model.bin, already checked against `cfg`.
+pub fn load_encoder(
+    arch: &dyn Architecture,
+    cfg: &ModelConfig,
+    weights: &Path,
+    device: &Device,
+    dtype: DType,
+    opts: &EngineOptions,
+) -> Result<Box<dyn Encoder>> {
+    let native = match opts.engine {
+        EngineChoice::Candle => false,
+        EngineChoice::Auto => opts.native_fits(cfg, device, dtype).is_ok(),
+        EngineChoice::Native => {
+            opts.native_fits(cfg, device, dtype)
+                .map_err(|why| Error::usage(format!("--engine native: {why}")))?;
+            true
+        }
+    };
+    if opts.int8 && !native {
+        return Err(Error::usage(
+            "--quantize needs scorekit's CPU engine (x86-64 with AVX-512 VNNI, f32, a BERT-layout model)",
+        ));
+    }
+    if native {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let layout = cfg.native.as_ref().expect("checked by native_fits");
+            let enc = scorekit_native::FastBert::load_with(
+                weights,
+                &cfg.bert,
+                scorekit_native::Products {
+                    int8: opts.int8,
+                    amx: opts.amx,
+                },
+                layout,
+            )
+            .map_err(|e| scorekit_models::weights_error(weights, e))?;
+            return Ok(Box::new(enc));
+        }
+    }
+    let vb = scorekit_models::var_builder(weights, arch.candle_dtype(dtype), device)?;
+    arch.load_candle(vb, cfg)
+        .map_err(|e| scorekit_models::weights_error(weights, e))
+}

@@ -1,0 +1,15 @@
+//! Fine-tuning multiple-choice judges on candle's autograd (`scorekit judge train`). The layers'
+//! own backward passes (the fused BERT block, ops with saved activations) are `scorekit-autograd`;
+//! this crate holds the model built for training, the optimiser and the loop.
+//!
+//! The model is the scoring judge's own definition (`models::Architecture::trainable` and
+//! `Architecture::head`) built on a `VarMap` ([`model`]); the optimiser ([`adamw`]), schedule
+//! and clipping ([`schedule`]) follow PyTorch and the `transformers` Trainer formula for formula;
+//! [`trainer`] runs the loop (cross-entropy over each question's choices, gradient accumulation,
+//! seeded shuffles) and [`checkpoint`] saves and restores everything a resumed run needs.
+
+pub mod adamw;
+pub mod checkpoint;
+pub mod model;
+pub mod schedule;
+pub mod trainer;
