@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Check that scorekit builds for aarch64 (Apple Silicon with Metal, ARM servers), where the x86-64
-# kernels of src/runtime/native/ are compiled out and candle's layers run. Needs the Rust std for
+# kernels of crates/kernels/src/ are compiled out and candle's layers run. Needs the Rust std for
 # aarch64-unknown-linux-gnu (rustup) and a C cross compiler for ring (Debian:
 # gcc-aarch64-linux-gnu); it installs both when it can. `cargo clippy`, not a full build: the
 # linker would need an aarch64 sysroot.

@@ -21,7 +21,7 @@ scripts/setup-test-fixtures.sh >/dev/null
 cargo build --release --quiet
 if [ ! -f fixtures-cache/labse-shaped/.complete ]; then
   # The LaBSE-shaped folder (12 x 768, real 501,153-token vocab, random weights) the runtime tests make.
-  cargo test --release --quiet --test runtime labse_shaped_model_embeds_end_to_end >/dev/null
+  cargo test --release --quiet --test integration runtime::labse_shaped_model_embeds_end_to_end >/dev/null
 fi
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(labse minilm)

@@ -48,7 +48,7 @@ def main():
     engines = args.engines.split(",")
     questions = [json.loads(l) for l in open(args.dataset, encoding="utf-8") if l.strip()]
     questions = questions[: args.limit]
-    # As src/suites/story.rs Question::pair: (document, question + " " + option).
+    # As crates/suites/src/story.rs Question::pair: (document, question + " " + option).
     pairs = [(q["document"], q["question"] + " " + o)
              for q in questions for o in q["options"]]
     tmp = tempfile.mkdtemp(prefix="scorekit-judge-bench-")

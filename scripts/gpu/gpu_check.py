@@ -440,7 +440,7 @@ def encoder_flops(lengths, layers: int, h: int, ffn: int) -> float:
 
 
 def plan_batches(lengths: list[int], budget: int) -> list[list[int]]:
-    """Same plan as src/runtime/batching.rs: longest first, rows x longest <= budget."""
+    """Same plan as crates/encoder/src/batching.rs: longest first, rows x longest <= budget."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batches, cur, cur_max = [], [], 0
     for i in order:

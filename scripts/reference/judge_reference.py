@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference logits for scorekit's judge (src/runtime/judge.rs). Dev-time only.
+"""PyTorch reference logits for scorekit's judge (crates/runtime/src/judge.rs). Dev-time only.
 
 For each tiny judge (BERT / RoBERTa / DeBERTa-v3, multiple-choice and binary sequence-classification)
 this script

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference token ids for scorekit's spm.model reader (src/runtime/spm.rs). Dev-time only.
+"""Reference token ids for scorekit's spm.model reader (crates/models/src/spm.rs). Dev-time only.
 
 DeBERTa-v2/v3 checkpoints on the Hub (microsoft/deberta-v3-large, ...) ship spm.model and
 tokenizer_config.json but no tokenizer.json. scorekit builds the fast tokenizer from spm.model

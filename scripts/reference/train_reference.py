@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference for scorekit's judge training (src/runtime/train/). Dev-time only.
+"""PyTorch reference for scorekit's judge training (crates/train/src/). Dev-time only.
 
 For the tiny multiple-choice judges bert_mc, roberta_mc and deberta_mc (a DeBERTa-v3-shaped judge:
 relative attention with position buckets, shared attention keys, p2c + c2p, LayerNorm on the

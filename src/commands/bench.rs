@@ -6,7 +6,10 @@
 use crate::cli::BenchArgs;
 use crate::commands::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::process::peak_rss_bytes;
+use scorekit_report::median;
 use scorekit_runtime::batching::plan_batches;
+use scorekit_runtime::models::bert::forward_flops as bert_flops;
 use scorekit_runtime::{self as runtime, Embedder};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -67,35 +70,6 @@ pub fn read_corpus(path: &Path) -> Result<Vec<String>> {
         return Err(InputError::file(path, "no sentences").into());
     }
     Ok(out)
-}
-
-/// Peak resident memory of this process (VmHWM), in bytes.
-pub fn peak_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
-/// Median (NaN when empty).
-pub fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// FLOPs of one BERT forward over `b` rows of padded length `s` (the work PyTorch does):
-/// per layer and token 2·(4h² + 2h·i) for the products with weights, 4·s·h for attention.
-pub fn bert_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> f64 {
-    let t = (b * s) as f64;
-    let (h, i, s) = (h as f64, inter as f64, s as f64);
-    layers as f64 * t * (2.0 * (4.0 * h * h + 2.0 * h * i) + 4.0 * s * h)
 }
 
 /// Run `scorekit bench`.
@@ -171,7 +145,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let threads = rayon::current_num_threads();
     let peak = runtime::kernels::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
-        let body = super::embed::npy_bytes(&last, embedder.dim());
+        let body = scorekit_report::npy_bytes(&last, embedder.dim());
         scorekit_report::atomic_write(path, &body)?;
     }
 

@@ -3,14 +3,16 @@
 //! against the measured peak, peak RSS and load time. `scripts/bench/judge_compare.py` runs the
 //! same pairs through PyTorch for ratios (BENCHMARKS.md).
 
-use super::bench::{bert_flops, median, peak_rss_bytes};
-use super::story::JUDGE_FILES;
 use crate::cli::BenchArgs;
 use crate::commands::model_runtime::ModelRuntime;
 use scorekit_core::error::Result;
+use scorekit_core::process::peak_rss_bytes;
 use scorekit_io::read_jsonl;
+use scorekit_report::median;
 use scorekit_runtime as runtime;
 use scorekit_runtime::judge::Judge;
+use scorekit_runtime::judge::JUDGE_FILES;
+use scorekit_runtime::models::bert::forward_flops as bert_flops;
 use scorekit_suites::story;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -74,7 +76,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let peak = runtime::kernels::peak::measure(threads, 0.6);
     if let Some(path) = &args.save {
         let rows: Vec<Vec<f32>> = last.iter().map(|&s| vec![s]).collect();
-        scorekit_report::atomic_write(path, &super::embed::npy_bytes(&rows, 1))?;
+        scorekit_report::atomic_write(path, &scorekit_report::npy_bytes(&rows, 1))?;
     }
     let gflops = flops / med / 1e9;
     let out = serde_json::json!({

@@ -8,10 +8,11 @@
 //! that model's single-run headline (accuracy, n, ...) with its per-test groups under `tests`;
 //! `metrics` holds the row count and the models in order.
 
-use super::grasp::{headline, read_and_score, resolve_test, settings, shard_key};
+use super::grasp_common::{headline, read_and_score, resolve_test, settings};
 use crate::cli::GraspArgs;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_suites::grasp::shard_key;
 use scorekit_suites::grasp::{self, Summary, SummaryOptions, TestKind};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

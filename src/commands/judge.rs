@@ -4,13 +4,13 @@
 
 use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs};
 use crate::commands::model_runtime::ModelRuntime;
-use crate::commands::story::JUDGE_FILES;
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Tensor};
 use scorekit_core::error::{Error, Result};
 use scorekit_io::read_jsonl;
 use scorekit_report::judge as render;
 use scorekit_report::{bootstrap_mean, sha256_file, OutputDir};
+use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::judge::{Judge, PairTokenizer};
 use scorekit_runtime::train::checkpoint;
 use scorekit_runtime::train::model::{Dropouts, McModel};

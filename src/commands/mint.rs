@@ -100,21 +100,12 @@ impl Timings {
         eprintln!(
             "{items} trajectories, {:.1} MB read; peak RSS {}",
             bytes as f64 / 1e6,
-            peak_rss().map_or("unknown".into(), |kb| format!(
+            scorekit_core::process::peak_rss_bytes().map_or("unknown".into(), |b| format!(
                 "{:.1} MB",
-                kb as f64 / 1024.0
+                b as f64 / (1 << 20) as f64
             ))
         );
     }
-}
-
-/// Peak resident memory of this process in KiB, where the system says (`/proc`).
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// Run `scorekit mint`.

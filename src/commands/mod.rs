@@ -6,6 +6,7 @@ pub mod compare;
 pub mod data;
 pub mod embed;
 pub mod grasp;
+mod grasp_common;
 pub mod grasp_models;
 pub mod judge;
 pub mod merge;

@@ -17,15 +17,6 @@ use scorekit_suites::story::{
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-/// Files a judge needs. Older RoBERTa checkpoints (the default judge among them) have no
-/// tokenizer.json, only vocab.json + merges.txt; DeBERTa-v2/v3 checkpoints only spm.model.
-pub const JUDGE_FILES: &[&str] = &[
-    "config.json",
-    "tokenizer.json|vocab.json|spm.model",
-    "tokenizer.json|merges.txt|spm.model",
-    "model.safetensors|pytorch_model.bin",
-];
-
 /// Run `scorekit story`.
 pub fn run(mut args: StoryArgs) -> Result<()> {
     if args.skip_judge && args.skip_embedder {
@@ -90,7 +81,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     let judge_model = if args.skip_judge {
         None
     } else {
-        Some(rt.resolve(&args.judge, JUDGE_FILES)?)
+        Some(rt.resolve(&args.judge, scorekit_runtime::judge::JUDGE_FILES)?)
     };
     let embedder_model = if args.skip_embedder {
         None

@@ -1,10 +1,11 @@
 //! The bottom layer of scorekit: error kinds with file, line and field ([`error`]), `--shard`
 //! ([`shard`]), progress bars ([`progress`]), ordered parallel work ([`ordered`]) and plain HTTP
-//! GETs ([`net`]). Every other crate of the workspace may use it; it uses none of them.
+//! GETs ([`net`]); the peak memory of this process ([`process`]). Every other crate of the workspace may use it; it uses none of them.
 
 pub mod error;
 pub mod net;
 pub mod ordered;
+pub mod process;
 pub mod progress;
 pub mod shard;
 

@@ -4,7 +4,7 @@
 //! PyTorch's vectorised CPU GELU does; exp is a Cephes-style range reduction with a degree-6
 //! polynomial and `vscalefps`.
 //!
-//! Every `unsafe fn` here needs AVX-512F; their callers establish it with `gemm::available()`
+//! Every `unsafe fn` here needs AVX-512F; their callers establish it with `kernels_available()`
 //! (`FastBert::load_with` refuses to build an encoder without it). The slice kernels touch
 //! memory only with masked loads and stores whose lanes stop at the slice's end: masked-off
 //! lanes are neither read nor written and cannot fault.
@@ -93,7 +93,10 @@ pub fn mask_for(len: usize) -> __mmask16 {
 
 /// In-place exact GELU on a slice.
 pub fn gelu_erf(x: &mut [f32]) {
-    assert!(super::gemm::available(), "gelu_erf needs AVX-512F");
+    assert!(
+        std::arch::is_x86_feature_detected!("avx512f"),
+        "gelu_erf needs AVX-512F"
+    );
     // SAFETY: AVX-512F is asserted on the line above, the one requirement of gelu_erf_slice.
     unsafe { gelu_erf_slice(x) }
 }
@@ -213,7 +216,7 @@ mod tests {
 
     #[test]
     fn gelu_and_softmax_are_accurate() {
-        if !super::super::gemm::available() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
             return;
         }
         let xs: Vec<f32> = (-800..=800).map(|i| i as f32 / 100.0).collect();

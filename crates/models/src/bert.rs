@@ -398,6 +398,14 @@ pub fn additive_mask(mask: &Tensor, dtype: DType) -> candle_core::Result<Tensor>
         .unsqueeze(1)
 }
 
+/// FLOPs of one BERT forward over `b` rows of padded length `s` (the work PyTorch does):
+/// per layer and token 2·(4h² + 2h·i) for the products with weights, 4·s·h for attention.
+pub fn forward_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> f64 {
+    let t = (b * s) as f64;
+    let (h, i, s) = (h as f64, inter as f64, s as f64);
+    layers as f64 * t * (2.0 * (4.0 * h * h + 2.0 * h * i) + 4.0 * s * h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

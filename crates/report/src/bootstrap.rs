@@ -350,6 +350,19 @@ fn count_block_lanes(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
     counts
 }
 
+/// Median (NaN when empty).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// Percentile with linear interpolation between order statistics (numpy's default method).
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let pos = p / 100.0 * (sorted.len() - 1) as f64;

@@ -11,14 +11,16 @@ mod markdown;
 mod metrics;
 pub mod mint;
 pub mod muse;
+mod npy;
 mod output;
 pub mod story;
 pub mod svg;
 pub mod table;
 
-pub use bootstrap::{bootstrap_mean, bootstrap_rate, Estimate, RateBootstrap};
+pub use bootstrap::{bootstrap_mean, bootstrap_rate, median, Estimate, RateBootstrap};
 pub use markdown::{percent, Table};
 pub use metrics::{hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef};
+pub use npy::npy_bytes;
 pub use output::{
     atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, StagedFile, METRICS_FILE, RUN_FILE,
 };

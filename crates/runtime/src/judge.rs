@@ -22,6 +22,15 @@ use serde_json::{Map, Value};
 use std::path::Path;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+/// Files a judge needs. Older RoBERTa checkpoints (the default judge among them) have no
+/// tokenizer.json, only vocab.json + merges.txt; DeBERTa-v2/v3 checkpoints only spm.model.
+pub const JUDGE_FILES: &[&str] = &[
+    "config.json",
+    "tokenizer.json|vocab.json|spm.model",
+    "tokenizer.json|merges.txt|spm.model",
+    "model.safetensors|pytorch_model.bin",
+];
+
 /// What the judge's head computes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Head {

@@ -2,7 +2,6 @@
 //! (and /dev/null), no TCP connect or bind (ABI 4), no signals to or abstract UNIX sockets of
 //! processes outside the sandbox (ABI 6). Built in the parent; the child only enforces them.
 
-use super::probe::Isolation;
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreated,
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
@@ -13,10 +12,11 @@ use std::path::Path;
 /// get exactly these rights (the crate never enables unknown ones).
 const ABI_VETTED: ABI = ABI::V6;
 
-/// The ruleset for a program working in `dir`, or None without Landlock (or if building it
-/// fails: the run goes on with the other layers, and the probe has reported the gap).
-pub fn ruleset(iso: &Isolation, dir: &Path) -> Option<RulesetCreated> {
-    if iso.landlock_abi == 0 {
+/// The ruleset for a program working in `dir`, or None without Landlock (`landlock_abi` 0, as
+/// the probe found it) or if building it fails: the run goes on with the other layers, and the
+/// probe has reported the gap.
+pub fn ruleset(landlock_abi: u32, dir: &Path) -> Option<RulesetCreated> {
+    if landlock_abi == 0 {
         return None;
     }
     build(dir).ok()
@@ -43,7 +43,7 @@ pub fn probe_abi() -> u32 {
     let Ok(ruleset) = build(dir.path()) else {
         return 0;
     };
-    let code = super::probe::child_exit_code(move || match ruleset.restrict_self() {
+    let code = super::trial::child_exit_code(move || match ruleset.restrict_self() {
         Ok(s) if s.ruleset != RulesetStatus::NotEnforced => match s.landlock {
             landlock::LandlockStatus::Available { effective_abi, .. } => effective_abi as i32,
             _ => 0,

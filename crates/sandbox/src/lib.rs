@@ -21,6 +21,7 @@ mod drain;
 mod landlock_rules;
 pub mod probe;
 mod reap;
+mod trial;
 mod workdir;
 
 pub use drain::Captured;
@@ -125,7 +126,7 @@ pub fn run(program: &Program, limits: &Limits) -> std::io::Result<RunResult> {
             .as_ref()
             .map(|c| c.join_handles())
             .unwrap_or_default(),
-        landlock_rules::ruleset(iso, dir.path()),
+        landlock_rules::ruleset(iso.landlock_abi, dir.path()),
     );
     let mut cmd = Command::new(program.executable);
     cmd.args(program.args.iter().map(|a| match a {

@@ -3,6 +3,7 @@
 
 use super::cgroup::{self, CgroupBases};
 use super::landlock_rules;
+use super::trial::child_exit_code;
 use serde::Serialize;
 use std::sync::OnceLock;
 
@@ -130,32 +131,4 @@ fn unshare_ok(flags: libc::c_int) -> libc::c_int {
     } else {
         1
     }
-}
-
-/// Fork, run `f` in the child and exit with its result; the child's exit code, or None when
-/// the fork failed or the child died otherwise. `f` must be async-signal-safe.
-pub(super) fn child_exit_code(f: impl FnOnce() -> libc::c_int) -> Option<libc::c_int> {
-    // SAFETY: after fork the child runs only `f` (async-signal-safe by contract) and _exit, so
-    // the locks and allocator state copied from the other threads are never touched.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return None;
-    }
-    if pid == 0 {
-        let code = f();
-        // SAFETY: _exit ends the child without running the parent's destructors or atexit.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for the child forked above; `status` is a valid out pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return None;
-        }
-    }
-    libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))
 }

@@ -459,6 +459,24 @@ fn pairwise(items: &[Item], opts: &SummaryOptions) -> Result<Pairwise, RowIssue>
     })
 }
 
+/// The key `--shard` splits by: a Level 2 row goes with its P_/IP_ twin (test and video
+/// index), other rows by scene and video (by scene and row where the input has no video).
+pub fn shard_key(i: &Item) -> String {
+    let key = shard_key_in_file(i);
+    match &i.model {
+        Some(m) => format!("{m}\u{1f}{key}"),
+        None => key,
+    }
+}
+
+fn shard_key_in_file(i: &Item) -> String {
+    match (&i.pair_index, &i.video_file) {
+        (Some(p), _) => format!("{}\u{1f}{p}", i.test),
+        (None, Some(v)) => format!("{}\u{1f}{v}", i.scene),
+        (None, None) => format!("{}\u{1f}#{}", i.scene, i.row),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

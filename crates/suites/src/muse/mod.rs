@@ -5,6 +5,7 @@
 pub mod aliases;
 pub mod flow;
 pub mod metrics;
+pub mod node;
 pub mod pddl;
 pub mod plans;
 pub mod score;

@@ -12,7 +12,7 @@
 //! - a step depends on every earlier step whose produced object it takes as an argument;
 //! - a step that takes no produced object depends on the step before it (a sequential plan).
 
-use super::plans::Node;
+use super::node::Node;
 
 /// The 28 actions of MuSE's 10 PDDL domains (`PDDL-domain-files/*.pddl` of
 /// dgraux/Hive-ICLR-2025 @858763b): (domain, action, number of parameters). Checked against the

@@ -7,6 +7,7 @@
 //! kept in [`Plan::error`] and scored 0.
 
 use super::flow::find_cycle;
+pub use super::node::Node;
 use regex::Regex;
 use scorekit_core::error::InputError;
 use scorekit_io::{type_name, Record};
@@ -38,19 +39,6 @@ impl PlanFormat {
             PlanFormat::Pddl => "pddl",
         }
     }
-}
-
-/// One step of a plan.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Node {
-    /// The step's id, as text (`0`, `"a"`).
-    pub id: String,
-    /// Task names as the plan gave them (ControlLLM may give several for one step).
-    pub names: Vec<String>,
-    /// Ids of the steps whose output this one consumes.
-    pub deps: Vec<String>,
-    /// Output modalities the step declares (ControlLLM `returns`), empty when none.
-    pub returns: Vec<String>,
 }
 
 /// One planner's plan for one query.

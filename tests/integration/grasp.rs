@@ -1,7 +1,7 @@
 //! `scorekit grasp` end to end, on results files built from the real GRASP prompts and configs
 //! in ../shared/data/grasp (upstream publishes no model responses).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! SCOREKIT_DATA_ENDPOINT, or read from a local copy with --from: pull, checksum refusal,
 //! interrupted transfers, offline errors, bad names, bad mirrors and bad manifests.
 
-mod common;
+use crate::common;
 
 use common::http::{Reply, Server};
 use common::{read_json, repo, scorekit, shared_data, stderr, stdout};

@@ -1,6 +1,6 @@
 //! The command line as a whole: help, usage errors and exit codes.
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

@@ -5,7 +5,7 @@
 //! shapes); their weights come from the deterministic generator that
 //! `scripts/reference/judge_reference.py` used to compute `reference.json` with PyTorch.
 
-mod common;
+use crate::common;
 
 use crate::common::fixture::{tiny_vocab, write_bert_fixture, BertFixture};
 use candle_core::{DType, Device};

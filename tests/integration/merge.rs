@@ -2,7 +2,7 @@
 //! (intervals included), items and report of a single run; merge refuses parts that do not make
 //! one run.
 
-mod common;
+use crate::common;
 
 use common::tiny_judge::story_args;
 use common::{read_json, repo, run, shared_data, stderr, write};

@@ -1,6 +1,6 @@
 //! `scorekit mint` end to end on the real shared trajectories and on damaged inputs.
 
-mod common;
+use crate::common;
 
 use common::{read_json, run, shared_data, stderr, stdout};
 use serde_json::Value;

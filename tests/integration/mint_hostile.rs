@@ -7,7 +7,7 @@
 //! A hostile program "passes" (its tests are `assert ESCAPED`) only if its attack worked, so a
 //! containment failure shows as a verdict of true.
 
-mod common;
+use crate::common;
 
 use common::{read_json, repo, scorekit, shared_data};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! (tests/data/runtime, made by scripts/reference/embed_reference.py), bad model folders,
 //! offline behaviour, and downloads from a local server that speaks the Hub's protocol.
 
-mod common;
+use crate::common;
 
 use crate::common::fixture::{self, BertFixture};
 use common::http::Reply;

@@ -3,7 +3,7 @@
 //! the real Possible Stories dev split with the tiny test judge. McNemar p-values are checked
 //! against scipy (`scripts/reference/compare_reference.py` wrote `tests/data/compare/`).
 
-mod common;
+use crate::common;
 
 use common::tiny_judge::story_args;
 use common::{read_json, repo, run, shared_data, stderr, write};

@@ -3,7 +3,7 @@
 //! the behaviour and the thresholds (docs/semantic.md), and the commands end to end, sharded
 //! and merged.
 
-mod common;
+use crate::common;
 
 use common::*;
 use scorekit::runtime::{self, Embedder, ResolveOptions};

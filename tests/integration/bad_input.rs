@@ -4,7 +4,7 @@
 //! wrong `tasks`) is the planner's failure, not bad input: exit 0, scored 0, and the warning names
 //! file:line (issue 18).
 
-mod common;
+use crate::common;
 
 use common::{repo, scorekit, shared_data};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! refuses a dependency that runs the wrong way (`scorekit-report` on `scorekit-runtime`, say). These
 //! tests read every manifest of the workspace and Cargo.lock and hold them to the table below.
 
-mod common;
+use crate::common;
 
 use common::repo;
 use std::collections::{BTreeMap, BTreeSet};

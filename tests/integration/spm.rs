@@ -6,7 +6,7 @@
 //! Reference: `scripts/reference/spm_reference.py` (a tiny unigram spm.model trained on the
 //! dataset with DeBERTa-v3's special pieces, reference ids in tests/data/spm/reference.json).
 
-mod common;
+use crate::common;
 
 use candle_core::{DType, Device};
 use common::tiny_judge::build_judge;

@@ -1,7 +1,7 @@
 //! `scorekit judge train` and `scorekit judge eval` end to end on the real Possible Stories data
 //! with the tiny judges of tests/data/story.
 
-mod common;
+use crate::common;
 
 use common::{read_json, run, shared_data, stderr, tiny_judge::build_judge, write};
 use std::path::Path;

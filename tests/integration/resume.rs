@@ -2,7 +2,7 @@
 //! --out ends with exactly the results of an uninterrupted run; a killed run never leaves a
 //! metrics.json that is not complete.
 
-mod common;
+use crate::common;
 
 use common::{read_json, repo, scorekit, shared_data, stderr};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! `scorekit judge train`: the training core against PyTorch (tests/data/train/<name>/, written by
 //! scripts/reference/train_reference.py).
 
-mod common;
+use crate::common;
 
 use candle_core::DType;
 use common::{repo, shared_data, tiny_judge::build_judge};

@@ -1,6 +1,6 @@
 //! `scorekit muse` end to end on the real MuSE queries, with plans written for real queries.
 
-mod common;
+use crate::common;
 
 use common::{read_json, repo, run, shared_data, stderr, stdout, write};
 use serde_json::{json, Value};

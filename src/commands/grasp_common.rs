@@ -1,0 +1,323 @@
+//! What `scorekit grasp` does alike for one results file and for several (`grasp_models`):
+//! resolve the test, read and check a results file (scene names, rows), score it, and the
+//! settings and headline numbers of metrics.json.
+
+use crate::cli::GraspTest;
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_io::{read_csv, read_jsonl, read_text, Record};
+use scorekit_suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The file upstream writes beside `results.csv`; its `test_name` selects the scorer.
+const CONFIG_NAME: &str = "test_config.yaml";
+
+/// Columns the scorer needs; `prompt` and `video_file` are optional (video_file pairs P/IP rows).
+const REQUIRED: [&str; 3] = ["scene", "gt", "response"];
+
+/// One stderr line for mapped old scene names and one for unknown scenes kept as groups.
+pub(super) fn warn_names(
+    file: &Path,
+    lines: &[usize],
+    names: &grasp::names::SceneCheck,
+    rows: &[Row],
+) {
+    let at = |row: usize| {
+        format!(
+            "{}:{}",
+            file.display(),
+            lines.get(row.wrapping_sub(1)).copied().unwrap_or(0)
+        )
+    };
+    if !names.renamed.is_empty() {
+        let mut pairs: BTreeMap<String, usize> = BTreeMap::new();
+        for (row, old) in &names.renamed {
+            let new = rows
+                .iter()
+                .find(|r| r.row == *row)
+                .map_or("", |r| r.scene.as_str());
+            *pairs.entry(format!("{old} -> {new}")).or_default() += 1;
+        }
+        let v: Vec<String> = pairs
+            .iter()
+            .map(|(k, n)| format!("{k} ({n} rows)"))
+            .collect();
+        eprintln!(
+            "warning: old upstream scene names mapped to the current ones: {} (first at {}; renamed_from in items.jsonl)",
+            v.join(", "),
+            at(*names.renamed.keys().next().expect("non-empty"))
+        );
+    }
+    if !names.unknown.is_empty() {
+        let shown: Vec<String> = names.unknown.iter().take(5).map(|r| at(*r)).collect();
+        eprintln!(
+            "warning: {} row(s) have a scene the test does not know, kept as their own group(s) (--allow-unknown-scenes): {}{}",
+            names.unknown.len(),
+            shown.join(", "),
+            if names.unknown.len() > 5 { ", ..." } else { "" }
+        );
+    }
+}
+
+fn from_flag(t: GraspTest) -> TestKind {
+    match t {
+        GraspTest::Level1Binary => TestKind::Level1Binary,
+        GraspTest::Level1Open => TestKind::Level1Open,
+        GraspTest::Level2 => TestKind::Level2,
+        GraspTest::Level2Text => TestKind::Level2Text,
+    }
+}
+
+/// `--test`, else `test_name` of the `test_config.yaml` beside the responses, else a usage error.
+pub(super) fn resolve_test(flag: Option<GraspTest>, responses: &Path) -> Result<ResolvedTest> {
+    let dir = match responses.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let config_path = dir.join(CONFIG_NAME);
+    let has_config = config_path.is_file();
+    if let Some(flag) = flag {
+        let kind = from_flag(flag);
+        // The flag wins; a config that agrees still tells the mode (cot, oneshot).
+        let cfg = if has_config {
+            read_config(&config_path).ok()
+        } else {
+            None
+        };
+        let agrees = matches!(&cfg, Some((Some(c), _)) if *c == kind);
+        if let Some((Some(c), _)) = &cfg {
+            if !agrees {
+                eprintln!(
+                    "warning: --test {} overrides test_name {} of {}",
+                    kind.name(),
+                    c.name(),
+                    config_path.display()
+                );
+            }
+        }
+        return Ok(ResolvedTest {
+            kind,
+            source: "--test".into(),
+            mode: cfg.filter(|_| agrees).and_then(|(_, m)| m),
+            config: agrees.then_some(config_path),
+        });
+    }
+    if !has_config {
+        return Err(Error::usage(format!(
+            "cannot tell the test type of {}: pass --test {} or put upstream's {CONFIG_NAME} beside it",
+            responses.display(),
+            test_names().replace(", ", "|")
+        )));
+    }
+    match read_config(&config_path)? {
+        (Some(kind), mode) => Ok(ResolvedTest {
+            kind,
+            source: config_path.display().to_string(),
+            config: Some(config_path),
+            mode,
+        }),
+        (None, _) => Err(InputError::file(
+            &config_path,
+            format!("no test_name; expected one of {}", test_names()),
+        )
+        .into()),
+    }
+}
+
+fn test_names() -> String {
+    TestKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `test_name` and `mode` of an upstream test config: flat `key: value` lines, so no YAML crate.
+fn read_config(path: &Path) -> Result<(Option<TestKind>, Option<String>)> {
+    let text = read_text(path)?;
+    let (mut kind, mut mode) = (None, None);
+    for (line, l) in text.lines() {
+        let Some((key, value)) = l.split_once(':') else {
+            continue;
+        };
+        let value = value.split(" #").next().unwrap_or("").trim();
+        let value = value.trim_matches(|c| c == '"' || c == '\'');
+        match key.trim() {
+            "test_name" => {
+                kind = Some(TestKind::from_name(value).ok_or_else(|| {
+                    InputError::field(
+                        path,
+                        line,
+                        "test_name",
+                        format!("unknown test {value:?}; expected one of {}", test_names()),
+                    )
+                })?)
+            }
+            "mode" => mode = Some(value.to_string()),
+            _ => {}
+        }
+    }
+    Ok((kind, mode))
+}
+
+/// Read the rows (CSV, or JSONL by extension or by a leading `{`) and the file line of each.
+/// Turns a row's issue into an error naming `file`, its line and the field.
+pub(super) fn locator<'a>(file: &'a Path, lines: &'a [usize]) -> impl Fn(RowIssue) -> Error + 'a {
+    move |issue: RowIssue| {
+        let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
+        InputError::field(file, line, issue.field, issue.message).into()
+    }
+}
+
+/// Read one results file, check its scene names against the test's (old names mapped, a typo
+/// refused: it would split a group) and score it: the rows, their lines and the items.
+pub(super) fn read_and_score(
+    file: &Path,
+    kind: TestKind,
+    allow_unknown_scenes: bool,
+) -> Result<(Vec<Row>, Vec<usize>, Vec<grasp::Item>)> {
+    let (mut rows, lines) = read_rows(file)?;
+    let (names, mut items) = {
+        let located = locator(file, &lines);
+        let names =
+            grasp::names::check_scenes(kind, &mut rows, allow_unknown_scenes).map_err(&located)?;
+        (names, grasp::score(kind, &rows).map_err(&located)?)
+    };
+    // A set, not `names.unknown.contains`: a scan of that list per item made 1M rows quadratic.
+    let unknown: HashSet<usize> = names.unknown.iter().copied().collect();
+    for it in &mut items {
+        it.renamed_from = names.renamed.get(&it.row).cloned();
+        it.unknown_scene = unknown.contains(&it.row);
+    }
+    warn_names(file, &lines, &names, &rows);
+    Ok((rows, lines, items))
+}
+
+pub(super) fn read_rows(path: &Path) -> Result<(Vec<Row>, Vec<usize>)> {
+    let (rows, lines) = if is_jsonl(path)? {
+        let records = read_jsonl(path)?;
+        let lines = records.iter().map(|r| r.line).collect();
+        let rows = records
+            .iter()
+            .map(jsonl_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        (rows, lines)
+    } else {
+        let table = read_csv(path, &REQUIRED)?;
+        let col = |name: &str| table.column(name);
+        let (scene, gt, response) = (col("scene"), col("gt"), col("response"));
+        let video = col("video_file");
+        let mut lines = Vec::with_capacity(table.records.len());
+        let mut rows = Vec::with_capacity(table.records.len());
+        for mut rec in table.records {
+            let mut take = |i: Option<usize>| i.map(|i| std::mem::take(&mut rec.fields[i]));
+            rows.push(Row {
+                row: rec.row,
+                scene: take(scene).unwrap_or_default(),
+                gt: take(gt).unwrap_or_default(),
+                response: take(response).unwrap_or_default(),
+                video_file: take(video),
+            });
+            lines.push(rec.line);
+        }
+        (rows, lines)
+    };
+    if rows.is_empty() {
+        return Err(InputError::file(path, "no data rows to score").into());
+    }
+    Ok((rows, lines))
+}
+
+fn is_jsonl(path: &Path) -> Result<bool> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("jsonl" | "ndjson") => return Ok(true),
+        Some("csv") => return Ok(false),
+        _ => {}
+    }
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| InputError::file(path, format!("cannot read file: {e}")))?;
+    let head = head[..n]
+        .strip_prefix(b"\xef\xbb\xbf")
+        .unwrap_or(&head[..n]);
+    Ok(head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
+}
+
+/// A JSONL record: `scene` and `gt` strings; `response` a string or null (no answer: invalid);
+/// `video_file` optional.
+fn jsonl_row(r: &Record) -> Result<Row, InputError> {
+    r.require("response")?;
+    Ok(Row {
+        row: r.row,
+        scene: r.str("scene")?.to_string(),
+        gt: r.str("gt")?.to_string(),
+        response: r.opt_str("response")?.unwrap_or_default().to_string(),
+        video_file: r.opt_str("video_file")?.map(str::to_string),
+    })
+}
+
+pub(super) fn settings(
+    test: &ResolvedTest,
+    opts: &SummaryOptions,
+) -> serde_json::Map<String, Value> {
+    let mut s = serde_json::Map::new();
+    s.insert("test".into(), json!(test.kind.name()));
+    s.insert("test_source".into(), json!(test.source));
+    if let Some(m) = &test.mode {
+        s.insert("mode".into(), json!(m));
+    }
+    s.insert(
+        "scorer".into(),
+        json!(if test.kind.is_open() {
+            "open"
+        } else {
+            "binary"
+        }),
+    );
+    s.insert("bootstrap".into(), json!(opts.bootstrap));
+    s.insert("seed".into(), json!(opts.seed));
+    s.insert("pairwise".into(), json!(opts.pairwise));
+    s.insert("semantic".into(), json!(false));
+    s
+}
+
+pub(super) fn headline(s: &Summary) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("accuracy".into(), json!(s.accuracy));
+    m.insert("n".into(), json!(s.n));
+    m.insert("correct".into(), json!(s.correct));
+    m.insert("false".into(), json!(s.wrong));
+    m.insert("invalid".into(), json!(s.invalid));
+    if s.test.is_level2() {
+        m.insert("gt_mismatches".into(), json!(s.gt_mismatch_rows.len()));
+        m.insert("gt_mismatch_rows".into(), json!(s.gt_mismatch_rows));
+    }
+    if let Some(p) = &s.pairwise {
+        m.insert(
+            "pairwise".into(),
+            json!({
+                "note": "NOT the GRASP paper's metric: MVPBench-style paired accuracy; a P_/IP_ \
+                         pair of the same test and video index scores 1 only if both rows are correct",
+                "paired_accuracy": p.paired_accuracy,
+                "pairs": p.pairs,
+                "both_correct": p.both_correct,
+                "unpaired_rows": p.unpaired_rows,
+            }),
+        );
+    }
+    m
+}
+
+/// The test type and where it came from.
+pub(super) struct ResolvedTest {
+    pub(super) kind: TestKind,
+    /// `flag` or the config path.
+    pub(super) source: String,
+    /// The config file, when one was read.
+    pub(super) config: Option<PathBuf>,
+    /// `mode` of the config (level1-binary: standard, cot, oneshot).
+    pub(super) mode: Option<String>,
+}

@@ -1,0 +1,23 @@
+//! The integration tests, one binary (as ripgrep keeps them): each file of this folder is a
+//! module, `common` holds what they share. One binary links candle once instead of once a file.
+//! Run one area with a filter: `cargo test --test integration story::`.
+
+mod common;
+
+mod bad_input;
+mod cli;
+mod compare;
+mod datasets;
+mod grasp;
+mod judge_cli;
+mod layers;
+mod merge;
+mod mint;
+mod mint_hostile;
+mod muse;
+mod resume;
+mod runtime;
+mod semantic;
+mod spm;
+mod story;
+mod train;
