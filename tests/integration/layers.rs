@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The one place the layer order is written; docs/architecture.md draws it.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("scorekit-core", &[]),
-    ("scorekit-io", &["scorekit-core"]),
+    ("scorekit-io", &["scorekit-core", "scorekit-kernels"]),
     ("scorekit-report", &["scorekit-core"]),
     ("scorekit-sandbox", &["scorekit-core"]),
     (

@@ -556,7 +556,7 @@ impl LayerOp {
                     assert!(off + (s - 1) * 3 * h + d <= len, "dqkv out of range");
                     off
                 };
-                // SAFETY (this and the two calls below): gemm_raw's contract. `at` asserts
+                // SAFETY: gemm_raw's contract (this and the two calls below). `at` asserts
                 // that the s rows × d columns written at the offset (stride 3h) lie inside
                 // `dqkv`, borrowed mutably for the whole loop and written only by these calls;
                 // job (bi, hd) writes rows of sequence bi × its head's columns of Q, K and V

@@ -7,12 +7,12 @@ mod csv_reader;
 mod json;
 mod lines;
 mod record;
-mod sha256_lanes;
 mod text;
 
 pub use csv_reader::{read_csv, CsvRecord, CsvTable};
 pub use json::{read_json, read_jsonl, read_jsonl_str};
 pub use lines::{Buffered, LineStream};
 pub use record::{type_name, Record};
-pub use sha256_lanes::{Sha256Lanes, LANES};
+/// sha256 of many streams at once (scorekit-kernels), for the readers of many files.
+pub use scorekit_kernels::sha256_lanes::{Sha256Lanes, LANES};
 pub use text::{read_text, TextFile};

@@ -279,7 +279,7 @@ unsafe fn count_block_avx512(ones: &[u32], seed: u64, first: u64) -> [u64; LANES
             words[k][l] = *word;
         }
     }
-    // SAFETY (the loads): each `words[k]` is 8 u64, 64 bytes, the size of the unaligned load.
+    // SAFETY: (the loads) each `words[k]` is 8 u64, 64 bytes, the size of the unaligned load.
     let load = |w: &[u64; LANES]| unsafe { _mm512_loadu_si512(w.as_ptr().cast()) };
     let (mut s0, mut s1, mut s2, mut s3) = (
         load(&words[0]),

@@ -58,7 +58,7 @@ impl ChildPlan {
     /// Run in the forked child before exec. Returns in the process that goes on to exec the
     /// program (with namespaces: a grandchild, the first process of the new PID namespace).
     pub fn enter(&mut self) -> io::Result<()> {
-        // SAFETY (whole function): each call is an async-signal-safe system call on integers
+        // SAFETY: (whole function) each call is an async-signal-safe system call on integers
         // or on buffers that live in this struct; no allocation happens on any path.
         unsafe {
             // Its own process group: killpg reaches it and the children that stay in it.

@@ -4,8 +4,8 @@
 //! was measured on, SHA-NI hashes one stream at ~1.1–1.25 GB/s (sha2's kernel and OpenSSL's
 //! alike); interleaving two SHA-NI streams gained nothing (the instructions' throughput is the
 //! limit). The same rounds on 16 streams in the lanes of AVX-512 registers run at ~2.6–2.75
-//! GB/s in all (BENCHMARKS.md, MINT "Fifth round"; probe: `cargo test --release --lib
-//! sha256_lanes_speed -- --ignored --nocapture`). A reader of many files keeps up to
+//! GB/s in all (BENCHMARKS.md, MINT "Fifth round"; probe: `cargo test --release -p
+//! scorekit-kernels sha256_lanes_speed -- --ignored --nocapture`). A reader of many files keeps up to
 //! [`LANES`] of them open and hashes their new bytes together; where fewer streams have blocks
 //! than pay for the wide kernel, or the CPU lacks AVX-512, each stream goes through sha2's
 //! one-stream kernel.
