@@ -32,8 +32,14 @@ const BINARY_ANSWERS: &[(&str, A)] = &[
     ("NO", A::No),
 ];
 
+/// An upstream GRASP file (`grasp:all` in the test data cache), or a project-made one under
+/// `derived/` (committed in tests/data/grasp/: the inventory and rename map worked out for this
+/// project from the upstream configs and commit diffs, not upstream files).
 fn prompts(rel: &str) -> Value {
-    read_json(&test_data("grasp:all", rel))
+    match rel.strip_prefix("derived/") {
+        Some(name) => read_json(&repo().join("tests/data/grasp").join(name)),
+        None => read_json(&test_data("grasp:all", rel)),
+    }
 }
 
 /// Fill Python `str.format` `{}` slots in order.
