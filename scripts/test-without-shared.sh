@@ -93,6 +93,17 @@ run_clone() {
 }
 run_clone scripts/setup-test-fixtures.sh
 run_clone env SCOREKIT_TEST_DATA_STRICT=1 scripts/test-data.sh
+# --- the stand-in's log: each file of the test parts once, nothing else ---------------------------
+want=$(run_clone env SCOREKIT_DATA="$clone/target/test-data" sh -c \
+  'for s in $(grep -v "^#" data/test-parts.txt); do "$0" data path "$s"; done' \
+  "$CARGO_TARGET_DIR/debug/scorekit" | wc -l)
+got=$(grep -c '"GET /[^ ]* HTTP/1.1" 200' "$work/requests.log" || true)
+bad=$(grep -v '"GET /[^ ]* HTTP/1.1" 200' "$work/requests.log" | grep -c 'HTTP/1.1"' || true)
+echo "== stand-in upstream: $got files served (the test parts have $want), $bad other requests"
+[ "$got" -eq "$want" ] && [ "$bad" -eq 0 ] || {
+  cat "$work/requests.log" >&2
+  exit 1
+}
 echo "== [$SECONDS s] test data pulled from the stand-in; cargo test $*"
 run_clone cargo test "$@"
 
@@ -110,15 +121,4 @@ grep -q "scorekit data pull muse:queries" <<<"$out" || {
 }
 echo "== a data test with an empty cache fails naming \`scorekit data pull muse:queries\`"
 
-# --- the stand-in's log: each file of the test parts once, nothing else ---------------------------
-want=$(run_clone env SCOREKIT_DATA="$clone/target/test-data" sh -c \
-  'for s in $(grep -v "^#" data/test-parts.txt); do "$0" data path "$s"; done' \
-  "$CARGO_TARGET_DIR/debug/scorekit" | wc -l)
-got=$(grep -c '"GET /[^ ]* HTTP/1.1" 200' "$work/requests.log" || true)
-bad=$(grep -v '"GET /[^ ]* HTTP/1.1" 200' "$work/requests.log" | grep -c 'HTTP/1.1"' || true)
-echo "== stand-in upstream: $got files served (the test parts have $want), $bad other requests"
-[ "$got" -eq "$want" ] && [ "$bad" -eq 0 ] || {
-  cat "$work/requests.log" >&2
-  exit 1
-}
 echo "== test-without-shared OK in ${SECONDS}s"
