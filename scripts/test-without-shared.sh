@@ -17,7 +17,8 @@
 #
 # The build is reused: CARGO_TARGET_DIR stays the main checkout's target folder, so the
 # dependencies (candle, tokenizers, ...) are not rebuilt; the workspace's own crates are, because
-# the clone is another path. The PyPI model fixtures are linked from the main checkout's
+# the clone is another path (their artifacts keep their names, so the main checkout's next cargo
+# command rebuilds them again: .ci/run runs this last). The PyPI model fixtures are linked from the main checkout's
 # fixtures-cache/ (what scripts/setup-test-fixtures.sh left there), so nothing else is downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
