@@ -1,18 +1,26 @@
 #!/bin/bash
 # End-to-end check of array.sbatch + merge.sbatch on a real Slurm: installs Debian's slurmctld +
 # slurmd (one node, localhost) and munge with apt (needs root), starts them, submits an array of
-# 4 shards of `scorekit mint --recheck` on the shared MINT trajectories plus a dependent merge,
-# waits, and compares the merged metrics.json with a single run's. Stops the daemons it started.
+# 4 shards of `scorekit mint --recheck` on the real MINT trajectories (mint:headline, from the
+# test data cache that scripts/test-data.sh fills; MINT_OUTPUTS=DIR names another folder) plus a
+# dependent merge, waits, and compares the merged metrics.json with a single run's. Stops the daemons it started.
 #
 #   scripts/slurm/test-local-slurm.sh            # uses target/debug/scorekit (cargo build first)
 #   SCOREKIT=/path/to/scorekit scripts/slurm/test-local-slurm.sh
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 scorekit=$(realpath "${SCOREKIT:-$repo/target/debug/scorekit}")
-data=${MINT_OUTPUTS:-$repo/../shared/data/mint/results/data/outputs}
+[ -x "$scorekit" ] || { echo "no scorekit binary at $scorekit (cargo build first)" >&2; exit 1; }
+data=${MINT_OUTPUTS:-}
+if [ -z "$data" ]; then
+  cache=${SCOREKIT_TEST_DATA:-$repo/target/test-data}
+  data=$(SCOREKIT_DATA=$cache "$scorekit" data pull mint:headline --offline --quiet) || {
+    echo "no mint:headline in the test data cache $cache: run scripts/test-data.sh" >&2
+    exit 1
+  }
+fi
 work=$(mktemp -d /tmp/scorekit-slurm.XXXXXX)
 started=$(date +%s)
-[ -x "$scorekit" ] || { echo "no scorekit binary at $scorekit (cargo build first)" >&2; exit 1; }
 [ -d "$data" ] || { echo "no MINT outputs at $data" >&2; exit 1; }
 
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then

@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{repo, scorekit, shared_data};
+use common::{repo, scorekit, test_data};
 use std::path::Path;
 
 #[test]
@@ -44,13 +44,16 @@ fn every_broken_file_exits_2_naming_file_line_and_field() {
                 .replace("{tree}", &p(&tree))
                 .replace(
                     "{queries}",
-                    &p(&shared_data("muse/MuSE_Benchmark/queries.json")),
+                    &p(&test_data("muse:queries", "MuSE_Benchmark/queries.json")),
                 )
                 .replace(
                     "{plans}",
                     &p(&repo().join("tests/data/muse/hugginggpt.jsonl")),
                 )
-                .replace("{dev}", &p(&shared_data("possible-stories/dev.jsonl")))
+                .replace(
+                    "{dev}",
+                    &p(&test_data("possible-stories:dev", "dataset/dev.jsonl")),
+                )
                 .replace("{nomodel}", &p(&tmp.path().join("no-model")))
         };
         let args: Vec<String> = command.split(' ').map(sub).collect();

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::tiny_judge::story_args;
-use common::{read_json, repo, run, shared_data, stderr, write};
+use common::{read_json, repo, run, stderr, test_data, write};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -169,7 +169,7 @@ fn grasp_mcnemar_equals_scipy() {
 /// Copy the configurations `rel` (paths under MINT's outputs/) into a new outputs folder.
 fn mint_outputs(root: &Path, name: &str, rels: &[&str]) -> PathBuf {
     let dir = root.join(name);
-    let src = shared_data("mint/results/data/outputs");
+    let src = test_data("mint:headline", "data/outputs");
     for rel in rels {
         copy_dir(&src.join(rel), &dir.join(rel));
     }
@@ -257,7 +257,7 @@ fn mint_agents_and_configurations_are_systems_with_scipy_p_values_and_holm() {
 /// One scorekit-format plan per real MuSE query; `drop_last` every `every`-th query's last task
 /// (its plan then misses a task), keeping plan steps in the gold order.
 fn muse_plans(every: usize, offset: usize) -> String {
-    let qs = read_json(&shared_data("muse/MuSE_Benchmark/queries.json"));
+    let qs = read_json(&test_data("muse:queries", "MuSE_Benchmark/queries.json"));
     let mut out = String::new();
     for (i, q) in qs.as_array().unwrap().iter().enumerate() {
         let mut tasks: Vec<String> = q["tasks"]
@@ -306,7 +306,7 @@ fn muse_run(d: &Path, name: &str, plans: &str, queries: &Path) -> PathBuf {
 fn swapping_a_and_b_flips_the_difference_and_keeps_the_p_value() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let q = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     let a = muse_run(d, "pa", &muse_plans(5, 0), &q);
     let b = muse_run(d, "pb", &muse_plans(3, 1), &q);
     let ab = compare(&[&a, &b], &[], &d.join("ab"));
@@ -376,7 +376,7 @@ fn refused_compare(runs: &[&str], extra: &[&str], d: &Path) -> String {
 fn runs_of_other_suites_or_other_benchmark_inputs_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let q = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     let a = muse_run(d, "pa", &muse_plans(5, 0), &q);
     // The same queries with one query reworded: another benchmark file.
     let text = std::fs::read_to_string(&q).unwrap();
@@ -425,11 +425,12 @@ fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
     let mut args = story_args(d, 60, &["m1", "m2", "m3"]);
     // Empty endings: m1 for the 61st dev question (nothing else from m1 there: Not-Follow, an
     // item only m1 has), m2 again for the first (m2 answered it: its scored ending counts).
-    let dev: Vec<Value> = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let dev: Vec<Value> =
+        std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
     let gens = d.join("gen.jsonl");
     let mut text = std::fs::read_to_string(&gens).unwrap();
     text.push_str(&format!(
@@ -542,7 +543,7 @@ fn story_models_are_systems_ifsm_by_mcnemar_dissimilarity_by_sign_test() {
 
     // Another dataset (the test split): refused, naming the dataset.
     let other = d.join("other");
-    let test = shared_data("possible-stories/test.jsonl");
+    let test = test_data("possible-stories:test", "dataset/test.jsonl");
     let gens = d.join("gen.jsonl");
     ok(&[
         "story",

@@ -1,31 +1,34 @@
-//! `scorekit data` and dataset names in the scoring commands, on the real benchmark files
-//! (../shared/data) served in their upstream layout by a loopback server through
-//! SCOREKIT_DATA_ENDPOINT, or read from a local copy with --from: pull, checksum refusal,
+//! `scorekit data` and dataset names in the scoring commands, on the real benchmark files (the
+//! test data cache, data/test-parts.txt) served in their upstream layout by a loopback server
+//! through SCOREKIT_DATA_ENDPOINT, or read from a local copy with --from: pull, checksum refusal,
 //! interrupted transfers, offline errors, bad names, bad mirrors and bad manifests.
 
 use crate::common;
 
 use common::http::{Reply, Server};
-use common::{read_json, repo, scorekit, shared_data, stderr, stdout};
-use scorekit::data::manifest;
+use common::{read_json, repo, scorekit, stderr, stdout, test_data};
+use scorekit::data::{manifest, testdata};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
-/// Where the project's copy keeps an upstream file (None: not copied).
-fn shared_copy(repo: &str, path: &str) -> Option<PathBuf> {
-    let rel = match repo {
-        "nii-cl/possible-stories" => {
-            format!("possible-stories/{}", path.trim_start_matches("dataset/"))
+/// Where the test data cache keeps an upstream file (None: not a file of the parts it holds).
+/// The first call checks that every part of data/test-parts.txt is there, so a missing one
+/// fails with the pull that fetches it rather than as a 404 of the mirror.
+fn cached(repo: &str, path: &str) -> Option<PathBuf> {
+    static DIRS: OnceLock<Vec<(String, PathBuf)>> = OnceLock::new();
+    let dirs = DIRS.get_or_init(|| {
+        for spec in testdata::parts() {
+            test_data(spec, "");
         }
-        "i-machine-think/grasp" => format!("grasp/{path}"),
-        "dgraux/Hive-ICLR-2025" => format!("muse/{path}"),
-        "xingyaoww/mint-bench" if path.starts_with("data/outputs/") => {
-            format!("mint/results/{path}")
-        }
-        "xingyaoww/mint-bench" => format!("mint/{path}"),
-        _ => return None,
-    };
-    let p = shared_data(&rel);
+        manifest::all()
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.repo.clone(), testdata::commit_dir(&m.name)))
+            .collect()
+    });
+    let (_, dir) = dirs.iter().find(|(r, _)| r == repo)?;
+    let p = dir.join(path);
     p.is_file().then_some(p)
 }
 
@@ -44,7 +47,7 @@ struct Faults {
     fake_train: bool,
 }
 
-/// Serve the shared data as raw.githubusercontent.com does: `/{owner}/{repo}/{commit}/{path}`.
+/// Serve the test data cache as raw.githubusercontent.com does: `/{owner}/{repo}/{commit}/{path}`.
 fn mirror(faults: Faults) -> Server {
     let mut cut_done = false;
     common::http::serve(move |req, _| {
@@ -57,7 +60,7 @@ fn mirror(faults: Faults) -> Server {
         } else {
             path
         };
-        let Some(local) = shared_copy(&format!("{owner}/{name}"), path) else {
+        let Some(local) = cached(&format!("{owner}/{name}"), path) else {
             return Reply::not_found();
         };
         let mut body = std::fs::read(local).unwrap();
@@ -126,7 +129,7 @@ fn pulls_from_a_mirror_then_scores_offline_with_the_pin_in_metrics() {
     assert_eq!(PathBuf::from(stdout(&o).trim()), test);
     assert_eq!(
         std::fs::read(&test).unwrap(),
-        std::fs::read(shared_data("possible-stories/test.jsonl")).unwrap()
+        std::fs::read(test_data("possible-stories:test", "dataset/test.jsonl")).unwrap()
     );
     assert_eq!(
         server.requests(),
@@ -193,7 +196,8 @@ fn pulls_from_a_mirror_then_scores_offline_with_the_pin_in_metrics() {
     assert_eq!(d["repo"], "dgraux/Hive-ICLR-2025");
     assert_eq!(d["commit"], commit("muse"));
     let queries_sha =
-        scorekit::report::sha256_file(&shared_data("muse/MuSE_Benchmark/queries.json")).unwrap();
+        scorekit::report::sha256_file(&test_data("muse:queries", "MuSE_Benchmark/queries.json"))
+            .unwrap();
     let files = d["files"].as_array().unwrap();
     let q = files
         .iter()
@@ -209,7 +213,7 @@ fn pulls_from_a_mirror_then_scores_offline_with_the_pin_in_metrics() {
         &[
             "muse",
             "--queries",
-            shared_data("muse/MuSE_Benchmark/queries.json")
+            test_data("muse:queries", "MuSE_Benchmark/queries.json")
                 .to_str()
                 .unwrap(),
             "--plans",
@@ -447,7 +451,11 @@ fn an_interrupted_pull_keeps_nothing_half_written_and_the_next_one_finishes() {
         let name = p.file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(
             std::fs::read(&p).unwrap(),
-            std::fs::read(shared_data(&format!("muse/PDDL-domain-files/{name}"))).unwrap()
+            std::fs::read(test_data(
+                "muse:domains",
+                &format!("PDDL-domain-files/{name}")
+            ))
+            .unwrap()
         );
     }
     ok(&out(
@@ -456,10 +464,10 @@ fn an_interrupted_pull_keeps_nothing_half_written_and_the_next_one_finishes() {
     ));
 }
 
-/// A folder laid out like a clone of mint-bench, made of links to the shared copy.
+/// A folder laid out like a clone of mint-bench, made of links to the test data cache.
 fn mint_clone(dir: &Path, m: &manifest::DataManifest, part: &str) {
     for f in m.files_of(&m.part(part).unwrap()) {
-        let src = shared_copy(&m.repo, &f.path).expect("shared copy");
+        let src = cached(&m.repo, &f.path).expect("in the test data cache");
         let dst = dir.join(&f.path);
         std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
         std::os::unix::fs::symlink(src.canonicalize().unwrap(), dst).unwrap();
@@ -533,7 +541,7 @@ fn mint_part_from_a_local_copy_scores_as_the_folder_does() {
         &[
             "mint",
             "--outputs",
-            shared_data("mint/results/data/outputs").to_str().unwrap(),
+            test_data("mint:headline", "data/outputs").to_str().unwrap(),
             "--out",
             direct.to_str().unwrap(),
             "--quiet",
@@ -664,16 +672,37 @@ fn bad_names_mirrors_sources_and_manifests_exit_2() {
     );
 }
 
+/// Where the project's copy of the data (`../shared/data`) keeps an upstream file: it drops
+/// possible-stories' `dataset/` folder and keeps MINT's `data/outputs` under `results/`.
+fn project_copy_path(name: &str, path: &str) -> String {
+    match name {
+        "possible-stories" => format!("possible-stories/{}", path.trim_start_matches("dataset/")),
+        "mint" if path.starts_with("data/outputs/") => format!("mint/results/{path}"),
+        _ => format!("{name}/{path}"),
+    }
+}
+
 /// The main job's way here: scripts/data/shared-mirror.sh lays the project copy out as upstream
-/// repositories, and every part the copy holds whole pulls from it with --from, checked.
+/// repositories, and every part the copy holds whole pulls from it with --from, checked. The copy
+/// here is the project's layout made of links to the test data cache (the files the tests read).
 #[test]
-fn the_shared_copy_laid_out_by_the_script_serves_every_part_it_holds() {
+fn the_project_copy_laid_out_by_the_script_serves_every_part_it_holds() {
     let t = tempfile::tempdir().unwrap();
     let cache = t.path().join("cache");
+    let copy = t.path().join("shared-data");
+    for m in manifest::all().unwrap() {
+        for f in &m.files {
+            if let Some(src) = cached(&m.repo, &f.path) {
+                let dst = copy.join(project_copy_path(&m.name, &f.path));
+                std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+                std::os::unix::fs::symlink(src.canonicalize().unwrap(), dst).unwrap();
+            }
+        }
+    }
     let layout = t.path().join("upstream");
     let o = Command::new("bash")
         .arg(repo().join("scripts/data/shared-mirror.sh"))
-        .arg(shared_data(""))
+        .arg(&copy)
         .arg(&layout)
         .output()
         .unwrap();
@@ -686,7 +715,7 @@ fn the_shared_copy_laid_out_by_the_script_serves_every_part_it_holds() {
             let whole = m
                 .files_of(&m.part(&part).unwrap())
                 .iter()
-                .all(|f| shared_copy(&m.repo, &f.path).is_some());
+                .all(|f| cached(&m.repo, &f.path).is_some());
             let spec = format!("{}:{part}", m.name);
             let from = layout.join(&m.name);
             let o = out(

@@ -1,5 +1,5 @@
 //! `scorekit grasp` end to end, on results files built from the real GRASP prompts and configs
-//! in ../shared/data/grasp (upstream publishes no model responses).
+//! of `grasp:all` (the test data cache; upstream publishes no model responses).
 
 use crate::common;
 use common::*;
@@ -32,8 +32,14 @@ const BINARY_ANSWERS: &[(&str, A)] = &[
     ("NO", A::No),
 ];
 
+/// An upstream GRASP file (`grasp:all` in the test data cache), or a project-made one under
+/// `derived/` (committed in tests/data/grasp/: the inventory and rename map worked out for this
+/// project from the upstream configs and commit diffs, not upstream files).
 fn prompts(rel: &str) -> Value {
-    read_json(&shared_data(&format!("grasp/{rel}")))
+    match rel.strip_prefix("derived/") {
+        Some(name) => read_json(&repo().join("tests/data/grasp").join(name)),
+        None => read_json(&test_data("grasp:all", rel)),
+    }
 }
 
 /// Fill Python `str.format` `{}` slots in order.
@@ -61,7 +67,7 @@ fn write_csv(path: &Path, rows: &[[String; 5]]) {
 
 fn copy_config(dir: &Path, name: &str) {
     std::fs::copy(
-        shared_data(&format!("grasp/configs/tests/{name}")),
+        test_data("grasp:all", &format!("configs/tests/{name}")),
         dir.join("test_config.yaml"),
     )
     .unwrap();
@@ -723,7 +729,7 @@ fn known_scene_names_and_expected_rows_come_from_the_upstream_configs() {
     use scorekit::suites::grasp::{names, TestKind};
     let inventory = prompts("derived/inventory.json");
     let rename_map = prompts("derived/rename_map.json");
-    for cfg in std::fs::read_dir(shared_data("grasp/configs/tests")).unwrap() {
+    for cfg in std::fs::read_dir(test_data("grasp:all", "configs/tests")).unwrap() {
         let text = std::fs::read_to_string(cfg.unwrap().path()).unwrap();
         let field = |k: &str| -> String {
             let line = text.lines().find(|l| l.starts_with(k)).unwrap();

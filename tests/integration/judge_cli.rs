@@ -3,13 +3,16 @@
 
 use crate::common;
 
-use common::{read_json, run, shared_data, stderr, tiny_judge::build_judge, write};
+use common::{read_json, run, stderr, test_data, tiny_judge::build_judge, write};
 use std::path::Path;
 
-/// The first `n` lines of a shared Possible Stories split, as a file under `dir`.
+/// The first `n` lines of a Possible Stories split, as a file under `dir`.
 fn lines(dir: &Path, split: &str, skip: usize, n: usize, name: &str) -> String {
-    let text =
-        std::fs::read_to_string(shared_data(&format!("possible-stories/{split}.jsonl"))).unwrap();
+    let text = std::fs::read_to_string(test_data(
+        &format!("possible-stories:{split}"),
+        &format!("dataset/{split}.jsonl"),
+    ))
+    .unwrap();
     let picked: Vec<&str> = text.lines().skip(skip).take(n).collect();
     write(dir, name, picked.join("\n") + "\n")
         .to_str()
@@ -283,7 +286,7 @@ fn eval_reports_accuracy_and_consistency_on_the_test_split() {
     let judge = tmp.path().join("judge");
     build_judge("bert_mc", &judge, true);
     let out = tmp.path().join("out");
-    let test = shared_data("possible-stories/test.jsonl");
+    let test = test_data("possible-stories:test", "dataset/test.jsonl");
     let r = run(&[
         "judge",
         "eval",

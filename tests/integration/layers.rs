@@ -60,7 +60,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "scorekit-train",
         ],
     ),
-    // No runtime: suites are plain functions over plain data and build without candle.
+    // No runtime: suites are plain functions over plain data and build without candle. The data
+    // layer below them is a dev-dependency only: the unit tests find the test data cache with it.
     (
         "scorekit-suites",
         &[
@@ -68,6 +69,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "scorekit-io",
             "scorekit-report",
             "scorekit-sandbox",
+            "scorekit-data",
         ],
     ),
     (

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::tiny_judge::story_args;
-use common::{read_json, repo, run, shared_data, stderr, write};
+use common::{read_json, repo, run, stderr, test_data, write};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -92,7 +92,7 @@ fn single_vs_merged(dir: &Path, args: &[&str], files: &[&str]) {
 #[test]
 fn muse_three_shards_merge_to_the_single_run() {
     let dir = tempfile::tempdir().unwrap();
-    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let q = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     let plans = repo().join("tests/data/muse/hugginggpt.jsonl");
     single_vs_merged(
         dir.path(),
@@ -165,7 +165,7 @@ fn grasp_three_shards_merge_to_the_single_run_with_pairs() {
 #[test]
 fn mint_three_shards_merge_to_the_single_run() {
     let dir = tempfile::tempdir().unwrap();
-    let outputs = shared_data("mint/results/data/outputs");
+    let outputs = test_data("mint:headline", "data/outputs");
     single_vs_merged(
         dir.path(),
         &[
@@ -189,7 +189,7 @@ fn mint_three_shards_merge_to_the_single_run() {
 
 /// Three muse shards in `dir/s<i>` (bootstrap `b`).
 fn muse_shards(dir: &Path, b: &str, plans: &Path) -> Vec<String> {
-    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let q = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     (0..3)
         .map(|i| {
             let out = dir.join(format!("s{i}-{b}")).to_str().unwrap().to_string();
@@ -272,7 +272,7 @@ fn merge_names_missing_and_duplicate_shards_and_refuses_other_runs() {
     assert!(e.contains("different suites"), "{e}");
 
     // Another split.
-    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let q = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     let half = d.join("half").to_str().unwrap().to_string();
     ok(&[
         "muse",
@@ -325,7 +325,7 @@ fn merge_names_missing_and_duplicate_shards_and_refuses_other_runs() {
 #[test]
 fn bad_shard_flags_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let q = shared_data("muse/MuSE_Benchmark/queries.json");
+    let q = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     let plans = repo().join("tests/data/muse/hugginggpt.jsonl");
     for bad in ["3/3", "1", "x/2", "0/0"] {
         let r = run(&[
@@ -396,7 +396,8 @@ fn story_three_shards_merge_to_the_single_run() {
     let args = story_args(d, 30, &["a", "b"]);
     // An empty ending (Not-Follow) and a model with one ending, absent from most shards: its
     // coverage and first missing ids must come out of the merge as from the single run.
-    let dev = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl")).unwrap();
+    let dev =
+        std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl")).unwrap();
     let q = |k: usize| -> Value { serde_json::from_str(dev.lines().nth(k).unwrap()).unwrap() };
     let mut extra = String::new();
     extra.push_str(&format!(

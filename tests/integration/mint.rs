@@ -1,13 +1,13 @@
-//! `scorekit mint` end to end on the real shared trajectories and on damaged inputs.
+//! `scorekit mint` end to end on the real trajectories (`mint:headline`) and on damaged inputs.
 
 use crate::common;
 
-use common::{read_json, run, shared_data, stderr, stdout};
+use common::{read_json, run, stderr, stdout, test_data};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn outputs() -> PathBuf {
-    shared_data("mint/results/data/outputs")
+    test_data("mint:headline", "data/outputs")
 }
 
 fn run_ok(args: &[&str]) -> (tempfile::TempDir, Value) {

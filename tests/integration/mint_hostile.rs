@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{read_json, repo, scorekit, shared_data};
+use common::{read_json, repo, scorekit, test_data};
 use serde_json::Value;
 use std::io::Read;
 use std::net::TcpListener;
@@ -18,7 +18,7 @@ use std::time::Duration;
 
 const BASE: &str = "gpt-3.5-turbo-0613/F=None/max5_p2+tool+cd/code_generation";
 const SECRET: &str = "SCOREKIT_TEST_SECRET";
-/// Honest trajectories of each task taken from the shared data.
+/// Honest trajectories of each task taken from the real ones (`mint:headline`).
 const HONEST: usize = 6;
 
 /// The corpus programs, with whether each needs a process-count limit to be safe to run.
@@ -114,9 +114,10 @@ fn hostile_programs_are_contained_and_honest_ones_keep_their_verdicts() {
     let corpus_dir = repo().join("tests/data/mint/hostile");
     let mut expected_hostile = Vec::new();
     for (i, task) in ["humaneval", "mbpp"].into_iter().enumerate() {
-        let src = shared_data(&format!(
-            "mint/results/data/outputs/{BASE}/{task}/results.jsonl"
-        ));
+        let src = test_data(
+            "mint:headline",
+            &format!("data/outputs/{BASE}/{task}/results.jsonl"),
+        );
         let text = std::fs::read_to_string(&src).unwrap();
         let mut lines: Vec<String> = text.lines().take(HONEST).map(String::from).collect();
         let template: Value = serde_json::from_str(&lines[0]).unwrap();

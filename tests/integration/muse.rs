@@ -2,13 +2,13 @@
 
 use crate::common;
 
-use common::{read_json, repo, run, shared_data, stderr, stdout, write};
+use common::{read_json, repo, run, stderr, stdout, test_data, write};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 fn queries() -> PathBuf {
-    shared_data("muse/MuSE_Benchmark/queries.json")
+    test_data("muse:queries", "MuSE_Benchmark/queries.json")
 }
 
 fn fixture(name: &str) -> String {
@@ -320,7 +320,7 @@ fn scorekit_plans_and_the_reviewed_flow() {
     assert_eq!(verdict(&items, 96), (true, false, true));
     assert_eq!(verdict(&items, 97), (false, false, false));
     // Under the unreviewed annotation, idx 86 needs translation -> summary.
-    let raw = shared_data("muse/derived/muse_inferred_task_flow.json");
+    let raw = repo().join("tests/data/muse/muse_inferred_task_flow.json");
     let (_, items, m, _) = muse(
         dir.path(),
         &fixture("scorekit.jsonl"),
@@ -495,7 +495,7 @@ fn unreadable_plans_score_zero_and_the_rest_is_scored_as_without_them() {
 
 /// The actions of MuSE's PDDL domains as the domain files declare them: (action, parameters).
 fn domain_actions() -> Vec<(String, String, usize)> {
-    let dir = shared_data("muse/PDDL-domain-files");
+    let dir = test_data("muse:domains", "PDDL-domain-files");
     let mut out = Vec::new();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{read_json, repo, scorekit, shared_data, stderr};
+use common::{read_json, repo, scorekit, stderr, test_data};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -38,7 +38,8 @@ fn seed() -> u64 {
 
 /// Copy the first `n` lines of a real MINT file into `root` under the same relative path.
 fn copy_head(root: &Path, rel: &str, n: usize) {
-    let text = std::fs::read_to_string(shared_data("mint/results/data/outputs").join(rel)).unwrap();
+    let text =
+        std::fs::read_to_string(test_data("mint:headline", "data/outputs").join(rel)).unwrap();
     let head: Vec<&str> = text.lines().take(n).collect();
     let dst = root.join(rel);
     std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
@@ -182,7 +183,7 @@ fn mint_exec_code_killed_at_random_points_resumes_to_the_uninterrupted_result() 
 }
 
 fn muse_args() -> Vec<String> {
-    let q: PathBuf = shared_data("muse/MuSE_Benchmark/queries.json");
+    let q: PathBuf = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     let plans = repo().join("tests/data/muse/hugginggpt.jsonl");
     [
         "muse",

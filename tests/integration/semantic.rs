@@ -394,7 +394,7 @@ fn grasp_semantic_is_for_open_ended_tests_only() {
 fn muse_cli(dir: &Path, plans: &str, out: &str, extra: &[&str]) -> std::process::Output {
     let p = write(dir, "plans.jsonl", plans);
     let model = minilm();
-    let queries = shared_data("muse/MuSE_Benchmark/queries.json");
+    let queries = test_data("muse:queries", "MuSE_Benchmark/queries.json");
     let out = dir.join(out);
     let mut args = vec![
         "muse",

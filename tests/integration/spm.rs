@@ -206,7 +206,8 @@ fn a_judge_with_spm_model_scores_as_with_the_converted_tokenizer_json() {
 
 /// Generations for the first `n` dev questions: each question's first option.
 fn first_options(dir: &Path, n: usize) -> PathBuf {
-    let text = std::fs::read_to_string(shared_data("possible-stories/dev.jsonl")).unwrap();
+    let text =
+        std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl")).unwrap();
     let rows: String = text
         .lines()
         .take(n)

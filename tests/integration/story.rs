@@ -263,7 +263,7 @@ fn fixture() -> Fixture {
 }
 
 fn dev() -> Vec<Value> {
-    std::fs::read_to_string(shared_data("possible-stories/dev.jsonl"))
+    std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -278,7 +278,7 @@ fn gen_file(f: &Fixture, name: &str, rows: &[Value]) -> PathBuf {
 /// Run story; returns (metrics.json, items).
 fn story(f: &Fixture, gens: &Path, out: &str, extra: &[&str]) -> (Value, Vec<Value>) {
     let out = f.root.join(out);
-    let dataset = shared_data("possible-stories/dev.jsonl");
+    let dataset = test_data("possible-stories:dev", "dataset/dev.jsonl");
     let mut args = vec![
         "story",
         "--dataset",
@@ -413,7 +413,7 @@ fn models_are_groups_and_bad_generations_are_reported() {
     rows.push(json!({"question_id": qs[45]["question_id"], "ending": " ", "model": "m2"}));
     let g = gen_file(&f, "two.jsonl", &rows);
     let out = f.root.join("two");
-    let dataset = shared_data("possible-stories/dev.jsonl");
+    let dataset = test_data("possible-stories:dev", "dataset/dev.jsonl");
     let o = run(&[
         "story",
         "--dataset",
@@ -553,7 +553,7 @@ fn empty_endings_are_not_follow_and_missing_questions_are_counted() {
     );
 
     // --require-complete: exit 2 naming the first missing ids; nothing scored.
-    let dataset = shared_data("possible-stories/dev.jsonl");
+    let dataset = test_data("possible-stories:dev", "dataset/dev.jsonl");
     let out = f.root.join("strict");
     let o = run(&[
         "story",
@@ -581,7 +581,7 @@ fn empty_endings_are_not_follow_and_missing_questions_are_counted() {
 #[test]
 fn wrong_types_exit_2_with_file_line_and_field() {
     let f = fixture();
-    let dataset = shared_data("possible-stories/dev.jsonl");
+    let dataset = test_data("possible-stories:dev", "dataset/dev.jsonl");
     let cases = [
         ("{\"question_id\": \"q\", \"ending\": null}\n", "bad.jsonl:1: field \"ending\": expected a string, found null"),
         ("{\"question_id\": \"q\", \"ending\": \"e\"}\n{\"question_id\": 5, \"ending\": \"e\"}\n", "bad.jsonl:2: field \"question_id\": expected a string, found a number"),
@@ -749,7 +749,7 @@ fn binary_judge_through_the_cli_needs_its_follow_label() {
         .map(|q| json!({"question_id": q["question_id"], "ending": q["options"][0]}))
         .collect();
     let g = gen_file(&f, "b.jsonl", &rows);
-    let dataset = shared_data("possible-stories/dev.jsonl");
+    let dataset = test_data("possible-stories:dev", "dataset/dev.jsonl");
     let base = |out: &str| -> Vec<String> {
         [
             "story",

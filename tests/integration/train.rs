@@ -4,7 +4,7 @@
 use crate::common;
 
 use candle_core::DType;
-use common::{repo, shared_data, tiny_judge::build_judge};
+use common::{repo, test_data, tiny_judge::build_judge};
 use scorekit::input::read_jsonl;
 use scorekit::runtime::judge::PairTokenizer;
 use scorekit::runtime::models;
@@ -19,7 +19,7 @@ use std::path::Path;
 /// The first `n` Possible Stories dev questions as training examples for the judge in `dir`,
 /// through the story judge's own pair builder and tokenizer.
 fn examples(dir: &Path, n: usize) -> Vec<Example> {
-    let records = read_jsonl(&shared_data("possible-stories/dev.jsonl")).unwrap();
+    let records = read_jsonl(&test_data("possible-stories:dev", "dataset/dev.jsonl")).unwrap();
     let questions = parse_questions(&records[..n]).unwrap();
     let (arch, cfg) = models::read_config(&dir.join("config.json"), "bert").unwrap();
     let tok = PairTokenizer::load(dir, arch, &cfg, None).unwrap();

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod check;
 mod fetch;
 pub mod manifest;
+pub mod testdata;
 
 use manifest::{DataFile, DataManifest, Part};
 use scorekit_core::error::{Error, InputError, Result};

@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests: run the binary, find the shared data.
+//! Helpers shared by the integration tests: run the binary, find the benchmark data.
 #![allow(dead_code)]
 
 pub mod fixture;
@@ -33,9 +33,11 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `../shared/data/<rel>` from the repository root.
-pub fn shared_data(rel: &str) -> PathBuf {
-    repo().join("../shared/data").join(rel)
+/// Upstream file or folder `rel` of the dataset part `spec` (`muse:queries`) in the test data
+/// cache that scripts/test-data.sh fills ($SCOREKIT_TEST_DATA, data/test-parts.txt). Panics with
+/// the `scorekit data pull` that fetches the part when it is not all there.
+pub fn test_data(spec: &str, rel: &str) -> PathBuf {
+    scorekit::data::testdata::file(spec, rel)
 }
 
 /// Write a file under `dir` and return its path.
@@ -52,7 +54,7 @@ pub fn read_json(p: &Path) -> serde_json::Value {
 
 /// `scorekit story --skip-embedder` on the dev split with `judge` and `extra` flags.
 pub fn judge_only(judge: &Path, gens: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    let dataset = shared_data("possible-stories/dev.jsonl");
+    let dataset = test_data("possible-stories:dev", "dataset/dev.jsonl");
     let mut args = vec![
         "story",
         "--dataset",

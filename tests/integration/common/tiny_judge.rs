@@ -74,7 +74,7 @@ pub fn story_args(dir: &Path, questions: usize, models: &[&str]) -> Vec<String> 
     build_judge("bert_mc", &judge, true);
     let embedder = dir.join("embedder");
     write_bert_fixture(&embedder, &BertFixture::tiny(tiny_vocab(), 7)).unwrap();
-    let dataset = super::shared_data("possible-stories/dev.jsonl");
+    let dataset = super::test_data("possible-stories:dev", "dataset/dev.jsonl");
     let dev = std::fs::read_to_string(&dataset).unwrap();
     let mut gens = String::new();
     for (k, l) in dev.lines().take(questions).enumerate() {

@@ -1105,8 +1105,7 @@ mod tests {
     }
 
     fn shared_lines() -> Vec<String> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/data/mint/results/data/outputs");
+        let root = scorekit_data::testdata::file("mint:headline", "data/outputs");
         let mut lines = Vec::new();
         for e in walkdir::WalkDir::new(root).sort_by_file_name() {
             let e = e.unwrap();

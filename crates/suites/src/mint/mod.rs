@@ -580,10 +580,9 @@ mod tests {
         assert!(e.to_string().starts_with("f.jsonl:1: invalid JSON"), "{e}");
     }
 
-    /// Every results.jsonl of the shared data, with its key and text.
+    /// Every results.jsonl of `mint:headline` (the test data cache), with its key and text.
     fn shared_files() -> Vec<(String, FileKey, String)> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/data/mint/results/data/outputs");
+        let root = scorekit_data::testdata::file("mint:headline", "data/outputs");
         let mut out = Vec::new();
         for e in walkdir::WalkDir::new(&root).sort_by_file_name() {
             let e = e.unwrap();

@@ -284,11 +284,8 @@ mod tests {
 
     #[test]
     fn the_shipped_flow_covers_the_real_queries() {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/data/muse/MuSE_Benchmark/queries.json"
-        ));
-        let Ok(text) = text else { return };
+        let path = scorekit_data::testdata::file("muse:queries", "MuSE_Benchmark/queries.json");
+        let text = std::fs::read_to_string(path).unwrap();
         let qs = parse_queries("queries.json", &text).unwrap();
         assert_eq!(qs.len(), 100);
         let flow = parse_flow("flow", REVIEWED_FLOW, &qs).unwrap();
