@@ -17,8 +17,11 @@
 #
 # The build is reused: CARGO_TARGET_DIR stays the main checkout's target folder, so the
 # dependencies (candle, tokenizers, ...) are not rebuilt; the workspace's own crates are, because
-# the clone is another path (their artifacts keep their names, so the main checkout's next cargo
-# command rebuilds them again: .ci/run runs this last). The PyPI model fixtures are linked from the main checkout's
+# the clone is another path. Their artifacts keep their names, and cargo may then take the
+# clone's for fresh in the main checkout (measured: its next `cargo test` ran test binaries whose
+# CARGO_MANIFEST_DIR was the deleted clone), so on exit the workspace crates' artifacts are
+# removed from the shared target folder (`cargo clean -p`, dependencies kept): the main
+# checkout's next build compiles its own. .ci/run runs this last. The PyPI model fixtures are linked from the main checkout's
 # fixtures-cache/ (what scripts/setup-test-fixtures.sh left there), so nothing else is downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +54,12 @@ server=
 cleanup() {
   [ -z "$server" ] || kill "$server" 2>/dev/null || true
   rm -rf "$work"
+  # The clone's builds of the workspace crates (see above), not the dependencies.
+  local pkgs=() m
+  for m in Cargo.toml crates/*/Cargo.toml; do
+    pkgs+=(-p "$(sed -n 's/^name = "\(.*\)"$/\1/p' "$m" | head -n1)")
+  done
+  cargo clean --quiet "${pkgs[@]}" 2>/dev/null || true
 }
 trap cleanup EXIT
 

@@ -543,10 +543,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "MODEL", default_value = "labse")]
     pub model: String,
     /// Measure this MRC judge instead of the embedder: (passage, question + option) pairs of a
-    /// Possible Stories dataset (`--input`, default the bundled dev split), 4 per question.
+    /// Possible Stories dataset (`--input`, default `possible-stories:dev`), 4 per question.
     #[arg(long, value_name = "MODEL")]
     pub judge: Option<String>,
-    /// Corpus: JSONL ({"text"} or Possible Stories endings) or plain text.
+    /// Corpus: JSONL ({"text"} or Possible Stories endings), plain text, or a dataset name
+    /// (default `possible-stories:endings`, through the data cache).
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
     /// Timed repeats.

@@ -11,11 +11,12 @@ use scorekit_report::median;
 use scorekit_runtime::batching::plan_batches;
 use scorekit_runtime::models::bert::forward_flops as bert_flops;
 use scorekit_runtime::{self as runtime, Embedder};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-/// The corpus used when `--input` is not given: the real Possible Stories endings and passages.
-pub const DEFAULT_CORPUS: &str = "../shared/data/possible-stories/endings.jsonl";
+/// The corpus used when `--input` is not given: the real Possible Stories endings and passages,
+/// from the data cache (`scorekit data`; pulled once where the network allows).
+pub const DEFAULT_CORPUS: &str = "possible-stories:endings";
 
 /// Read a corpus: Possible Stories endings records (`story` + `endings[].ending`: every ending,
 /// then every passage), JSONL with `text`, or plain text (one sentence a line).
@@ -80,10 +81,15 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if let Some(judge) = &args.judge {
         return super::bench_judge::run(&args, judge);
     }
-    let input = args
-        .input
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_CORPUS));
+    // A dataset name (the default among them) resolves through the data cache; a path is a path.
+    let input = scorekit_data::resolve_arg(
+        args.input.as_deref().unwrap_or(Path::new(DEFAULT_CORPUS)),
+        &scorekit_data::Options {
+            offline: args.runtime.offline,
+            quiet: args.json,
+        },
+    )?
+    .path;
     let mut texts = read_corpus(&input)?;
     if let Some(n) = args.limit {
         texts.truncate(n.max(1));

@@ -14,18 +14,23 @@ use scorekit_runtime::judge::Judge;
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::models::bert::forward_flops as bert_flops;
 use scorekit_suites::story;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Instant;
 
-/// The dataset used when `--input` is not given.
-pub const DEFAULT_DATASET: &str = "../shared/data/possible-stories/dev.jsonl";
+/// The dataset used when `--input` is not given: the Possible Stories dev split, from the data
+/// cache (`scorekit data`).
+pub const DEFAULT_DATASET: &str = "possible-stories:dev";
 
 /// Run `scorekit bench --judge MODEL`.
 pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
-    let input = args
-        .input
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATASET));
+    let input = scorekit_data::resolve_arg(
+        args.input.as_deref().unwrap_or(Path::new(DEFAULT_DATASET)),
+        &scorekit_data::Options {
+            offline: args.runtime.offline,
+            quiet: args.json,
+        },
+    )?
+    .path;
     let mut questions = story::parse_questions(&read_jsonl(&input)?)?;
     if let Some(n) = args.limit {
         questions.truncate(n.max(1));

@@ -783,3 +783,52 @@ fn half_precision_embeddings_are_finite_and_close_to_f32() {
         }
     }
 }
+
+/// `scorekit bench` with no `--input` measures the Possible Stories endings, taken from the data
+/// cache by their dataset name (no path into a project folder): the first sentences of the real
+/// file, counted as the file has them. A cache without the part is refused offline, naming it.
+#[test]
+fn bench_default_corpus_comes_from_the_data_cache() {
+    let minilm = fixture_dir("all-MiniLM-L6-v2");
+    // Make sure the part is in the test data cache (panics naming the pull otherwise).
+    let endings = common::test_data("possible-stories:endings", "dataset/endings.jsonl");
+    let cache = scorekit::data::testdata::root();
+    let o = scorekit()
+        .env("SCOREKIT_DATA", &cache)
+        .args([
+            "bench",
+            "--model",
+            minilm.to_str().unwrap(),
+            "--offline",
+            "--json",
+        ])
+        .args(["--limit", "12", "--repeats", "1", "--device", "cpu"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sentences"], 12, "{v}");
+    let corpus = PathBuf::from(v["corpus"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(&corpus).unwrap(),
+        std::fs::read(&endings).unwrap(),
+        "{}",
+        corpus.display()
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let o = scorekit()
+        .env("SCOREKIT_DATA", empty.path())
+        .args([
+            "bench",
+            "--model",
+            minilm.to_str().unwrap(),
+            "--offline",
+            "--json",
+        ])
+        .args(["--limit", "4", "--repeats", "1", "--device", "cpu"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("possible-stories"), "{}", stderr(&o));
+}
