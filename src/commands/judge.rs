@@ -11,7 +11,7 @@ use scorekit_io::read_jsonl;
 use scorekit_report::judge as render;
 use scorekit_report::{bootstrap_mean, sha256_file, OutputDir};
 use scorekit_runtime::judge::JUDGE_FILES;
-use scorekit_runtime::judge::{Judge, PairTokenizer};
+use scorekit_runtime::judge::{AnyJudge, PairTokenizer};
 use scorekit_runtime::train::checkpoint;
 use scorekit_runtime::train::model::{Dropouts, McModel};
 use scorekit_runtime::train::trainer::{
@@ -19,6 +19,7 @@ use scorekit_runtime::train::trainer::{
 };
 use scorekit_runtime::{self as runtime, ResolveOptions};
 use scorekit_suites::judge_data::{self, Parsed};
+use scorekit_suites::letter;
 use scorekit_suites::story::Question;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -447,9 +448,15 @@ struct EvalItem {
     question_id: String,
     passage_id: String,
     gold: usize,
-    pick: usize,
+    /// The option picked (`null`: a letter judge's answer named none).
+    pick: Option<usize>,
     correct: bool,
+    /// A scoring judge's score per option.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     scores: Vec<f32>,
+    /// A letter judge's answer, decoded with special tokens kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
 }
 
 /// `scorekit judge eval`.
@@ -459,7 +466,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let dir = OutputDir::prepare(&o.out, o.force)?;
     let rt = ModelRuntime::new(&a.model, o.quiet)?;
     let model = rt.resolve(&a.judge, JUDGE_FILES)?;
-    let judge = Judge::load(
+    let judge = AnyJudge::load(
         &model.dir,
         &rt.device,
         rt.dtype,
@@ -469,25 +476,52 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     )?;
     let model_ref = model.model_ref()?;
     eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
-    let pairs: Vec<(String, String)> = questions.iter().flat_map(|q| q.gold_pairs()).collect();
-    let bar = scorekit_core::progress::bar(pairs.len() as u64, "judge", o.quiet);
-    let scores = judge.score(&pairs, rt.batch_tokens, &bar)?;
-    bar.finish_and_clear();
+    let item = |i: usize, q: &Question, pick: Option<usize>, scores, answer| EvalItem {
+        line: i + 1,
+        question_id: q.id.clone(),
+        passage_id: q.passage_id.clone(),
+        gold: q.gold,
+        pick,
+        correct: pick == Some(q.gold),
+        scores,
+        answer,
+    };
     let mut items = Vec::with_capacity(questions.len());
-    let mut offset = 0;
-    for (i, q) in questions.iter().enumerate() {
-        let s = scores[offset..offset + q.options.len()].to_vec();
-        offset += q.options.len();
-        let pick = argmax(&s);
-        items.push(EvalItem {
-            line: i + 1,
-            question_id: q.id.clone(),
-            passage_id: q.passage_id.clone(),
-            gold: q.gold,
-            pick,
-            correct: pick == q.gold,
-            scores: s,
-        });
+    match &judge {
+        AnyJudge::Scoring(judge) => {
+            let pairs: Vec<(String, String)> =
+                questions.iter().flat_map(|q| q.gold_pairs()).collect();
+            let bar = scorekit_core::progress::bar(pairs.len() as u64, "judge", o.quiet);
+            let scores = judge.score(&pairs, rt.batch_tokens, &bar)?;
+            bar.finish_and_clear();
+            let mut offset = 0;
+            for (i, q) in questions.iter().enumerate() {
+                let s = scores[offset..offset + q.options.len()].to_vec();
+                offset += q.options.len();
+                items.push(item(i, q, Some(argmax(&s)), s, None));
+            }
+        }
+        AnyJudge::Letter(judge) => {
+            let prompts: Vec<String> = questions
+                .iter()
+                .map(|q| {
+                    let options: Vec<&str> = q.options.iter().map(String::as_str).collect();
+                    letter::zero_shot_prompt(&q.document, &q.question, &options)
+                })
+                .collect();
+            let bar = scorekit_core::progress::bar(prompts.len() as u64, "judge", o.quiet);
+            let answers = judge.answer(&prompts, rt.batch_tokens, &bar)?;
+            bar.finish_and_clear();
+            for (i, (q, ans)) in questions.iter().zip(answers).enumerate() {
+                items.push(item(
+                    i,
+                    q,
+                    letter::pick(&ans.text),
+                    Vec::new(),
+                    Some(ans.text),
+                ));
+            }
+        }
     }
     let correct: Vec<f64> = items
         .iter()
@@ -500,9 +534,13 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let consistent: Vec<f64> = passages.values().map(|&c| f64::from(u8::from(c))).collect();
     let acc = bootstrap_mean(&correct, o.bootstrap, o.seed);
     let cons = bootstrap_mean(&consistent, o.bootstrap, o.seed);
-    let metrics = json!({
+    let options = questions[0].options.len();
+    let picks: Vec<Option<usize>> = items.iter().map(|i| i.pick).collect();
+    let golds: Vec<usize> = items.iter().map(|i| i.gold).collect();
+    let mut metrics = json!({
         "suite": "judge-eval",
         "judge": model_ref,
+        "judge_kind": judge.kind(),
         "engine": judge.engine(),
         "dataset": files[0],
         "questions": items.len(),
@@ -512,7 +550,13 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
         "consistency": cons,
         "consistency_definition": "share of passages (question_id before the first '_') with every question answered right",
         "bootstrap": {"resamples": o.bootstrap, "seed": o.seed},
+        "picks": scorekit_suites::judge_data::pick_distribution(&picks, &golds, options),
     });
+    if matches!(judge, AnyJudge::Letter(_)) {
+        let mut settings = serde_json::Map::new();
+        crate::commands::story::letter_settings(&mut settings);
+        metrics["letter"] = serde_json::Value::Object(settings);
+    }
     let mut jsonl = Vec::new();
     for it in &items {
         jsonl.extend(serde_json::to_vec(it).map_err(|e| anyhow!("{e}"))?);

@@ -8,8 +8,9 @@ use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
 use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
-use scorekit_runtime::judge::{Head, Judge};
+use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::Embedder;
+use scorekit_suites::letter;
 use scorekit_suites::story::{
     self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, JudgeVerdict, Outcome,
     PairValue, Question, Status,
@@ -93,7 +94,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     let judge = match &judge_model {
         None => None,
         Some(model) => {
-            let judge = Judge::load(
+            let judge = AnyJudge::load(
                 &model.dir,
                 &rt.device,
                 rt.dtype,
@@ -107,21 +108,29 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             settings.insert("judge".into(), json!(args.judge));
             settings.insert("judge_arch".into(), json!(judge.arch()));
             settings.insert("judge_engine".into(), json!(judge.engine()));
-            settings.insert(
-                "judge_head".into(),
-                match judge.head() {
-                    Head::MultipleChoice => json!("multiple_choice"),
-                    Head::Binary { labels, follow } => {
-                        json!(format!("binary, follow label {:?}", labels[*follow]))
-                    }
-                },
-            );
-            settings.insert("judge_max_length".into(), json!(judge.max_length()));
-            settings.insert(
-                "judge_input".into(),
-                json!("(document, question + \" \" + option), longest-first truncation"),
-            );
-            settings.insert("judge_ties".into(), json!("lowest option index"));
+            match &judge {
+                AnyJudge::Scoring(j) => {
+                    settings.insert(
+                        "judge_head".into(),
+                        match j.head() {
+                            Head::MultipleChoice => json!("multiple_choice"),
+                            Head::Binary { labels, follow } => {
+                                json!(format!("binary, follow label {:?}", labels[*follow]))
+                            }
+                        },
+                    );
+                    settings.insert("judge_max_length".into(), json!(j.max_length()));
+                    settings.insert(
+                        "judge_input".into(),
+                        json!("(document, question + \" \" + option), longest-first truncation"),
+                    );
+                    settings.insert("judge_ties".into(), json!("lowest option index"));
+                }
+                AnyJudge::Letter(_) => {
+                    settings.insert("judge_head".into(), json!("letter"));
+                    letter_settings(&mut settings);
+                }
+            }
             Some(judge)
         }
     };
@@ -188,13 +197,13 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         .into_iter()
         .filter(|chunk| chunk.iter().any(|c| !is_done(c)))
         .map(|chunk| {
-            let models = (judge.is_some(), embedder.is_some());
+            let models = (judge.as_ref(), embedder.is_some());
             ChunkPlan::new(chunk, &questions, &generations, models)
         })
         .collect();
     let work: usize = plans
         .iter()
-        .map(|p| p.judge_pairs.len() + p.texts.len())
+        .map(|p| p.judge_pairs.len() + p.letter_prompts.len() + p.texts.len())
         .sum();
     let progress = bar(work as u64, "score", out.quiet);
     for plan in &plans {
@@ -304,6 +313,10 @@ struct ChunkPlan<'a> {
     judge_pairs: Vec<(String, String)>,
     /// Per member: indices into `judge_pairs` of the human options and of the ending.
     judge_slots: Vec<(Vec<usize>, usize)>,
+    /// Distinct letter-judge prompts (human options; the ending in the gold slot).
+    letter_prompts: Vec<String>,
+    /// Per member: indices into `letter_prompts` of the human options' and the ending's prompt.
+    letter_slots: Vec<(usize, usize)>,
     /// Distinct endings to embed.
     texts: Vec<String>,
     /// Per member: index into `texts`.
@@ -313,13 +326,18 @@ struct ChunkPlan<'a> {
 impl<'a> ChunkPlan<'a> {
     /// Plan a chunk for the models present, `(judge, embedder)`. Identical (question, option
     /// text) pairs are scored once, so an ending equal to the gold option gets exactly the gold
-    /// option's score.
+    /// option's score; a letter judge's prompts likewise, per (question, ending).
     fn new(
         members: Vec<&'a Checked>,
         questions: &'a [Question],
         generations: &'a [Generation],
-        (with_judge, with_embedder): (bool, bool),
+        (judge, with_embedder): (Option<&AnyJudge>, bool),
     ) -> Self {
+        let with_judge = matches!(judge, Some(AnyJudge::Scoring(_)));
+        let with_letter = matches!(judge, Some(AnyJudge::Letter(_)));
+        let mut prompt_index: HashMap<(usize, Option<&str>), usize> = HashMap::new();
+        let mut letter_prompts: Vec<String> = Vec::new();
+        let mut letter_slots = Vec::new();
         let mut pair_index: HashMap<(usize, &str), usize> = HashMap::new();
         let mut judge_pairs: Vec<(String, String)> = Vec::new();
         let mut judge_slots = Vec::new();
@@ -340,6 +358,16 @@ impl<'a> ChunkPlan<'a> {
                 let own = slot(ending);
                 judge_slots.push((gold, own));
             }
+            if with_letter {
+                let q = &questions[qi];
+                let mut prompt = |ending: Option<&'a str>| -> usize {
+                    *prompt_index.entry((qi, ending)).or_insert_with(|| {
+                        letter_prompts.push(letter_prompt(q, ending));
+                        letter_prompts.len() - 1
+                    })
+                };
+                letter_slots.push((prompt(None), prompt(Some(ending))));
+            }
             if with_embedder {
                 text_of.push(*text_index.entry(ending).or_insert_with(|| {
                     texts.push(ending.to_string());
@@ -351,6 +379,8 @@ impl<'a> ChunkPlan<'a> {
             members,
             judge_pairs,
             judge_slots,
+            letter_prompts,
+            letter_slots,
             texts,
             text_of,
         }
@@ -359,11 +389,31 @@ impl<'a> ChunkPlan<'a> {
     /// Judge verdicts per generation index.
     fn judge(
         &self,
-        judge: &Judge,
+        judge: &AnyJudge,
         questions: &[Question],
         batch_tokens: usize,
         progress: &ProgressBar,
     ) -> Result<HashMap<usize, JudgeVerdict>> {
+        let judge = match judge {
+            AnyJudge::Scoring(j) => j,
+            AnyJudge::Letter(j) => {
+                let answers = j.answer(&self.letter_prompts, batch_tokens, progress)?;
+                return Ok(self
+                    .members
+                    .iter()
+                    .zip(&self.letter_slots)
+                    .map(|(c, (human, own))| {
+                        let qi = c.question.expect("scored");
+                        let v = story::letter_verdict(
+                            &answers[*human].text,
+                            &answers[*own].text,
+                            questions[qi].gold,
+                        );
+                        (c.generation, v)
+                    })
+                    .collect());
+            }
+        };
         let scores = judge.score(&self.judge_pairs, batch_tokens, progress)?;
         Ok(self
             .members
@@ -684,4 +734,33 @@ fn headline(
     m.insert("groups".into(), json!(results.len()));
     m.insert("dataset_questions".into(), json!(dataset_questions));
     m
+}
+
+/// The letter judge's prompt for question `q`: its human options, or `ending` in the gold slot
+/// (run_llm.py's zero-shot prompt).
+fn letter_prompt(q: &Question, ending: Option<&str>) -> String {
+    let mut options: Vec<&str> = q.options.iter().map(String::as_str).collect();
+    if let Some(e) = ending {
+        options[q.gold] = e;
+    }
+    letter::zero_shot_prompt(&q.document, &q.question, &options)
+}
+
+/// The settings a letter judge's verdicts depend on, for metrics.json.
+pub(crate) fn letter_settings(settings: &mut Map<String, Value>) {
+    settings.insert(
+        "judge_prompt".into(),
+        json!("zero-shot, nii-cl/possible-stories run_llm.py (3f8c525): instruction, \"\\n\", passage, question, options (A)-(D), \"Answer:\""),
+    );
+    settings.insert(
+        "judge_decoding".into(),
+        json!(format!(
+            "greedy, max_length {} (the start token included), stop at </s>",
+            scorekit_runtime::letter_judge::MAX_LENGTH
+        )),
+    );
+    settings.insert(
+        "judge_pick".into(),
+        json!("the first character of the decoded answer among A B C D; none is wrong"),
+    );
 }

@@ -11,6 +11,7 @@ mod datasets;
 mod grasp;
 mod judge_cli;
 mod layers;
+mod letter;
 mod merge;
 mod mint;
 mod mint_hostile;

@@ -13,7 +13,9 @@ pub mod deberta_v2_layers;
 pub mod electra;
 pub mod heads;
 pub mod roberta;
+pub mod shards;
 pub mod spm;
+pub mod t5;
 pub mod weights;
 pub mod xlm_roberta;
 
@@ -37,6 +39,10 @@ pub static ARCHITECTURES: &[&dyn Architecture] = &[
     &deberta_v2::DebertaV2,
     &electra::Electra,
 ];
+
+/// Encoder-decoder architectures (`model_type`), run by the letter judge rather than as
+/// encoders: T5, T5 v1.1 and Flan-T5 ([`t5`]).
+pub static SEQ2SEQ_MODEL_TYPES: &[&str] = t5::MODEL_TYPES;
 
 /// A parsed config.json: the dimensions every encoder has, and the architecture's own reading.
 #[derive(Debug, Clone)]
@@ -178,6 +184,7 @@ pub fn supported_model_types() -> String {
     ARCHITECTURES
         .iter()
         .flat_map(|a| a.model_types().iter().copied())
+        .chain(SEQ2SEQ_MODEL_TYPES.iter().copied())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -199,6 +206,15 @@ pub fn read_config(
         .and_then(Value::as_str)
         .unwrap_or(default_type)
         .to_string();
+    if SEQ2SEQ_MODEL_TYPES.contains(&model_type.as_str()) {
+        return Err(bad(
+            path,
+            format!(
+                "model_type {model_type:?} is an encoder-decoder model: scorekit runs it as a \
+                 letter judge (`--judge`), not as an encoder"
+            ),
+        ));
+    }
     let arch = architecture(&model_type).ok_or_else(|| {
         bad(
             path,

@@ -412,6 +412,89 @@ pub fn deberta_v2_tokenizer(dir: &Path) -> Result<Tokenizer> {
     Ok(tokenizer)
 }
 
+/// The fast T5 tokenizer of the folder `dir` (spiece.model; `extra_ids` from
+/// tokenizer_config.json, default 100), as transformers 4's `T5Converter` builds the
+/// tokenizer.json of the Hub's T5 and Flan-T5 folders: the pieces, then `<extra_id_N>` for N from
+/// `extra_ids - 1` down to 0; the precompiled charsmap then runs of spaces folded; Metaspace
+/// (`▁`, always prepended); `</s>` appended. For folders without tokenizer.json.
+pub fn t5_tokenizer(dir: &Path) -> Result<Tokenizer> {
+    let path = dir.join("spiece.model");
+    let spm = SpmModel::load(&path)?;
+    let config = dir.join("tokenizer_config.json");
+    let extra_ids = match read_object(&config)?.and_then(|m| m.get("extra_ids").cloned()) {
+        None => 100,
+        Some(v) => v.as_u64().filter(|&n| n <= 10_000).ok_or_else(|| {
+            Error::Input(InputError {
+                field: Some("extra_ids".into()),
+                ..InputError::file(&config, "not a count of extra ids (0..=10000)")
+            })
+        })? as usize,
+    };
+    t5_converted(&spm, extra_ids).map_err(|why| Error::Input(InputError::file(&path, why)))
+}
+
+/// `T5Converter.converted()`.
+fn t5_converted(spm: &SpmModel, extra_ids: usize) -> Result<Tokenizer, String> {
+    let mut vocab: Vec<(String, f64)> = spm
+        .pieces
+        .iter()
+        .map(|p| (p.piece.clone(), f64::from(p.score)))
+        .collect();
+    vocab.extend(
+        (0..extra_ids)
+            .rev()
+            .map(|i| (format!("<extra_id_{i}>"), 0.0)),
+    );
+    let unigram = Unigram::from(vocab, Some(spm.unk_id as usize), false)
+        .map_err(|e| format!("cannot build the unigram model: {e}"))?;
+    let mut tokenizer = Tokenizer::new(unigram);
+    let mut normalizers: Vec<NormalizerWrapper> = Vec::new();
+    if !spm.precompiled_charsmap.is_empty() {
+        check_charsmap(&spm.precompiled_charsmap)
+            .map_err(|why| format!("bad normalizer_spec.precompiled_charsmap: {why}"))?;
+        let charsmap = Precompiled::from(spm.precompiled_charsmap.as_slice())
+            .map_err(|e| format!("bad normalizer_spec.precompiled_charsmap: {e}"))?;
+        normalizers.push(charsmap.into());
+    }
+    let spaces =
+        Replace::new(ReplacePattern::Regex(" {2,}".into()), " ").map_err(|e| e.to_string())?;
+    normalizers.push(spaces.into());
+    tokenizer
+        .with_normalizer(Some(Sequence::new(normalizers)))
+        .map_err(|e| e.to_string())?;
+    tokenizer.with_pre_tokenizer(Some(Metaspace::new('▁', PrependScheme::Always, true)));
+    tokenizer.with_decoder(Some(MetaspaceDecoder::new(
+        '▁',
+        PrependScheme::Always,
+        true,
+    )));
+    // Control and unknown pieces (<pad>, </s>, <unk>) and the extra ids are special tokens.
+    let mut specials: Vec<AddedToken> = spm
+        .pieces
+        .iter()
+        .filter(|p| matches!(p.kind, PieceType::Control | PieceType::Unknown))
+        .map(|p| AddedToken::from(p.piece.clone(), true).normalized(false))
+        .collect();
+    specials.extend(
+        (0..extra_ids)
+            .rev()
+            .map(|i| AddedToken::from(format!("<extra_id_{i}>"), true).normalized(false)),
+    );
+    tokenizer
+        .add_special_tokens(specials)
+        .map_err(|e| e.to_string())?;
+    let eos = tokenizer
+        .token_to_id("</s>")
+        .ok_or("no </s> piece: not a T5 model")?;
+    let mut template = TemplateProcessing::builder();
+    template.try_single("$A:0 </s>:0")?;
+    template.try_pair("$A:0 </s>:0 $B:0 </s>:0")?;
+    template.special_tokens(vec![("</s>", eos)]);
+    let template = template.build().map_err(|e| e.to_string())?;
+    tokenizer.with_post_processor(Some(template));
+    Ok(tokenizer)
+}
+
 /// added_tokens.json (microsoft/deberta-v3-*: `{"[MASK]": 128000}`) must name tokens with the ids
 /// they got here; a folder with other added tokens needs its tokenizer.json, so they are refused
 /// rather than guessed.

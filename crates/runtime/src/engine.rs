@@ -123,3 +123,26 @@ pub fn load_encoder(
     arch.load_candle(vb, cfg)
         .map_err(|e| scorekit_models::weights_error(weights, e))
 }
+
+/// The engine of an encoder-decoder (letter) judge: candle's layers on the device, in f32 or
+/// bf16. scorekit's native kernels run BERT-layout encoders only, so `--engine native` and
+/// `--quantize` are refused for T5 rather than silently ignored; f16 is refused because T5's
+/// activations overflow it (transformers clamps them; scorekit does not pretend to).
+pub fn seq2seq_engine(opts: &EngineOptions, dtype: DType) -> Result<&'static str> {
+    if opts.engine == EngineChoice::Native {
+        return Err(Error::usage(
+            "--engine native: scorekit's kernels do not run T5 models; use --engine auto or candle",
+        ));
+    }
+    if opts.int8 {
+        return Err(Error::usage(
+            "--quantize: int8 runs on scorekit's kernels, which do not run T5 models",
+        ));
+    }
+    if dtype == DType::F16 {
+        return Err(Error::usage(
+            "--dtype f16: T5's activations overflow f16; use f32 or bf16",
+        ));
+    }
+    Ok("candle")
+}

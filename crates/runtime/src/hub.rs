@@ -430,20 +430,27 @@ fn download(
         }
     }
     let show = !opts.quiet && std::io::stderr().is_terminal();
-    for name in &files {
-        if snapshot.join(name).is_file() {
+    // A shard index brings its shards: they are appended as each index arrives.
+    let mut next = 0;
+    while next < files.len() {
+        let name = files[next].clone();
+        next += 1;
+        if name.ends_with(".index.json") {
+            let index = snapshot.join(&name);
+            if !index.is_file() {
+                fetch_file(&repo, &name, show, manifest, &endpoint, id, &commit)?;
+            }
+            for shard in scorekit_models::shards::shard_names(&index)? {
+                if !files.contains(&shard) {
+                    files.push(shard);
+                }
+            }
             continue;
         }
-        let got = if show {
-            repo.download_with_progress(name, indicatif::ProgressBar::new(0))
-        } else {
-            repo.download_with_progress(name, ())
-        };
-        let path = got.map_err(|e| hub_error(e, &format!("{id}@{commit}/{name}"), &endpoint))?;
-        let expected = manifest
-            .and_then(|m| m.file(name))
-            .and_then(|f| f.sha256.clone());
-        verify_download(&path, name, expected.as_deref())?;
+        if snapshot.join(&name).is_file() {
+            continue;
+        }
+        fetch_file(&repo, &name, show, manifest, &endpoint, id, &commit)?;
     }
     if revision != commit {
         // Python's huggingface_hub writes refs/<branch>; hf-hub wrote refs/<commit> only.
@@ -460,6 +467,28 @@ fn download(
         revision: commit,
         dir: snapshot,
     })
+}
+
+/// Download one file of the pinned commit into the cache and verify it.
+fn fetch_file(
+    repo: &hf_hub::api::sync::ApiRepo,
+    name: &str,
+    show: bool,
+    manifest: Option<&Manifest>,
+    endpoint: &str,
+    id: &str,
+    commit: &str,
+) -> Result<()> {
+    let got = if show {
+        repo.download_with_progress(name, indicatif::ProgressBar::new(0))
+    } else {
+        repo.download_with_progress(name, ())
+    };
+    let path = got.map_err(|e| hub_error(e, &format!("{id}@{commit}/{name}"), endpoint))?;
+    let expected = manifest
+        .and_then(|m| m.file(name))
+        .and_then(|f| f.sha256.clone());
+    verify_download(&path, name, expected.as_deref())
 }
 
 /// The sha256 a cached file must have: the manifest's, else its blob's name when that is an LFS

@@ -23,13 +23,76 @@ use std::path::Path;
 use tokenizers::{Encoding, Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 /// Files a judge needs. Older RoBERTa checkpoints (the default judge among them) have no
-/// tokenizer.json, only vocab.json + merges.txt; DeBERTa-v2/v3 checkpoints only spm.model.
+/// tokenizer.json, only vocab.json + merges.txt; DeBERTa-v2/v3 checkpoints only spm.model; T5
+/// folders may have only spiece.model, and large ones shard their weights behind an index.
 pub const JUDGE_FILES: &[&str] = &[
     "config.json",
-    "tokenizer.json|vocab.json|spm.model",
-    "tokenizer.json|merges.txt|spm.model",
-    "model.safetensors|pytorch_model.bin",
+    "tokenizer.json|vocab.json|spm.model|spiece.model",
+    "tokenizer.json|merges.txt|spm.model|spiece.model",
+    "model.safetensors|pytorch_model.bin|model.safetensors.index.json|pytorch_model.bin.index.json",
 ];
+
+/// A loaded judge of any kind: scoring (multiple-choice or binary) or letter (T5 / Flan-T5).
+/// config.json decides which, here and nowhere else.
+pub enum AnyJudge {
+    /// An encoder with a classification head: one score per (passage, question + option).
+    Scoring(Judge),
+    /// An encoder-decoder asked the prompt with all options, answering with a letter.
+    Letter(crate::letter_judge::LetterJudge),
+}
+
+impl AnyJudge {
+    /// Load the judge of model folder `dir` (see [`Judge::load`]; `max_length` and
+    /// `follow_label` apply to scoring judges, and `--follow-label` is refused for a letter one).
+    pub fn load(
+        dir: &Path,
+        device: &Device,
+        dtype: DType,
+        max_length: Option<usize>,
+        follow_label: Option<&str>,
+        engine: &EngineOptions,
+    ) -> Result<AnyJudge> {
+        if crate::letter_judge::is_letter_judge(dir) {
+            if let Some(label) = follow_label {
+                return Err(Error::usage(format!(
+                    "--follow-label {label:?}: judge {} is a letter judge (T5), which answers \
+                     with an option's letter; the flag is for sequence-classification judges",
+                    dir.display()
+                )));
+            }
+            let judge = crate::letter_judge::LetterJudge::load(dir, device, dtype, engine)?;
+            return Ok(AnyJudge::Letter(judge));
+        }
+        Judge::load(dir, device, dtype, max_length, follow_label, engine).map(AnyJudge::Scoring)
+    }
+
+    /// What kind of judge: `multiple-choice`, `binary` or `letter` (for reports).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AnyJudge::Scoring(j) => match j.head() {
+                Head::MultipleChoice => "multiple-choice",
+                Head::Binary { .. } => "binary",
+            },
+            AnyJudge::Letter(_) => "letter",
+        }
+    }
+
+    /// Which implementation runs the model.
+    pub fn engine(&self) -> &'static str {
+        match self {
+            AnyJudge::Scoring(j) => j.engine(),
+            AnyJudge::Letter(j) => j.engine(),
+        }
+    }
+
+    /// The architecture, as config.json's `model_type`.
+    pub fn arch(&self) -> &str {
+        match self {
+            AnyJudge::Scoring(j) => j.arch(),
+            AnyJudge::Letter(_) => "t5",
+        }
+    }
+}
 
 /// What the judge's head computes.
 #[derive(Debug, Clone, PartialEq, Eq)]

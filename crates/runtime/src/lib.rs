@@ -11,6 +11,7 @@ pub mod embedder;
 pub mod engine;
 pub mod hub;
 pub mod judge;
+pub mod letter_judge;
 pub mod manifest;
 pub mod tokenize;
 

@@ -11,6 +11,26 @@ const SHIPPED: &[(&str, &str)] = &[
         "roberta-large-race.toml",
         include_str!("../../../models/roberta-large-race.toml"),
     ),
+    (
+        "flan-t5-small.toml",
+        include_str!("../../../models/flan-t5-small.toml"),
+    ),
+    (
+        "flan-t5-base.toml",
+        include_str!("../../../models/flan-t5-base.toml"),
+    ),
+    (
+        "flan-t5-large.toml",
+        include_str!("../../../models/flan-t5-large.toml"),
+    ),
+    (
+        "flan-t5-xl.toml",
+        include_str!("../../../models/flan-t5-xl.toml"),
+    ),
+    (
+        "flan-t5-xxl.toml",
+        include_str!("../../../models/flan-t5-xxl.toml"),
+    ),
 ];
 
 /// One pinned model: where it lives on the Hub and what its files must be.

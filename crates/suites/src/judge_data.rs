@@ -165,3 +165,85 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("question"), "{e}");
     }
 }
+
+/// How a judge's picks spread over the option positions, beside the gold answers' spread: a
+/// judge that favours a position (a letter judge's "A") shows it here.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PickDistribution {
+    /// Questions per picked position (`A`, `B`, ...), and `none` for answers naming no option.
+    pub counts: std::collections::BTreeMap<String, usize>,
+    /// The same as shares of all questions.
+    pub share: std::collections::BTreeMap<String, f64>,
+    /// Shares of the gold answers per position.
+    pub gold_share: std::collections::BTreeMap<String, f64>,
+    /// Total variation distance between the two: half the sum of absolute differences (0: the
+    /// judge picks positions as often as they are right; 1: never where the answers are).
+    pub total_variation: f64,
+}
+
+/// The pick distribution of `picks` against `golds` over `options` positions.
+pub fn pick_distribution(
+    picks: &[Option<usize>],
+    golds: &[usize],
+    options: usize,
+) -> PickDistribution {
+    let name = |i: usize| {
+        char::from_u32(u32::from(b'A') + i as u32)
+            .filter(|_| i < 26)
+            .map_or_else(|| format!("option {i}"), String::from)
+    };
+    let n = picks.len().max(1) as f64;
+    let mut counts = std::collections::BTreeMap::new();
+    let mut gold_counts = std::collections::BTreeMap::new();
+    for i in 0..options {
+        counts.insert(name(i), 0usize);
+        gold_counts.insert(name(i), 0usize);
+    }
+    counts.insert("none".to_string(), 0);
+    for p in picks {
+        *counts
+            .entry(p.map_or("none".to_string(), name))
+            .or_default() += 1;
+    }
+    for &g in golds {
+        *gold_counts.entry(name(g)).or_default() += 1;
+    }
+    let share: std::collections::BTreeMap<String, f64> = counts
+        .iter()
+        .map(|(k, &c)| (k.clone(), c as f64 / n))
+        .collect();
+    let gold_share: std::collections::BTreeMap<String, f64> = gold_counts
+        .iter()
+        .map(|(k, &c)| (k.clone(), c as f64 / golds.len().max(1) as f64))
+        .collect();
+    let total_variation = 0.5
+        * share
+            .iter()
+            .map(|(k, s)| (s - gold_share.get(k).copied().unwrap_or(0.0)).abs())
+            .sum::<f64>();
+    PickDistribution {
+        counts,
+        share,
+        gold_share,
+        total_variation,
+    }
+}
+
+#[cfg(test)]
+mod pick_tests {
+    use super::*;
+
+    #[test]
+    fn a_judge_that_always_says_a_is_as_far_from_uniform_gold_as_it_can_be_made() {
+        let golds = [0, 1, 2, 3];
+        let d = pick_distribution(&[Some(0); 4], &golds, 4);
+        assert_eq!(d.counts["A"], 4);
+        assert_eq!(d.counts["none"], 0);
+        assert!((d.total_variation - 0.75).abs() < 1e-12);
+        let d = pick_distribution(&[Some(0), Some(1), Some(2), None], &golds, 4);
+        assert_eq!((d.counts["D"], d.counts["none"]), (0, 1));
+        assert!((d.total_variation - 0.25).abs() < 1e-12);
+        let d = pick_distribution(&[Some(3), Some(2), Some(1), Some(0)], &golds, 4);
+        assert_eq!(d.total_variation, 0.0);
+    }
+}

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod grasp;
 pub mod judge_data;
+pub mod letter;
 pub mod mint;
 pub mod muse;
 pub mod pystr;

@@ -240,21 +240,47 @@ pub fn argmax(scores: &[f32]) -> usize {
     best
 }
 
-/// The judge's verdict on one generation.
+/// The judge's verdict on one generation. A scoring judge (multiple-choice, binary) fills the
+/// scores; a letter judge (Flan-T5) the answers, and may pick no option (`null`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeVerdict {
-    /// Scores of the four options with the generated ending in the gold slot.
+    /// Scores of the four options with the generated ending in the gold slot (scoring judges).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge_scores: Vec<f32>,
-    /// The option the judge picks among those.
-    pub judge_pick: usize,
+    /// The option the judge picks among those (`None`: a letter judge's answer named none).
+    pub judge_pick: Option<usize>,
     /// Follow: the judge picks the generated ending.
     pub follow: bool,
-    /// Scores of the four human options.
+    /// Scores of the four human options (scoring judges).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge_gold_scores: Vec<f32>,
     /// The option the judge picks among the human options.
-    pub judge_gold_pick: usize,
+    pub judge_gold_pick: Option<usize>,
     /// The judge answers the unmodified question correctly (the ceiling's item).
     pub judge_correct: bool,
+    /// A letter judge's answer with the ending in the gold slot, as decoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_answer: Option<String>,
+    /// A letter judge's answer on the human options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_gold_answer: Option<String>,
+}
+
+/// IFSM's protocol for a letter judge: the ending follows when the answer with the ending in the
+/// gold slot picks the gold letter; the ceiling's item is the answer on the human options.
+pub fn letter_verdict(gold_answer: &str, ending_answer: &str, gold: usize) -> JudgeVerdict {
+    let pick = crate::letter::pick(ending_answer);
+    let gold_pick = crate::letter::pick(gold_answer);
+    JudgeVerdict {
+        judge_scores: Vec::new(),
+        judge_pick: pick,
+        follow: pick == Some(gold),
+        judge_gold_scores: Vec::new(),
+        judge_gold_pick: gold_pick,
+        judge_correct: gold_pick == Some(gold),
+        judge_answer: Some(ending_answer.to_string()),
+        judge_gold_answer: Some(gold_answer.to_string()),
+    }
 }
 
 /// IFSM's protocol for one item: put the ending's score in the gold slot and take the argmax.
@@ -267,12 +293,14 @@ pub fn judge_verdict(gold_scores: &[f32], gold: usize, ending_score: f32) -> Jud
     let pick = argmax(&scores);
     let gold_pick = argmax(gold_scores);
     JudgeVerdict {
-        judge_pick: pick,
+        judge_pick: Some(pick),
         follow: pick == gold,
         judge_scores: scores,
-        judge_gold_pick: gold_pick,
+        judge_gold_pick: Some(gold_pick),
         judge_correct: gold_pick == gold,
         judge_gold_scores: gold_scores.to_vec(),
+        judge_answer: None,
+        judge_gold_answer: None,
     }
 }
 
@@ -716,7 +744,7 @@ mod tests {
         assert!(v.follow && v.judge_correct);
         assert_eq!(v.judge_scores, vec![0.1, 0.95, 0.3, 0.2]);
         let v = judge_verdict(&gold, 1, 0.25);
-        assert_eq!((v.judge_pick, v.follow), (2, false));
+        assert_eq!((v.judge_pick, v.follow), (Some(2), false));
         // The gold option as the ending reproduces the judge's own answer.
         let v = judge_verdict(&gold, 2, gold[2]);
         assert_eq!(v.follow, v.judge_correct);

@@ -1,0 +1,253 @@
+//! A model folder's weight files in every form the Hub carries: one `model.safetensors`, shards
+//! named by `model.safetensors.index.json`, one `pytorch_model.bin`, or shards named by
+//! `pytorch_model.bin.index.json` (large checkpoints such as flan-t5-xl/xxl come as shards).
+//! Safetensors are memory-mapped; PyTorch shards are read lazily, one tensor at a time.
+
+use crate::bad;
+use candle_core::pickle::PthTensors;
+use candle_core::{DType, Device, Shape, Tensor};
+use candle_nn::var_builder::SimpleBackend;
+use candle_nn::VarBuilder;
+use scorekit_core::error::{Error, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The weight files of a model folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WeightFiles {
+    /// One or more safetensors files.
+    Safetensors(Vec<PathBuf>),
+    /// One or more PyTorch pickles (`pytorch_model.bin` or its shards).
+    Pth(Vec<PathBuf>),
+}
+
+impl WeightFiles {
+    /// The files, in the order the index first names them.
+    pub fn files(&self) -> &[PathBuf] {
+        match self {
+            WeightFiles::Safetensors(f) | WeightFiles::Pth(f) => f,
+        }
+    }
+}
+
+/// Find the weights of `dir`: model.safetensors, its index, pytorch_model.bin, its index, in that
+/// order of preference. An index whose shards are missing is an input error naming the index
+/// file and the tensor whose shard is absent.
+pub fn weight_files(dir: &Path) -> Result<WeightFiles> {
+    let single = dir.join("model.safetensors");
+    if single.exists() {
+        return Ok(WeightFiles::Safetensors(vec![single]));
+    }
+    let index = dir.join("model.safetensors.index.json");
+    if index.exists() {
+        return Ok(WeightFiles::Safetensors(shards_of(&index)?));
+    }
+    let single = dir.join("pytorch_model.bin");
+    if single.exists() {
+        return Ok(WeightFiles::Pth(vec![single]));
+    }
+    let index = dir.join("pytorch_model.bin.index.json");
+    if index.exists() {
+        return Ok(WeightFiles::Pth(shards_of(&index)?));
+    }
+    Err(Error::usage(format!(
+        "model {}: no model.safetensors, model.safetensors.index.json, pytorch_model.bin or \
+         pytorch_model.bin.index.json",
+        dir.display()
+    )))
+}
+
+/// The distinct shard file names an index's `weight_map` names, in first-mention order; each is
+/// a plain file name in the index's folder (no path may leave it).
+pub fn shard_names(index: &Path) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(index).map_err(|e| bad(index, format!("cannot read: {e}")))?;
+    let json: Value =
+        serde_json::from_str(&text).map_err(|e| bad(index, format!("not valid JSON: {e}")))?;
+    let map = json
+        .get("weight_map")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad(index, "field weight_map: missing or not an object"))?;
+    let mut names: Vec<String> = Vec::new();
+    for (tensor, file) in map {
+        let name = file.as_str().ok_or_else(|| {
+            bad(
+                index,
+                format!("field weight_map.{tensor}: not a file name string"),
+            )
+        })?;
+        if name.is_empty() || name.contains(['/', '\\']) || name == ".." {
+            return Err(bad(
+                index,
+                format!("field weight_map.{tensor}: {name:?} is not a file name in the folder"),
+            ));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    if names.is_empty() {
+        return Err(bad(index, "field weight_map: names no tensor"));
+    }
+    Ok(names)
+}
+
+/// The shard files of an index, each checked to exist (the error names the index, a tensor of
+/// the missing shard and the shard).
+fn shards_of(index: &Path) -> Result<Vec<PathBuf>> {
+    let dir = index.parent().unwrap_or(Path::new("."));
+    let names = shard_names(index)?;
+    let text = std::fs::read_to_string(index).unwrap_or_default();
+    let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let mut files = Vec::with_capacity(names.len());
+    for name in names {
+        let path = dir.join(&name);
+        if !path.exists() {
+            let tensor = json["weight_map"]
+                .as_object()
+                .and_then(|m| m.iter().find(|(_, f)| f.as_str() == Some(&name)))
+                .map(|(t, _)| t.clone())
+                .unwrap_or_default();
+            return Err(bad(
+                index,
+                format!(
+                    "field weight_map.{tensor}: shard {name} is not in {}",
+                    dir.display()
+                ),
+            ));
+        }
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// candle's view of the weight files, loading each tensor into `dtype` on `device` as it is
+/// asked for (safetensors memory-mapped; PyTorch shards read one tensor at a time).
+pub fn var_builder_of(
+    files: &WeightFiles,
+    dtype: DType,
+    device: &Device,
+) -> Result<VarBuilder<'static>> {
+    let first = &files.files()[0];
+    let vb = match files {
+        WeightFiles::Safetensors(paths) => {
+            // SAFETY: the call memory-maps the files, and the mapped bytes must not change while
+            // candle holds them (a rewrite changes them under a `&[u8]`, a truncation faults).
+            // scorekit never writes a weight file, and model folders are inputs (the hub cache
+            // or a folder given by the user) that nothing rewrites while scorekit runs: the
+            // assumption every mmap-based weight loader makes.
+            unsafe { VarBuilder::from_mmaped_safetensors(paths, dtype, device) }
+        }
+        WeightFiles::Pth(paths) if paths.len() == 1 => VarBuilder::from_pth(first, dtype, device),
+        WeightFiles::Pth(paths) => {
+            let mut shards = Vec::with_capacity(paths.len());
+            for p in paths {
+                shards.push(
+                    PthTensors::new(p, None).map_err(|e| bad(p, format!("cannot load: {e}")))?,
+                );
+            }
+            let backend: Box<dyn SimpleBackend> = Box::new(PthShards { shards });
+            Ok(VarBuilder::from_backend(backend, dtype, device.clone()))
+        }
+    };
+    vb.map_err(|e| bad(first, format!("cannot load: {e}")))
+}
+
+/// Sharded PyTorch pickles behind candle's `VarBuilder`: a tensor is read from the shard that
+/// holds it when a layer asks for it.
+struct PthShards {
+    shards: Vec<PthTensors>,
+}
+
+impl SimpleBackend for PthShards {
+    fn get(
+        &self,
+        s: Shape,
+        name: &str,
+        _h: candle_nn::Init,
+        dtype: DType,
+        dev: &Device,
+    ) -> candle_core::Result<Tensor> {
+        let t = self.get_unchecked(name, dtype, dev)?;
+        if t.shape() != &s {
+            return Err(candle_core::Error::UnexpectedShape {
+                msg: format!("shape mismatch for {name}"),
+                expected: s,
+                got: t.shape().clone(),
+            }
+            .bt());
+        }
+        Ok(t)
+    }
+
+    fn get_unchecked(&self, name: &str, dtype: DType, dev: &Device) -> candle_core::Result<Tensor> {
+        for shard in &self.shards {
+            if let Some(t) = shard.get(name)? {
+                return t.to_device(dev)?.to_dtype(dtype);
+            }
+        }
+        Err(candle_core::Error::CannotFindTensor {
+            path: name.to_string(),
+        }
+        .bt())
+    }
+
+    fn contains_tensor(&self, name: &str) -> bool {
+        self.shards
+            .iter()
+            .any(|s| s.tensor_infos().contains_key(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_naming_a_missing_shard_names_the_index_and_tensor() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.safetensors"), b"x").unwrap();
+        std::fs::write(
+            dir.path().join("model.safetensors.index.json"),
+            r#"{"weight_map":{"shared.weight":"a.safetensors","lm_head.weight":"b.safetensors"}}"#,
+        )
+        .unwrap();
+        let e = weight_files(dir.path()).unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            text.contains("model.safetensors.index.json")
+                && text.contains("weight_map.lm_head.weight")
+                && text.contains("b.safetensors"),
+            "{text}"
+        );
+        std::fs::write(dir.path().join("b.safetensors"), b"x").unwrap();
+        let files = weight_files(dir.path()).unwrap();
+        // Two tensors, two shards, in the index's order (serde_json's map is sorted by name).
+        assert_eq!(files.files().len(), 2);
+    }
+
+    #[test]
+    fn a_shard_name_may_not_leave_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("pytorch_model.bin.index.json"),
+            r#"{"weight_map":{"shared.weight":"../x.bin"}}"#,
+        )
+        .unwrap();
+        let e = weight_files(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a file name in the folder"), "{e}");
+    }
+
+    #[test]
+    fn the_single_file_is_preferred_and_none_is_a_usage_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(weight_files(dir.path()).unwrap_err().exit_code(), 2);
+        std::fs::write(dir.path().join("pytorch_model.bin"), b"x").unwrap();
+        std::fs::write(dir.path().join("model.safetensors"), b"x").unwrap();
+        assert!(matches!(
+            weight_files(dir.path()).unwrap(),
+            WeightFiles::Safetensors(f) if f.len() == 1
+        ));
+    }
+}

@@ -1,0 +1,142 @@
+//! The letter judge's protocol, as nii-cl/possible-stories' run_llm.py (commit 3f8c525) asks
+//! Flan-T5: a zero-shot prompt naming the options (A)–(D), and the pick read from the generated
+//! text as the first character among `A B C D` (none: wrong). Plain functions over text; the
+//! model that answers lives in the runtime.
+//!
+//! Beyond the authors, [`rotations`] and [`majority`] give the cyclic option orders: the judge
+//! asked once per rotation of the options, each answer mapped back to its option, the majority
+//! taken, so that a judge's preference for a position cannot decide a verdict alone.
+
+/// The instruction run_llm.py puts before every prompt.
+pub const INSTRUCTION: &str =
+    "Read the given passage and answer the multiple choice question about it.\n";
+
+/// The option letters, in order.
+pub const LETTERS: &str = "ABCD";
+
+/// run_llm.py's `multiple_choice_to_prompt(passage, question, options, answer)`: the passage,
+/// the question, the options as `(A) ... (B) ...`, then `Answer:` (with the answer and a newline
+/// for a demonstration). Options beyond four are dropped, as `zip("ABCD", options)` drops them.
+pub fn question_block(passage: &str, question: &str, options: &[&str], answer: &str) -> String {
+    let opts: Vec<String> = LETTERS
+        .chars()
+        .zip(options)
+        .map(|(l, o)| format!("({l}) {o}"))
+        .collect();
+    let mut out = format!(
+        "Passage: {passage}\nQuestion: {question}\nOptions: {}\n",
+        opts.join(" ")
+    );
+    // `if answer:` — an empty answer leaves the prompt open.
+    if answer.is_empty() {
+        out.push_str("Answer:");
+    } else {
+        out.push_str(&format!("Answer: {answer}\n"));
+    }
+    out
+}
+
+/// The zero-shot prompt: the instruction, an empty demonstration block, a newline, the question
+/// (`instruction + few_shot_prompt + "\n" + ex_prompt` with no demonstrations).
+pub fn zero_shot_prompt(passage: &str, question: &str, options: &[&str]) -> String {
+    format!(
+        "{INSTRUCTION}\n{}",
+        question_block(passage, question, options, "")
+    )
+}
+
+/// The option a generated answer picks: the first character of the text among `A B C D`
+/// (`None` when there is none: run_llm.py's "E", always wrong).
+pub fn pick(answer: &str) -> Option<usize> {
+    answer.chars().find_map(|c| LETTERS.find(c))
+}
+
+/// The option orders asked under `--option-orders cyclic`: rotation `r` shows option
+/// `(j + r) % n` at position `j`. Rotation 0 is the dataset's order.
+pub fn rotations<'a>(options: &[&'a str]) -> Vec<Vec<&'a str>> {
+    let n = options.len();
+    (0..n)
+        .map(|r| (0..n).map(|j| options[(j + r) % n]).collect())
+        .collect()
+}
+
+/// The option a pick of position `pick` means under rotation `r` of `n` options.
+pub fn unrotate(pick: Option<usize>, r: usize, n: usize) -> Option<usize> {
+    pick.map(|j| (j + r) % n)
+}
+
+/// The verdict of the cyclic orders: the option picked by the most rotations (`picks[r]` is
+/// rotation `r`'s pick, already mapped back to options); a tie goes to the unrotated pick when
+/// it is among the tied, else to the lowest option index. `None` when no rotation picked any
+/// option. Also the share of rotations that agree with the verdict.
+pub fn majority(picks: &[Option<usize>], n: usize) -> (Option<usize>, f64) {
+    let mut counts = vec![0usize; n];
+    for p in picks.iter().flatten() {
+        if *p < n {
+            counts[*p] += 1;
+        }
+    }
+    let best = counts.iter().copied().max().unwrap_or(0);
+    if best == 0 {
+        let agree = picks.iter().filter(|p| p.is_none()).count();
+        return (None, agree as f64 / picks.len().max(1) as f64);
+    }
+    let tied: Vec<usize> = (0..n).filter(|&i| counts[i] == best).collect();
+    let verdict = match picks.first().copied().flatten() {
+        Some(p) if tied.contains(&p) => p,
+        _ => tied[0],
+    };
+    (Some(verdict), best as f64 / picks.len().max(1) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_is_run_llm_py_byte_for_byte() {
+        let p = zero_shot_prompt("P.", "Q?", &["a", "b", "c", "d"]);
+        assert_eq!(
+            p,
+            "Read the given passage and answer the multiple choice question about it.\n\n\
+             Passage: P.\nQuestion: Q?\nOptions: (A) a (B) b (C) c (D) d\nAnswer:"
+        );
+        assert_eq!(
+            question_block("P.", "Q?", &["a", "b"], "B"),
+            "Passage: P.\nQuestion: Q?\nOptions: (A) a (B) b\nAnswer: B\n"
+        );
+    }
+
+    #[test]
+    fn the_pick_is_the_first_capital_a_to_d() {
+        assert_eq!(pick("<pad> B</s>"), Some(1));
+        assert_eq!(pick("<pad> (D) then A</s>"), Some(3));
+        // Lower case and other capitals do not count; nothing is "E", wrong.
+        assert_eq!(pick("<pad> bad Eve</s>"), None);
+        assert_eq!(pick(""), None);
+    }
+
+    #[test]
+    fn rotations_map_back_and_the_majority_breaks_ties_by_the_unrotated_order() {
+        let r = rotations(&["w", "x", "y", "z"]);
+        assert_eq!(r[1], vec!["x", "y", "z", "w"]);
+        // Position 0 of rotation 1 shows option 1.
+        assert_eq!(unrotate(Some(0), 1, 4), Some(1));
+        assert_eq!(unrotate(Some(3), 1, 4), Some(0));
+        assert_eq!(
+            majority(&[Some(2), Some(2), Some(1), None], 4),
+            (Some(2), 0.5)
+        );
+        // A 2-2 tie goes to the unrotated answer.
+        assert_eq!(
+            majority(&[Some(1), Some(3), Some(3), Some(1)], 4),
+            (Some(1), 0.5)
+        );
+        // Unrotated answer not among the tied: the lowest index.
+        assert_eq!(
+            majority(&[None, Some(3), Some(2), None], 4),
+            (Some(2), 0.25)
+        );
+        assert_eq!(majority(&[None, None, None, None], 4), (None, 1.0));
+    }
+}

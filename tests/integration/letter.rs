@@ -1,0 +1,486 @@
+//! The letter judge (T5 / Flan-T5) against `transformers`: tiny judges written by
+//! scripts/reference/t5_reference.py (tests/data/t5: a Flan layout with tokenizer.json, gated-gelu
+//! and its own head; an original T5 layout, relu and tied, whose tokenizer is rebuilt from
+//! spiece.model), asked every dev question with its human options and with another story's
+//! ending in the gold slot. The prompt bytes, the token ids, the greedy answer ids and text and
+//! the pick must equal transformers' `generate(max_length=20)`; the first step's
+//! log-probabilities agree within 1e-5.
+
+use crate::common::{read_json, run, stderr, test_data};
+use scorekit::runtime::letter_judge::LetterJudge;
+use scorekit::runtime::models::t5::relative_bucket;
+use scorekit::runtime::EngineOptions;
+use scorekit::suites::letter;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+fn t5_data(rel: &str) -> PathBuf {
+    crate::common::repo().join("tests/data/t5").join(rel)
+}
+
+fn reference() -> Value {
+    read_json(&t5_data("reference.json"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A judge folder for `name` in `dir`: the committed files, plus spiece.model for the T5 layout
+/// (the tokenizer's fallback path, as a folder without tokenizer.json has it).
+fn judge_folder(name: &str, dir: &Path) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for f in std::fs::read_dir(t5_data(name)).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+    }
+    if !to.join("tokenizer.json").exists() {
+        std::fs::copy(t5_data("spiece.model"), to.join("spiece.model")).unwrap();
+    }
+    to
+}
+
+fn load(dir: &Path) -> LetterJudge {
+    LetterJudge::load(
+        dir,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        &EngineOptions::default(),
+    )
+    .unwrap()
+}
+
+/// The prompts the reference was made of: every dev question with its human options, then each
+/// with the next question's gold option in its gold slot.
+fn prompts() -> Vec<String> {
+    let dev =
+        std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl")).unwrap();
+    let qs: Vec<Value> = dev
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let opts = |q: &Value| -> Vec<String> {
+        q["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_str().unwrap().to_string())
+            .collect()
+    };
+    let prompt = |q: &Value, options: &[String]| {
+        let o: Vec<&str> = options.iter().map(String::as_str).collect();
+        letter::zero_shot_prompt(
+            q["document"].as_str().unwrap(),
+            q["question"].as_str().unwrap(),
+            &o,
+        )
+    };
+    let mut out: Vec<String> = qs.iter().map(|q| prompt(q, &opts(q))).collect();
+    for (i, q) in qs.iter().enumerate() {
+        let next = &qs[(i + 1) % qs.len()];
+        let mut o = opts(q);
+        let gold = q["gold_label"].as_u64().unwrap() as usize;
+        o[gold] = opts(next)[next["gold_label"].as_u64().unwrap() as usize].clone();
+        out.push(prompt(q, &o));
+    }
+    out
+}
+
+fn parity(name: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = load(&judge_folder(name, tmp.path()));
+    let r = reference();
+    let rows = r["models"][name].as_array().unwrap();
+    let prompts = prompts();
+    assert_eq!(prompts.len(), rows.len());
+    // The prompt bytes are run_llm.py's.
+    for (i, shown) in r["prompts"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(prompts[i], shown["text"].as_str().unwrap());
+    }
+    let bar = indicatif::ProgressBar::hidden();
+    let answers = judge.answer(&prompts, 16384, &bar).unwrap();
+    let tokens = judge.encode(&prompts).unwrap();
+    let (mut near_ties, mut first_checked) = (0, 0);
+    let mut picks = std::collections::BTreeSet::new();
+    for (k, ((row, answer), prompt)) in rows.iter().zip(&answers).zip(&prompts).enumerate() {
+        let ids: Vec<String> = tokens[k].ids.iter().map(u32::to_string).collect();
+        assert_eq!(
+            hex(prompt.as_bytes()),
+            row["prompt_sha256"],
+            "{name} prompt {k}"
+        );
+        assert_eq!(
+            hex(ids.join(",").as_bytes()),
+            row["ids_sha256"],
+            "{name} ids {k}"
+        );
+        let want: Vec<u32> = serde_json::from_value(row["answer_ids"].clone()).unwrap();
+        if answer.ids != want {
+            // Only a decision closer than f32 noise can go either way: transformers' own f32
+            // and f64 runs differ by ~1e-6 on these models.
+            let margin = row["min_margin"].as_f64().unwrap();
+            assert!(
+                margin < 1e-4,
+                "{name} answer ids of prompt {k} differ (margin {margin})"
+            );
+            near_ties += 1;
+            continue;
+        }
+        assert_eq!(
+            answer.text,
+            row["answer"].as_str().unwrap(),
+            "{name} text {k}"
+        );
+        let pick = letter::pick(&answer.text);
+        assert_eq!(json!(pick), row["pick"], "{name} pick {k}");
+        picks.insert(format!("{pick:?}"));
+        if let Some(lp) = row.get("first_log_probs") {
+            let want: Vec<f64> = serde_json::from_value(lp.clone()).unwrap();
+            let got = judge.first_log_probs(prompt).unwrap();
+            assert_eq!(got.len(), want.len());
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| (f64::from(*g) - w).abs())
+                .fold(0.0, f64::max);
+            assert!(worst < 1e-5, "{name} prompt {k}: log-prob off by {worst}");
+            first_checked += 1;
+        }
+    }
+    assert!(
+        near_ties * 100 <= rows.len(),
+        "{name}: {near_ties} near ties"
+    );
+    // The fixture exercises the pick: answers name different options, or none.
+    assert!(picks.len() >= 2, "{name}: picks {picks:?}");
+    assert_eq!(first_checked, 8);
+}
+
+#[test]
+fn flan_layout_answers_as_transformers_generate() {
+    parity("flan");
+}
+
+#[test]
+fn t5_layout_from_spiece_model_answers_as_transformers_generate() {
+    parity("t5");
+}
+
+#[test]
+fn relative_position_buckets_equal_transformers() {
+    let r = reference();
+    let b = &r["buckets"];
+    for (i, rel) in b["relative"].as_array().unwrap().iter().enumerate() {
+        let rel = rel.as_i64().unwrap();
+        assert_eq!(
+            json!(relative_bucket(rel, true, 32, 128)),
+            b["encoder"][i],
+            "{rel}"
+        );
+        assert_eq!(
+            json!(relative_bucket(rel, false, 32, 128)),
+            b["decoder"][i],
+            "{rel}"
+        );
+    }
+}
+
+#[test]
+fn batched_prompts_answer_as_one_prompt_at_a_time_and_shards_load_as_one_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = judge_folder("flan", tmp.path());
+    let judge = load(&dir);
+    // Prompts of many lengths, so batches pad.
+    let prompts: Vec<String> = prompts().into_iter().step_by(23).collect();
+    let bar = indicatif::ProgressBar::hidden();
+    let batched = judge.answer(&prompts, 1 << 20, &bar).unwrap();
+    let alone = judge.answer(&prompts, 1, &bar).unwrap();
+    assert_eq!(batched, alone);
+
+    // The same weights as two safetensors shards behind an index.
+    let sharded = tmp.path().join("sharded");
+    std::fs::create_dir_all(&sharded).unwrap();
+    for f in ["config.json", "tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(dir.join(f), sharded.join(f)).unwrap();
+    }
+    let tensors =
+        candle_core::safetensors::load(dir.join("model.safetensors"), &candle_core::Device::Cpu)
+            .unwrap();
+    let mut names: Vec<&String> = tensors.keys().collect();
+    names.sort();
+    let (a, b) = names.split_at(names.len() / 2);
+    let mut map = serde_json::Map::new();
+    for (part, file) in [
+        (a, "model-00001-of-00002.safetensors"),
+        (b, "model-00002-of-00002.safetensors"),
+    ] {
+        let shard: std::collections::HashMap<String, candle_core::Tensor> = part
+            .iter()
+            .map(|n| (n.to_string(), tensors[*n].clone()))
+            .collect();
+        candle_core::safetensors::save(&shard, sharded.join(file)).unwrap();
+        for n in part {
+            map.insert(n.to_string(), json!(file));
+        }
+    }
+    crate::common::write(
+        &sharded,
+        "model.safetensors.index.json",
+        json!({"metadata": {}, "weight_map": map}).to_string(),
+    );
+    assert_eq!(
+        load(&sharded).answer(&prompts, 1 << 20, &bar).unwrap(),
+        batched
+    );
+
+    // An index naming a shard that is not there: exit 2 naming the index, field and shard.
+    std::fs::remove_file(sharded.join("model-00002-of-00002.safetensors")).unwrap();
+    let e = LetterJudge::load(
+        &sharded,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        &EngineOptions::default(),
+    )
+    .err()
+    .expect("a missing shard is refused");
+    let text = e.to_string();
+    assert_eq!(e.exit_code(), 2);
+    assert!(
+        text.contains("model.safetensors.index.json")
+            && text.contains("weight_map.")
+            && text.contains("model-00002-of-00002.safetensors"),
+        "{text}"
+    );
+}
+
+/// `scorekit judge eval` and `scorekit story` with a letter judge: the answers and picks of the
+/// reference, the pick distribution, the judge's kind and protocol in metrics.json.
+#[test]
+fn judge_eval_and_story_use_the_letter_protocol() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = judge_folder("flan", tmp.path());
+    let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let out = tmp.path().join("eval");
+    let r = run(&[
+        "judge",
+        "eval",
+        "--judge",
+        judge.to_str().unwrap(),
+        "--dataset",
+        dev.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--quiet",
+        "--bootstrap",
+        "100",
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let reference = reference();
+    let rows = reference["models"]["flan"].as_array().unwrap();
+    let items: Vec<Value> = std::fs::read_to_string(out.join("items.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(items.len(), 458);
+    let mut right = 0;
+    for (item, row) in items.iter().zip(rows) {
+        assert_eq!(item["answer"], row["answer"]);
+        assert_eq!(item["pick"], row["pick"]);
+        assert_eq!(item["correct"], json!(item["pick"] == item["gold"]));
+        assert!(item.get("scores").is_none());
+        right += usize::from(item["correct"] == true);
+    }
+    let m = read_json(&out.join("metrics.json"));
+    assert_eq!(m["judge_kind"], "letter");
+    assert!((m["accuracy"]["value"].as_f64().unwrap() - right as f64 / 458.0).abs() < 1e-12);
+    let counts = &m["picks"]["counts"];
+    let none = rows[..458].iter().filter(|r| r["pick"].is_null()).count();
+    assert_eq!(counts["none"], json!(none));
+    let sum: u64 = ["A", "B", "C", "D", "none"]
+        .iter()
+        .map(|k| counts[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, 458);
+    assert!(m["letter"]["judge_prompt"]
+        .as_str()
+        .unwrap()
+        .contains("run_llm.py"));
+
+    // story: each dev question's ending is the next question's gold option, so the judge's
+    // answers are the reference's second half; IFSM follows the gold letter.
+    let qs: Vec<Value> = std::fs::read_to_string(&dev)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let gens: String = (0..qs.len())
+        .map(|i| {
+            let next = &qs[(i + 1) % qs.len()];
+            let ending = &next["options"][next["gold_label"].as_u64().unwrap() as usize];
+            format!(
+                "{}\n",
+                json!({"question_id": qs[i]["question_id"], "ending": ending})
+            )
+        })
+        .collect();
+    let gens = crate::common::write(tmp.path(), "gens.jsonl", gens);
+    let story_out = tmp.path().join("story");
+    let r = crate::common::judge_only(
+        &judge,
+        &gens,
+        &story_out,
+        &["--device", "cpu", "--bootstrap", "100"],
+    );
+    assert!(r.status.success(), "{}", stderr(&r));
+    let items: Vec<Value> = std::fs::read_to_string(story_out.join("items.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(items.len(), 458);
+    let by_id: std::collections::HashMap<&str, &Value> = items
+        .iter()
+        .map(|i| (i["question_id"].as_str().unwrap(), i))
+        .collect();
+    for (i, q) in qs.iter().enumerate() {
+        let it = by_id[q["question_id"].as_str().unwrap()];
+        let (human, ending) = (&rows[i], &rows[qs.len() + i]);
+        assert_eq!(it["judge_gold_answer"], human["answer"]);
+        assert_eq!(it["judge_answer"], ending["answer"]);
+        assert_eq!(it["judge_pick"], ending["pick"]);
+        assert_eq!(it["follow"], json!(ending["pick"] == q["gold_label"]));
+    }
+    let m = read_json(&story_out.join("metrics.json"));
+    assert_eq!(m["settings"]["judge_head"], "letter");
+}
+
+#[test]
+fn broken_t5_folders_exit_2_naming_the_file_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let eval = |dir: &Path| {
+        run(&[
+            "judge",
+            "eval",
+            "--judge",
+            dir.to_str().unwrap(),
+            "--dataset",
+            dev.to_str().unwrap(),
+            "--out",
+            tmp.path().join("o").to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--force",
+        ])
+    };
+    let edit_config = |name: &str, f: &dyn Fn(&mut Value)| {
+        let dir = judge_folder("flan", &tmp.path().join(name));
+        let mut c = read_json(&dir.join("config.json"));
+        f(&mut c);
+        std::fs::write(dir.join("config.json"), c.to_string()).unwrap();
+        dir
+    };
+    let cases: Vec<(PathBuf, &str, &str)> = vec![
+        (
+            edit_config("relu", &|c| c["feed_forward_proj"] = json!("relu")),
+            "config.json",
+            "feed_forward_proj",
+        ),
+        (
+            edit_config("proj", &|c| c["feed_forward_proj"] = json!("gated-gelu-x")),
+            "config.json",
+            "feed_forward_proj",
+        ),
+        (
+            edit_config("heads", &|c| c["num_heads"] = json!(0)),
+            "config.json",
+            "num_heads",
+        ),
+        (
+            edit_config("dims", &|c| c["d_model"] = json!(64)),
+            "config.json",
+            "do not fit",
+        ),
+        (
+            edit_config("eos", &|c| c["eos_token_id"] = json!(7)),
+            "tokenizer.json",
+            "eos_token_id",
+        ),
+    ];
+    let no_eos = judge_folder("flan", &tmp.path().join("no-eos"));
+    let tok = std::fs::read_to_string(no_eos.join("tokenizer.json")).unwrap();
+    std::fs::write(
+        no_eos.join("tokenizer.json"),
+        tok.replace("\"</s>\"", "\"<eos>\""),
+    )
+    .unwrap();
+    let truncated = judge_folder("flan", &tmp.path().join("truncated"));
+    let w = std::fs::read(truncated.join("model.safetensors")).unwrap();
+    std::fs::write(truncated.join("model.safetensors"), &w[..w.len() / 2]).unwrap();
+    for (dir, file, field) in cases.into_iter().chain([
+        (no_eos, "tokenizer.json", "</s>"),
+        (truncated, "model.safetensors", "truncated"),
+    ]) {
+        let r = eval(&dir);
+        let e = stderr(&r);
+        assert_eq!(r.status.code(), Some(2), "{}: {e}", dir.display());
+        assert!(
+            e.contains(file) && e.contains(field),
+            "{}: {e}",
+            dir.display()
+        );
+        assert!(
+            !tmp.path().join("o").join("metrics.json").exists(),
+            "nothing scored"
+        );
+    }
+    // A letter judge refuses the flags that cannot apply to it.
+    let dir = judge_folder("flan", &tmp.path().join("flags"));
+    let o = tmp.path().join("o");
+    for flags in [
+        &["--engine", "native"][..],
+        &["--follow-label", "yes"],
+        &["--dtype", "f16"],
+    ] {
+        let mut args = vec![
+            "judge",
+            "eval",
+            "--judge",
+            dir.to_str().unwrap(),
+            "--dataset",
+            dev.to_str().unwrap(),
+            "--out",
+            o.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--force",
+        ];
+        args.extend_from_slice(flags);
+        let r = run(&args);
+        assert_eq!(r.status.code(), Some(2), "{flags:?}: {}", stderr(&r));
+        assert!(stderr(&r).contains(flags[0]), "{flags:?}: {}", stderr(&r));
+    }
+}
+
+#[test]
+fn pytorch_shards_behind_an_index_answer_as_the_safetensors_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts: Vec<String> = prompts().into_iter().step_by(41).collect();
+    let bar = indicatif::ProgressBar::hidden();
+    let one = load(&judge_folder("t5", tmp.path()));
+    let shards = load(&judge_folder("t5-pth", tmp.path()));
+    assert_eq!(
+        shards.answer(&prompts, 1 << 20, &bar).unwrap(),
+        one.answer(&prompts, 1 << 20, &bar).unwrap()
+    );
+}
