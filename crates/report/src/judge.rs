@@ -187,7 +187,36 @@ pub fn eval_report(m: &Value) -> String {
         estimate(&m["accuracy"]),
         estimate(&m["consistency"]),
         m["consistency_definition"].as_str().unwrap_or(""),
-    )
+    ) + &picks_section(m)
+}
+
+/// The pick distribution of `judge eval` (metrics.json `picks`) as a markdown table: each
+/// position's share of the picks beside its share of the gold answers.
+fn picks_section(m: &Value) -> String {
+    let Some(counts) = m["picks"]["counts"].as_object() else {
+        return String::new();
+    };
+    let kind = m["judge_kind"].as_str().unwrap_or("");
+    let mut out = format!(
+        "\n## Picks ({kind} judge)\n\n| position | picks | share | gold share |\n|---|---|---|---|\n"
+    );
+    for (name, count) in counts {
+        let gold = &m["picks"]["gold_share"][name.as_str()];
+        let gold = if gold.is_null() {
+            "—".to_string()
+        } else {
+            pct(gold)
+        };
+        out += &format!(
+            "| {name} | {count} | {} | {gold} |\n",
+            pct(&m["picks"]["share"][name.as_str()])
+        );
+    }
+    out += &format!(
+        "\nTotal variation distance between the picks and the gold answers: {:.3}.\n",
+        m["picks"]["total_variation"].as_f64().unwrap_or(f64::NAN)
+    );
+    out
 }
 
 /// The terminal summary of `judge eval`.
