@@ -171,12 +171,25 @@ pub struct JudgeEvalArgs {
     /// For a binary sequence-classification judge: the label that means "follows".
     #[arg(long, value_name = "LABEL")]
     pub follow_label: Option<String>,
+    /// A letter judge's option orders: `reference` (the dataset's, as run_llm.py) or `cyclic`
+    /// (also every rotation of the options, the majority verdict reported apart).
+    #[arg(long, value_enum, default_value_t = OptionOrders::Reference)]
+    pub option_orders: OptionOrders,
     /// Where results go.
     #[command(flatten)]
     pub output: OutputArgs,
     /// Device and engine.
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// Which option orders a letter judge is asked (`--option-orders`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OptionOrders {
+    /// The dataset's order only: the authors' protocol.
+    Reference,
+    /// Every rotation of the options; the majority of the answers mapped back to options.
+    Cyclic,
 }
 
 /// Flags shared by every scoring command: where results go and how intervals are computed.

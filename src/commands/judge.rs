@@ -2,7 +2,7 @@
 //! write the folder and reports. The loop is `runtime::train`; the pairs come from
 //! `suites::story::Question::pair` (through `suites::judge_data`), as the story judge's do.
 
-use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs};
+use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs, OptionOrders};
 use crate::commands::model_runtime::ModelRuntime;
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Tensor};
@@ -457,6 +457,23 @@ struct EvalItem {
     /// A letter judge's answer, decoded with special tokens kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     answer: Option<String>,
+    /// Under `--option-orders cyclic`: the verdict of every rotation of the options.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cyclic: Option<CyclicVerdict>,
+}
+
+/// A letter judge's answers under every rotation of the options (`--option-orders cyclic`).
+#[derive(Debug, Clone, Serialize)]
+struct CyclicVerdict {
+    /// Per rotation r (0 = the dataset's order): the option its answer picks, mapped back.
+    picks: Vec<Option<usize>>,
+    /// Per rotation: the answer text.
+    answers: Vec<String>,
+    /// The majority pick (ties: rotation 0's pick when tied, else the lowest option).
+    pick: Option<usize>,
+    correct: bool,
+    /// Share of rotations whose pick is the majority's.
+    agreement: f64,
 }
 
 /// `scorekit judge eval`.
@@ -466,6 +483,14 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let dir = OutputDir::prepare(&o.out, o.force)?;
     let rt = ModelRuntime::new(&a.model, o.quiet)?;
     let model = rt.resolve(&a.judge, JUDGE_FILES)?;
+    if a.option_orders == OptionOrders::Cyclic
+        && !scorekit_runtime::letter_judge::is_letter_judge(&model.dir)
+    {
+        return Err(Error::usage(
+            "--option-orders cyclic: a scoring judge scores each option on its own, so the order \
+             of the options cannot change its pick; the flag is for letter judges (T5)",
+        ));
+    }
     let judge = AnyJudge::load(
         &model.dir,
         &rt.device,
@@ -485,6 +510,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
         correct: pick == Some(q.gold),
         scores,
         answer,
+        cyclic: None,
     };
     let mut items = Vec::with_capacity(questions.len());
     match &judge {
@@ -502,24 +528,50 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
             }
         }
         AnyJudge::Letter(judge) => {
+            // One prompt per question and rotation: rotation 0 is the dataset's order.
+            let rotations = match a.option_orders {
+                OptionOrders::Reference => 1,
+                OptionOrders::Cyclic => questions[0].options.len(),
+            };
             let prompts: Vec<String> = questions
                 .iter()
-                .map(|q| {
+                .flat_map(|q| {
                     let options: Vec<&str> = q.options.iter().map(String::as_str).collect();
-                    letter::zero_shot_prompt(&q.document, &q.question, &options)
+                    letter::rotations(&options)
+                        .into_iter()
+                        .take(rotations)
+                        .map(|o| letter::zero_shot_prompt(&q.document, &q.question, &o))
+                        .collect::<Vec<_>>()
                 })
                 .collect();
             let bar = scorekit_core::progress::bar(prompts.len() as u64, "judge", o.quiet);
             let answers = judge.answer(&prompts, rt.batch_tokens, &bar)?;
             bar.finish_and_clear();
-            for (i, (q, ans)) in questions.iter().zip(answers).enumerate() {
-                items.push(item(
+            for (i, (q, group)) in questions.iter().zip(answers.chunks(rotations)).enumerate() {
+                let mut it = item(
                     i,
                     q,
-                    letter::pick(&ans.text),
+                    letter::pick(&group[0].text),
                     Vec::new(),
-                    Some(ans.text),
-                ));
+                    Some(group[0].text.clone()),
+                );
+                if a.option_orders == OptionOrders::Cyclic {
+                    let n = q.options.len();
+                    let picks: Vec<Option<usize>> = group
+                        .iter()
+                        .enumerate()
+                        .map(|(r, ans)| letter::unrotate(letter::pick(&ans.text), r, n))
+                        .collect();
+                    let (pick, agreement) = letter::majority(&picks, n);
+                    it.cyclic = Some(CyclicVerdict {
+                        answers: group.iter().map(|a| a.text.clone()).collect(),
+                        picks,
+                        pick,
+                        correct: pick == Some(q.gold),
+                        agreement,
+                    });
+                }
+                items.push(it);
             }
         }
     }
@@ -554,8 +606,32 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     });
     if matches!(judge, AnyJudge::Letter(_)) {
         let mut settings = serde_json::Map::new();
-        crate::commands::story::letter_settings(&mut settings);
+        crate::commands::model_runtime::letter_settings(&mut settings);
         metrics["letter"] = serde_json::Value::Object(settings);
+    }
+    if a.option_orders == OptionOrders::Cyclic {
+        // Beyond the authors' protocol, reported apart: the headline numbers stay rotation 0's.
+        let cyclic: Vec<&CyclicVerdict> = items.iter().filter_map(|i| i.cyclic.as_ref()).collect();
+        let right: Vec<f64> = cyclic
+            .iter()
+            .map(|c| f64::from(u8::from(c.correct)))
+            .collect();
+        let mut passages: BTreeMap<&str, bool> = BTreeMap::new();
+        for it in &items {
+            let ok = it.cyclic.as_ref().is_some_and(|c| c.correct);
+            *passages.entry(&it.passage_id).or_insert(true) &= ok;
+        }
+        let consistent: Vec<f64> = passages.values().map(|&c| f64::from(u8::from(c))).collect();
+        let agreement =
+            cyclic.iter().map(|c| c.agreement).sum::<f64>() / cyclic.len().max(1) as f64;
+        let cyclic_picks: Vec<Option<usize>> = cyclic.iter().map(|c| c.pick).collect();
+        metrics["cyclic"] = json!({
+            "definition": "each question asked once per rotation of its options; each answer mapped back to its option; the majority pick (ties: the unrotated pick when tied, else the lowest option)",
+            "accuracy": bootstrap_mean(&right, o.bootstrap, o.seed),
+            "consistency": bootstrap_mean(&consistent, o.bootstrap, o.seed),
+            "agreement": agreement,
+            "picks": scorekit_suites::judge_data::pick_distribution(&cyclic_picks, &golds, options),
+        });
     }
     let mut jsonl = Vec::new();
     for it in &items {

@@ -128,7 +128,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
                 }
                 AnyJudge::Letter(_) => {
                     settings.insert("judge_head".into(), json!("letter"));
-                    letter_settings(&mut settings);
+                    crate::commands::model_runtime::letter_settings(&mut settings);
                 }
             }
             Some(judge)
@@ -744,23 +744,4 @@ fn letter_prompt(q: &Question, ending: Option<&str>) -> String {
         options[q.gold] = e;
     }
     letter::zero_shot_prompt(&q.document, &q.question, &options)
-}
-
-/// The settings a letter judge's verdicts depend on, for metrics.json.
-pub(crate) fn letter_settings(settings: &mut Map<String, Value>) {
-    settings.insert(
-        "judge_prompt".into(),
-        json!("zero-shot, nii-cl/possible-stories run_llm.py (3f8c525): instruction, \"\\n\", passage, question, options (A)-(D), \"Answer:\""),
-    );
-    settings.insert(
-        "judge_decoding".into(),
-        json!(format!(
-            "greedy, max_length {} (the start token included), stop at </s>",
-            scorekit_runtime::letter_judge::MAX_LENGTH
-        )),
-    );
-    settings.insert(
-        "judge_pick".into(),
-        json!("the first character of the decoded answer among A B C D; none is wrong"),
-    );
 }

@@ -493,3 +493,97 @@ fn pytorch_shards_behind_an_index_answer_as_the_safetensors_file() {
         one.answer(&prompts, 1 << 20, &bar).unwrap()
     );
 }
+
+/// `--option-orders cyclic`: four prompts a question, each answer mapped back to its option, the
+/// majority reported apart from the reference protocol (whose numbers do not change).
+#[test]
+fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = judge_folder("flan", tmp.path());
+    let full = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let head: String = std::fs::read_to_string(&full)
+        .unwrap()
+        .lines()
+        .take(24)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dev = crate::common::write(tmp.path(), "dev-head.jsonl", head);
+    let eval = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut args = vec![
+            "judge",
+            "eval",
+            "--judge",
+            judge.to_str().unwrap(),
+            "--dataset",
+            dev.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--bootstrap",
+            "100",
+        ];
+        args.extend_from_slice(extra);
+        let r = run(&args);
+        assert!(r.status.success(), "{}", stderr(&r));
+        out
+    };
+    let reference = eval("reference", &[]);
+    let cyclic = eval("cyclic", &["--option-orders", "cyclic"]);
+    let m0 = read_json(&reference.join("metrics.json"));
+    let m1 = read_json(&cyclic.join("metrics.json"));
+    assert_eq!(m0["accuracy"], m1["accuracy"]);
+    assert!(m0.get("cyclic").is_none());
+    let items: Vec<Value> = std::fs::read_to_string(cyclic.join("items.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut right = 0;
+    for it in &items {
+        let c = &it["cyclic"];
+        let picks: Vec<Option<usize>> = serde_json::from_value(c["picks"].clone()).unwrap();
+        assert_eq!(picks.len(), 4);
+        assert_eq!(
+            json!(picks[0]),
+            it["pick"],
+            "rotation 0 is the reference prompt"
+        );
+        // Rotation r's answer, read as a letter, names option (letter + r) % 4.
+        for (r, ans) in c["answers"].as_array().unwrap().iter().enumerate() {
+            let p = letter::pick(ans.as_str().unwrap());
+            assert_eq!(picks[r], p.map(|j| (j + r) % 4));
+        }
+        let (pick, agreement) = letter::majority(&picks, 4);
+        assert_eq!(c["pick"], json!(pick));
+        assert!((c["agreement"].as_f64().unwrap() - agreement).abs() < 1e-12);
+        right += usize::from(c["correct"] == true);
+    }
+    let acc = m1["cyclic"]["accuracy"]["value"].as_f64().unwrap();
+    assert!((acc - right as f64 / items.len() as f64).abs() < 1e-12);
+
+    // A scoring judge cannot be asked in other orders: refused before any model is loaded.
+    let mc = tmp.path().join("mc");
+    crate::common::tiny_judge::build_judge("bert_mc", &mc, true);
+    let r = run(&[
+        "judge",
+        "eval",
+        "--judge",
+        mc.to_str().unwrap(),
+        "--dataset",
+        dev.to_str().unwrap(),
+        "--out",
+        tmp.path().join("x").to_str().unwrap(),
+        "--quiet",
+        "--option-orders",
+        "cyclic",
+    ]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(
+        stderr(&r).contains("--option-orders cyclic"),
+        "{}",
+        stderr(&r)
+    );
+}

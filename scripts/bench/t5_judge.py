@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The letter judge's speed against PyTorch `generate` (dev-time only).
+
+  make DIR [SHAPE]        write a Flan-T5-shaped judge with random weights (SHAPE: base, large, xl;
+                          default large) and the tiny test tokenizer (tests/data/t5/flan), laid out
+                          as the Hub's folders (untied lm_head, gated-gelu)
+  torch DIR DATASET N B   time transformers' generate(max_length=20) on the zero-shot prompts of
+                          the first N questions of DATASET, B prompts per padded batch (B=1 is
+                          run_llm.py's one at a time); prints load seconds, generate seconds and
+                          peak RSS as JSON
+
+Run by scripts/bench/t5_judge.sh. Threads: torch.set_num_threads($THREADS, default 2).
+"""
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+
+import torch
+
+SHAPES = {
+    "base": dict(d_model=768, d_kv=64, d_ff=2048, num_layers=12, num_heads=12),
+    "large": dict(d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_heads=16),
+    "xl": dict(d_model=2048, d_kv=64, d_ff=5120, num_layers=24, num_heads=32),
+}
+INSTRUCTION = "Read the given passage and answer the multiple choice question about it.\n"
+
+
+def prompt(q):
+    opts = " ".join(f"({i}) {j}" for i, j in zip("ABCD", q["options"]))
+    return INSTRUCTION + "\n" + f"Passage: {q['document']}\nQuestion: {q['question']}\nOptions: {opts}\nAnswer:"
+
+
+def make(d, shape="large"):
+    from safetensors.torch import save_file
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    cfg = T5Config(vocab_size=32128, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+                   decoder_start_token_id=0, dropout_rate=0.0, **SHAPES[shape])
+    model = T5ForConditionalGeneration(cfg)
+    os.makedirs(d, exist_ok=True)
+    sd = {k: v.contiguous() for k, v in model.state_dict().items()
+          if k not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")}
+    sd["lm_head.weight"] = torch.randn(cfg.vocab_size, cfg.d_model)
+    save_file(sd, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    conf = cfg.to_dict()
+    conf["tie_word_embeddings"] = False
+    conf["architectures"] = ["T5ForConditionalGeneration"]
+    for k in ("scale_decoder_outputs", "dtype", "transformers_version", "is_gated_act", "dense_act_fn"):
+        conf.pop(k, None)
+    json.dump(conf, open(os.path.join(d, "config.json"), "w"), indent=2)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join("tests/data/t5/flan", f), d)
+    n = sum(v.numel() for v in sd.values())
+    print(json.dumps({"dir": d, "shape": shape, "parameters": n, "weight_bytes": 4 * n}))
+
+
+def bench(d, dataset, n, b):
+    from transformers import PreTrainedTokenizerFast, T5ForConditionalGeneration
+
+    torch.set_num_threads(int(os.environ.get("THREADS", "2")))
+    t0 = time.perf_counter()
+    model = T5ForConditionalGeneration.from_pretrained(d).eval()
+    tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(d, "tokenizer.json"), pad_token="<pad>", eos_token="</s>")
+    load = time.perf_counter() - t0
+    qs = [json.loads(l) for l in open(dataset)][:n]
+    prompts = [prompt(q) for q in qs]
+    tokens = 0
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for i in range(0, len(prompts), b):
+            enc = tok(prompts[i:i + b], return_tensors="pt", padding=True)
+            tokens += int(enc.attention_mask.sum())
+            model.generate(**enc, max_length=20, do_sample=False, num_beams=1)
+    gen = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"engine": f"pytorch {torch.__version__} batch {b}", "prompts": n, "prompt_tokens": tokens,
+                      "load_s": round(load, 2), "generate_s": round(gen, 2),
+                      "s_per_prompt": round(gen / n, 3), "peak_rss_bytes": rss}))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2], *(sys.argv[3:4] or ["large"]))
+    elif sys.argv[1] == "torch":
+        bench(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    else:
+        sys.exit(__doc__)
