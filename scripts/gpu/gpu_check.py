@@ -576,6 +576,9 @@ def main():
     ap.add_argument("--skip-judge", action="store_true")
     ap.add_argument("--judge-questions", type=int, default=None, help="default: all 671 test questions (64 on CPU)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-letter", action="store_true", help="skip the Flan-T5 letter judge step (7)")
+    ap.add_argument("--letter-shape", default=None, help="xl (default on GPU), large, base; small on CPU")
+    ap.add_argument("--letter-questions", type=int, default=None, help="default 256 GPU, 8 CPU")
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--train-only", action="store_true", help="only the judge-training step (6)")
     ap.add_argument("--train-steps", type=int, default=None, help="optimiser steps (default 20 GPU, 3 CPU)")
@@ -793,6 +796,16 @@ def main():
                 LOG(traceback.format_exc(), quiet=True)
                 rows.append({"test": "judge", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
 
+        # 7. the letter judge (Flan-T5-shaped, bf16 on the GPU) against PyTorch generate
+        if not args.skip_letter:
+            try:
+                letter_step(args, sk, work, small, dev, rows, note)
+            except Exception as e:  # noqa: BLE001
+                LOG(traceback.format_exc(), quiet=True)
+                rows.append({"test": "letter judge", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
+            if dev.startswith("cuda"):
+                torch.cuda.empty_cache()
+
         # 6. judge training
         if not args.skip_train:
             try:
@@ -911,6 +924,119 @@ def judge_step(args, sk: Scorekit, work: Path, small: bool, dev: str, peak: floa
         times.append(time.perf_counter() - t)
     jrow("PyTorch f16 (same batches)" if dev != "cpu" else "PyTorch f32 (cpu)", float(np.median(times)),
          f"{len(batches)} batches; pretokenised")
+    del model
+
+
+LETTER_SHAPES = {
+    "small": dict(d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4),
+    "base": dict(d_model=768, d_kv=64, d_ff=2048, num_layers=12, num_heads=12),
+    "large": dict(d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_heads=16),
+    "xl": dict(d_model=2048, d_kv=64, d_ff=5120, num_layers=24, num_heads=32),
+}
+
+
+def letter_prompt(q, options):
+    opts = " ".join(f"({i}) {j}" for i, j in zip("ABCD", options))
+    return ("Read the given passage and answer the multiple choice question about it.\n" + "\n"
+            + f"Passage: {q['document']}\nQuestion: {q['question']}\nOptions: {opts}\nAnswer:")
+
+
+def letter_step(args, sk, work: Path, small: bool, dev: str, rows, note):
+    """A Flan-T5-shaped judge with random weights (bf16 on the GPU, f32 on the CPU) on the real
+    test prompts: scorekit judge eval against transformers' generate(max_length=20) in the same
+    dtype, same prompts, batched. Random weights rarely emit </s>: every answer runs 19 steps in
+    both. Picks equal is reported, not required (bf16 has no exact reference)."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    src = find_data(args.data, "test.jsonl")
+    if not src:
+        note("no test.jsonl: letter judge step skipped")
+        return
+    shape = args.letter_shape or ("small" if small else "xl")
+    nq = args.letter_questions or (8 if small else 256)
+    qs = list(read_jsonl(src))[:nq]
+    dtype_name = "f32" if dev == "cpu" else "bf16"
+    tdtype = torch.float32 if dev == "cpu" else torch.bfloat16
+    folder = work / f"flan-t5-{shape}-random"
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(args.seed)
+    cfg = T5Config(vocab_size=32128, feed_forward_proj="gated-gelu", decoder_start_token_id=0,
+                   dropout_rate=0.0, **LETTER_SHAPES[shape])
+    t = time.perf_counter()
+    with torch.device(dev):
+        model = T5ForConditionalGeneration(cfg).to(tdtype).eval()
+    sd = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()
+          if k not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")}
+    sd["lm_head.weight"] = torch.randn(cfg.vocab_size, cfg.d_model, dtype=tdtype)
+    save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    with torch.no_grad():
+        model.lm_head.weight.copy_(sd["lm_head.weight"].to(dev))
+    model.config.scale_decoder_outputs = False
+    conf = cfg.to_dict()
+    conf["tie_word_embeddings"] = False
+    conf["architectures"] = ["T5ForConditionalGeneration"]
+    for k in ("scale_decoder_outputs", "dtype", "transformers_version", "is_gated_act", "dense_act_fn"):
+        conf.pop(k, None)
+    (folder / "config.json").write_text(json.dumps(conf))
+    repo = Path(__file__).resolve().parents[2]
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(repo / "tests/data/t5/flan" / f, folder / f)
+    n_params = sum(v.numel() for v in sd.values())
+    LOG(f"letter judge: flan-t5-{shape} shape, {n_params / 1e9:.2f} B parameters, {dtype_name} "
+        f"({time.perf_counter() - t:.1f} s to make)")
+
+    ds, tiny = work / "letter-test.jsonl", work / "letter-tiny.jsonl"
+    ds.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    tiny.write_text("".join(json.dumps(q) + "\n" for q in qs[:2]))
+    base = ["judge", "eval", "--judge", str(folder), "--device", dev, "--dtype", dtype_name,
+            "--batch-tokens", str(args.batch_tokens), "--bootstrap", "0", "--quiet", "--force", "--offline"]
+    rc0, t0, text0 = sk.run("letter-tiny", base + ["--dataset", str(tiny), "--out", str(work / "letter-tiny")])
+    if rc0 != 0:
+        why = Scorekit.missing(rc0, text0)
+        rows.append({"test": "letter judge", "engine": f"scorekit {dtype_name}", "status": "n/a" if why else "ERROR",
+                     "detail": why or text0.strip()[-200:]})
+        return
+    rc, t1, text = sk.run("letter", base + ["--dataset", str(ds), "--out", str(work / "letter")])
+    if rc != 0:
+        rows.append({"test": "letter judge", "engine": f"scorekit {dtype_name}", "status": "ERROR",
+                     "detail": text.strip()[-200:]})
+        return
+    sk_secs = max(t1 - t0, 1e-6)
+    sk_items = list(read_jsonl(work / "letter" / "items.jsonl"))
+    rows.append({"test": "letter judge", "engine": f"scorekit judge eval {dtype_name}", "seconds": sk_secs,
+                 "status": "ok", "sent_per_s": (nq - 2) / sk_secs,
+                 "detail": f"end to end {t1:.2f} s minus a 2-question run {t0:.2f} s; prompts/s"})
+    LOG(f"letter scorekit: {rows[-1]['sent_per_s']:.1f} prompts/s")
+
+    tok = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), pad_token="<pad>", eos_token="</s>")
+    prompts = [letter_prompt(q, q["options"]) for q in qs]
+    batch = 32 if not small else 8
+    picks = []
+
+    def once():
+        out = []
+        with torch.inference_mode():
+            for i in range(0, len(prompts), batch):
+                enc = tok(prompts[i:i + batch], return_tensors="pt", padding=True).to(dev)
+                g = model.generate(**enc, max_length=20, do_sample=False, num_beams=1)
+                out += tok.batch_decode(g)
+        return out
+
+    once()  # warm-up
+    sync(dev)
+    t = time.perf_counter()
+    texts = once()
+    sync(dev)
+    secs = time.perf_counter() - t
+    for text_ in texts:
+        picks.append(next(("ABCD".index(c) for c in text_ if c in "ABCD"), None))
+    same = sum(p == it["pick"] for p, it in zip(picks, sk_items)) / max(len(sk_items), 1)
+    rows.append({"test": "letter judge", "engine": f"PyTorch generate {dtype_name} (batch {batch})",
+                 "seconds": secs, "status": "ok", "sent_per_s": nq / secs,
+                 "detail": f"scorekit / PyTorch {secs / (sk_secs * nq / (nq - 2)):.2f}x time; picks equal on {100 * same:.1f}% of prompts"})
+    LOG(f"letter PyTorch: {rows[-1]['sent_per_s']:.1f} prompts/s; {rows[-1]['detail']}")
     del model
 
 

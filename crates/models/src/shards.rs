@@ -122,7 +122,10 @@ fn shards_of(index: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// candle's view of the weight files, loading each tensor into `dtype` on `device` as it is
-/// asked for (safetensors memory-mapped; PyTorch shards read one tensor at a time).
+/// asked for, one tensor at a time: a safetensors tensor is read from the file into a buffer of
+/// its own size and converted (not memory-mapped, whose touched pages would count twice while the
+/// model holds its copy: peak memory is the model plus its largest tensor); PyTorch shards are
+/// read by candle's pickle reader.
 pub fn var_builder_of(
     files: &WeightFiles,
     dtype: DType,
@@ -131,12 +134,8 @@ pub fn var_builder_of(
     let first = &files.files()[0];
     let vb = match files {
         WeightFiles::Safetensors(paths) => {
-            // SAFETY: the call memory-maps the files, and the mapped bytes must not change while
-            // candle holds them (a rewrite changes them under a `&[u8]`, a truncation faults).
-            // scorekit never writes a weight file, and model folders are inputs (the hub cache
-            // or a folder given by the user) that nothing rewrites while scorekit runs: the
-            // assumption every mmap-based weight loader makes.
-            unsafe { VarBuilder::from_mmaped_safetensors(paths, dtype, device) }
+            let backend: Box<dyn SimpleBackend> = Box::new(SafetensorsFiles::open(paths)?);
+            Ok(VarBuilder::from_backend(backend, dtype, device.clone()))
         }
         WeightFiles::Pth(paths) if paths.len() == 1 => VarBuilder::from_pth(first, dtype, device),
         WeightFiles::Pth(paths) => {
@@ -151,6 +150,97 @@ pub fn var_builder_of(
         }
     };
     vb.map_err(|e| bad(first, format!("cannot load: {e}")))
+}
+
+/// Safetensors files read tensor by tensor (headers checked by `weights::check_safetensors`).
+struct SafetensorsFiles {
+    files: Vec<(PathBuf, std::sync::Mutex<std::fs::File>)>,
+    /// Tensor name → (file index, its header entry).
+    tensors: std::collections::HashMap<String, (usize, crate::weights::TensorInfo)>,
+}
+
+impl SafetensorsFiles {
+    fn open(paths: &[PathBuf]) -> Result<Self> {
+        let mut files = Vec::with_capacity(paths.len());
+        let mut tensors = std::collections::HashMap::new();
+        for (i, p) in paths.iter().enumerate() {
+            for (name, info) in crate::weights::check_safetensors(p)? {
+                tensors.insert(name, (i, info));
+            }
+            let f = std::fs::File::open(p).map_err(|e| bad(p, format!("cannot open: {e}")))?;
+            files.push((p.clone(), std::sync::Mutex::new(f)));
+        }
+        Ok(SafetensorsFiles { files, tensors })
+    }
+}
+
+/// candle's type of a safetensors dtype name.
+fn candle_dtype(name: &str) -> Option<DType> {
+    Some(match name {
+        "F32" => DType::F32,
+        "F16" => DType::F16,
+        "BF16" => DType::BF16,
+        "F64" => DType::F64,
+        "U8" => DType::U8,
+        "U32" => DType::U32,
+        "I64" => DType::I64,
+        _ => return None,
+    })
+}
+
+impl SimpleBackend for SafetensorsFiles {
+    fn get(
+        &self,
+        s: Shape,
+        name: &str,
+        _h: candle_nn::Init,
+        dtype: DType,
+        dev: &Device,
+    ) -> candle_core::Result<Tensor> {
+        let t = self.get_unchecked(name, dtype, dev)?;
+        if t.shape() != &s {
+            return Err(candle_core::Error::UnexpectedShape {
+                msg: format!("shape mismatch for {name}"),
+                expected: s,
+                got: t.shape().clone(),
+            }
+            .bt());
+        }
+        Ok(t)
+    }
+
+    fn get_unchecked(&self, name: &str, dtype: DType, dev: &Device) -> candle_core::Result<Tensor> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Some((i, info)) = self.tensors.get(name) else {
+            return Err(candle_core::Error::CannotFindTensor {
+                path: name.to_string(),
+            }
+            .bt());
+        };
+        let (path, file) = &self.files[*i];
+        let stored = candle_dtype(&info.dtype).ok_or_else(|| {
+            candle_core::Error::Msg(format!(
+                "{}: tensor {name} has dtype {}",
+                path.display(),
+                info.dtype
+            ))
+        })?;
+        let mut bytes = vec![0u8; (info.data.end - info.data.start) as usize];
+        {
+            let mut f = file
+                .lock()
+                .map_err(|_| candle_core::Error::Msg("weight file lock poisoned".into()))?;
+            f.seek(SeekFrom::Start(info.data.start))?;
+            f.read_exact(&mut bytes)?;
+        }
+        Tensor::from_raw_buffer(&bytes, stored, &info.shape, &Device::Cpu)?
+            .to_dtype(dtype)?
+            .to_device(dev)
+    }
+
+    fn contains_tensor(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
 }
 
 /// Sharded PyTorch pickles behind candle's `VarBuilder`: a tensor is read from the shard that

@@ -13,6 +13,8 @@ pub struct TensorInfo {
     pub dtype: String,
     /// Shape.
     pub shape: Vec<usize>,
+    /// Where its bytes are in the file (absolute offsets).
+    pub data: std::ops::Range<u64>,
 }
 
 /// Parse and check a safetensors header against the file's size, without reading the data.
@@ -73,7 +75,8 @@ pub fn check_safetensors(path: &Path) -> Result<BTreeMap<String, TensorInfo>> {
             )));
         }
         spans.push((offs[0], offs[1], name.clone()));
-        out.insert(name.clone(), TensorInfo { dtype, shape });
+        let data = 8 + n + offs[0]..8 + n + offs[1];
+        out.insert(name.clone(), TensorInfo { dtype, shape, data });
     }
     spans.sort();
     for w in spans.windows(2) {

@@ -14,9 +14,9 @@ use candle_core::{DType, Device, Tensor};
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_encoder::{run_batched, Tokens};
-use scorekit_models::shards::{var_builder_of, weight_files, WeightFiles};
+use scorekit_models::shards::{var_builder_of, weight_files};
+use scorekit_models::spm;
 use scorekit_models::t5::{T5Config, T5};
-use scorekit_models::{spm, weights};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -77,13 +77,8 @@ impl LetterJudge {
         let engine = seq2seq_engine(engine, dtype)?;
         let config_path = dir.join("config.json");
         let cfg = T5Config::read(&config_path)?;
+        // Truncated or malformed safetensors are named here, before anything is read.
         let files = weight_files(dir)?;
-        if let WeightFiles::Safetensors(paths) = &files {
-            // Truncated or malformed shards are named before anything is mapped.
-            for p in paths {
-                weights::check_safetensors(p)?;
-            }
-        }
         let vb = var_builder_of(&files, dtype, device)?;
         let model = T5::load(vb, &cfg, &config_path)?;
         let tokenizer = load_tokenizer(dir, &cfg)?;
