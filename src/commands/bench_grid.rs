@@ -47,6 +47,15 @@ struct Spec {
     batch_tokens: usize,
 }
 
+/// A cell's engine: the encoder's own name, prefixed with `scorekit` where it lacks it.
+fn engine_name(encoder: &str) -> String {
+    if encoder.starts_with("scorekit") {
+        encoder.to_string()
+    } else {
+        format!("scorekit ({encoder})")
+    }
+}
+
 fn dtype_label(d: DType, int8: bool) -> String {
     if int8 {
         "int8".into()
@@ -389,7 +398,7 @@ fn measure_embedder(
                 cfg.intermediate_size,
             ),
         },
-        format!("scorekit ({})", embedder.engine()),
+        engine_name(embedder.engine()),
         label,
         embedder.tokenizer().max_length(),
         dtype,
@@ -467,7 +476,7 @@ fn measure_judge(
             batch_s,
             dims: judge.dims(),
         },
-        format!("scorekit ({})", judge.engine()),
+        engine_name(judge.engine()),
         label,
         judge.max_length(),
         dtype,
@@ -477,6 +486,11 @@ fn measure_judge(
 
 /// Run the grid.
 pub fn run(args: &BenchArgs) -> Result<()> {
+    if args.save.is_some() {
+        return Err(Error::usage(
+            "--save writes the vectors of a one-cell bench; leave it out of a grid (--out, lists, --synthetic, --warmup, --compare)",
+        ));
+    }
     let device = runtime::select_device(&args.runtime.device)?;
     check_axes(args, &device)?;
     let is_judge = args.judge.is_some();

@@ -440,3 +440,44 @@ fn bad_axis_values_are_refused_before_loading() {
     assert_ne!(r.status.code(), Some(0));
     assert!(stderr(&r).contains("model.safetensors"), "{}", stderr(&r));
 }
+
+/// `--judge` grids count pairs: 3 dev questions × 4 options on a tiny BERT judge, two batch
+/// budgets, two cells of 12 pairs with ordered percentiles.
+#[test]
+fn judge_grid_counts_pairs() {
+    let t = tempfile::tempdir().unwrap();
+    let judge = t.path().join("judge");
+    crate::common::tiny_judge::build_judge("bert_mc", &judge, true);
+    let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let out = t.path().join("jgrid");
+    let r = bench(&[
+        "--judge",
+        judge.to_str().unwrap(),
+        "--input",
+        dev.to_str().unwrap(),
+        "--limit",
+        "3",
+        "--batch-tokens",
+        "128,4096",
+        "--repeats",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let doc = read_json(&out.join("bench.json"));
+    assert_eq!(doc["unit"], "pairs");
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for (cell, bt) in cells.iter().zip([128, 4096]) {
+        assert_eq!(cell["batch_tokens"], bt);
+        assert_eq!(cell["sentences"], 12, "{cell}");
+        let l = &cell["latency_ms"];
+        assert!(l["p50"].as_f64().unwrap() <= l["p90"].as_f64().unwrap());
+        assert!(l["p90"].as_f64().unwrap() <= l["p99"].as_f64().unwrap());
+        assert!(cell["sentences_per_s"].as_f64().unwrap() > 0.0);
+    }
+    assert!(cells[0]["batches"].as_u64() > cells[1]["batches"].as_u64());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("pairs/s"), "{md}");
+}
