@@ -779,7 +779,7 @@ def main():
             grid_dtypes = "f32" if dev == "cpu" else "f16,bf16"
             rc, dt, text = sk.run("bench-grid", [
                 "bench", "--model", str(labse), "--input", str(grid_in), "--device", dev,
-                "--dtype", grid_dtypes, "--batch-tokens", f"2048,{args.batch_tokens}", "--max-length", "256",
+                "--dtype", grid_dtypes, "--batch-tokens", ",".join(str(b) for b in sorted({2048, args.batch_tokens})), "--max-length", "256",
                 "--repeats", "2", "--warmup", "2", "--offline", "--out", str(grid_dir)])
             why = Scorekit.missing(rc, text)
             grid_json = grid_dir / "bench.json"
