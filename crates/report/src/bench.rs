@@ -689,4 +689,115 @@ mod tests {
         assert_eq!(corpus_sha256(&["a".into(), "b".into()]), want);
         assert_ne!(corpus_sha256(&["a".into(), "c".into()]), want);
     }
+
+    fn cell(engine: &str, bt: usize, dtype: &str, rate: f64) -> BenchCell {
+        BenchCell {
+            engine: engine.into(),
+            corpus: "corpus".into(),
+            batch_tokens: bt,
+            max_length: 128,
+            dtype: dtype.into(),
+            sentences: 10,
+            real_tokens: 100,
+            padded_tokens: 120,
+            batches: 2,
+            repeats_s: vec![1.0],
+            sentences_per_s: rate,
+            sentences_per_s_min: rate,
+            sentences_per_s_max: rate,
+            real_tokens_per_s: 10.0 * rate,
+            real_tokens_per_s_min: 10.0 * rate,
+            real_tokens_per_s_max: 10.0 * rate,
+            padded_tokens_per_s: 12.0 * rate,
+            latency_ms: Latency {
+                p50: 1.0,
+                p90: 2.0,
+                p99: 3.0,
+                n: 2,
+            },
+            tokenize_s: 0.1,
+            model_s: 0.9,
+            load_s: 0.5,
+            first_batch_s: 0.6,
+            peak_rss_bytes: 1 << 20,
+            gflop_real: None,
+            gflop_padded: None,
+            peak_gflops: None,
+            real_token_utilisation: None,
+            padded_equivalent_gflops: None,
+            padded_equivalent_fraction: None,
+        }
+    }
+
+    fn doc(tool: &str, cells: Vec<BenchCell>) -> BenchDoc {
+        BenchDoc {
+            tool: tool.into(),
+            model: "m".into(),
+            model_sha256: "aa".into(),
+            device: "cpu".into(),
+            cpu: None,
+            gpu: None,
+            threads: 2,
+            unit: "sentences".into(),
+            repeats: 1,
+            warmup: 0,
+            corpora: vec![CorpusRef {
+                label: "corpus".into(),
+                source: "x".into(),
+                file: None,
+                sentences: 10,
+                sha256: "cc".into(),
+            }],
+            cells,
+        }
+    }
+
+    #[test]
+    fn peers_join_by_axes_same_dtype_else_f32() {
+        let grid = doc(
+            "scorekit",
+            vec![
+                cell("scorekit", 1024, "f32", 40.0),
+                cell("scorekit", 1024, "int8", 80.0),
+                cell("scorekit", 8192, "f32", 50.0),
+            ],
+        );
+        let peers = doc(
+            "peers.py",
+            vec![
+                cell("onnxruntime", 8192, "f32", 25.0),
+                cell("sentence-transformers", 1024, "bf16", 20.0),
+                cell("sentence-transformers", 4096, "f32", 20.0),
+            ],
+        );
+        let j = join_peers(&grid, &peers).unwrap();
+        let got: Vec<(&str, usize)> = j.iter().map(|j| (j.peer.engine.as_str(), j.ours)).collect();
+        assert_eq!(got, vec![("onnxruntime", 2), ("sentence-transformers", 0)]);
+        let md = report_md(&grid, &j);
+        assert!(md.contains("| 2.00 "), "{md}");
+        let all: Vec<&BenchCell> = grid.cells.iter().chain(j.iter().map(|j| &j.peer)).collect();
+        assert_eq!(csv(&all).unwrap().lines().count(), 6);
+    }
+
+    #[test]
+    fn peers_of_another_model_corpus_or_axes_are_refused() {
+        let grid = doc("scorekit", vec![cell("scorekit", 1024, "f32", 40.0)]);
+        let mut other = doc("peers.py", vec![cell("onnxruntime", 1024, "f32", 20.0)]);
+        other.model_sha256 = "bb".into();
+        assert!(join_peers(&grid, &other)
+            .unwrap_err()
+            .0
+            .contains("another model"));
+        let mut other = doc("peers.py", vec![cell("onnxruntime", 1024, "f32", 20.0)]);
+        other.corpora[0].sha256 = "dd".into();
+        assert!(join_peers(&grid, &other)
+            .unwrap_err()
+            .0
+            .contains("another corpus"));
+        let other = doc("peers.py", vec![cell("onnxruntime", 2048, "f32", 20.0)]);
+        assert!(join_peers(&grid, &other)
+            .unwrap_err()
+            .0
+            .contains("none of its cells"));
+    }
 }
