@@ -498,12 +498,14 @@ pub fn throughput_svg(cells: &[&BenchCell], unit: &str) -> String {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
     let xs: Vec<f64> = cells.iter().map(|c| c.batch_tokens as f64).collect();
-    let ymax = cells
-        .iter()
-        .map(|c| c.real_tokens_per_s)
-        .fold(0.0f64, f64::max)
-        .max(1.0)
-        * 1.1;
+    let ymax = nice_ceiling(
+        cells
+            .iter()
+            .map(|c| c.real_tokens_per_s)
+            .fold(0.0f64, f64::max)
+            .max(1.0)
+            * 1.05,
+    );
     let xmin = xs.iter().cloned().fold(f64::INFINITY, f64::min).max(1.0);
     let xmax = xs.iter().cloned().fold(0.0f64, f64::max).max(xmin * 2.0);
     let (left, right, top, bottom) = (80.0, 30.0, 40.0, 60.0 + 16.0 * series.len() as f64);
@@ -523,11 +525,11 @@ pub fn throughput_svg(cells: &[&BenchCell], unit: &str) -> String {
     for k in 0..=5 {
         let v = ymax * k as f64 / 5.0;
         s.push_str(&format!(
-            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{:.0}</text>\n",
+            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
             left + pw,
             left - 6.0,
             ly(v) + 4.0,
-            v,
+            tick(v),
             y = ly(v)
         ));
     }
@@ -597,22 +599,24 @@ pub fn latency_svg(cells: &[&BenchCell]) -> String {
     let pw = 420.0;
     let w = left + pw + right;
     let h = top + bottom + band * cells.len().max(1) as f64;
-    let xmax = cells
-        .iter()
-        .map(|c| c.latency_ms.p99)
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max)
-        .max(1e-3)
-        * 1.1;
+    let xmax = nice_ceiling(
+        cells
+            .iter()
+            .map(|c| c.latency_ms.p99)
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max)
+            .max(1e-3)
+            * 1.05,
+    );
     let x = |v: f64| left + (v.max(0.0) / xmax) * pw;
     let mut s = svg_head(w, h, "Per-batch latency (ms): p50, p90, p99 per cell");
     let bottom_y = top + band * cells.len() as f64;
     for k in 0..=5 {
         let v = xmax * k as f64 / 5.0;
         s.push_str(&format!(
-            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{top}\" y2=\"{bottom_y:.1}\" stroke=\"#eee\"/><text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{:.1}</text>\n",
+            "<line x1=\"{xx:.1}\" x2=\"{xx:.1}\" y1=\"{top}\" y2=\"{bottom_y:.1}\" stroke=\"#eee\"/><text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
             bottom_y + 16.0,
-            v,
+            tick(v),
             xx = x(v)
         ));
     }
@@ -657,6 +661,26 @@ pub fn latency_svg(cells: &[&BenchCell]) -> String {
     s
 }
 
+/// The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k at or above `x` (x > 0): an axis end with round ticks
+/// at fifths.
+fn nice_ceiling(x: f64) -> f64 {
+    let p = 10f64.powf(x.log10().floor());
+    [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|v| *v >= x)
+        .unwrap_or(10.0 * p)
+}
+
+/// An axis label: no decimals from 10 up, else up to three significant ones.
+fn tick(v: f64) -> String {
+    if v >= 10.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{}", (v * 1000.0).round() / 1000.0)
+    }
+}
+
 fn svg_head(w: f64, h: f64, title: &str) -> String {
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\">{}</text>\n",
@@ -680,6 +704,16 @@ mod tests {
         assert_eq!(percentile(&[], 50.0), None);
         let l = Latency::of_seconds(&[0.004, 0.001, 0.002, 0.010]);
         assert_eq!((l.p50, l.p90, l.p99, l.n), (2.0, 10.0, 10.0, 4));
+    }
+
+    #[test]
+    fn axis_ends_are_round() {
+        assert_eq!(nice_ceiling(2877.0), 3000.0);
+        assert_eq!(nice_ceiling(2100.0), 2500.0);
+        assert_eq!(nice_ceiling(0.7), 0.8);
+        assert_eq!(nice_ceiling(1000.0), 1000.0);
+        assert_eq!(tick(0.4), "0.4");
+        assert_eq!(tick(600.0), "600");
     }
 
     #[test]
