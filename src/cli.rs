@@ -563,9 +563,24 @@ pub struct BenchArgs {
     /// (default `possible-stories:endings`, through the data cache).
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
-    /// Timed repeats.
+    /// Timed repeats (of each cell of a grid).
     #[arg(long, default_value_t = 3)]
     pub repeats: usize,
+    /// Untimed batches run before each cell's timed repeats (a grid; default 2).
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<usize>,
+    /// Measure synthetic sentences of exactly these token lengths ([CLS] and [SEP] counted),
+    /// built from the model's own vocabulary, instead of the corpus: a grid axis.
+    #[arg(long, value_name = "N,...", value_delimiter = ',')]
+    pub synthetic: Vec<usize>,
+    /// Write the grid here: bench.json, bench.csv, report.md, the SVG charts and the measured
+    /// sentences (corpus.jsonl or synthetic-N.jsonl, which scripts/bench/peers.py reads).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Add the cells of this file (scripts/bench/peers.py's output, or another bench.json of
+    /// the same model and corpus) as rows, with ratio columns, joined by their axes.
+    #[arg(long, value_name = "FILE")]
+    pub compare: Option<PathBuf>,
     /// Use only the first N sentences of the corpus (with --judge: the first N questions).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
@@ -577,7 +592,82 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub runtime: ModelArgs,
+    pub runtime: BenchModelArgs,
+}
+
+/// The model flags of `scorekit bench`: those of [`ModelArgs`], with `--batch-tokens`,
+/// `--max-length` and `--dtype` taking comma lists (each one axis of the grid).
+#[derive(Debug, Clone, Args)]
+pub struct BenchModelArgs {
+    /// auto (CUDA or Metal when this build has it and a device is present, else the CPU), cpu,
+    /// cuda, cuda:N, metal or metal:N.
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    /// Encoder implementation (also SCOREKIT_ENCODER).
+    #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_ENCODER")]
+    pub engine: Engine,
+    /// AMX tiles in scorekit's CPU products: auto or off (also SCOREKIT_AMX).
+    #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_AMX")]
+    pub amx: Amx,
+    /// Floating-point types of the weights and activations, comma-separated (an axis).
+    #[arg(long, value_enum, value_name = "DTYPE,...", value_delimiter = ',')]
+    pub dtype: Vec<DType>,
+    /// Token budgets of one batch, padding counted, comma-separated (an axis).
+    #[arg(
+        long,
+        value_name = "N,...",
+        value_delimiter = ',',
+        default_value = "8192"
+    )]
+    pub batch_tokens: Vec<usize>,
+    /// Truncate inputs to these many tokens, comma-separated (an axis; default: the model's own
+    /// limit).
+    #[arg(long, value_name = "N,...", value_delimiter = ',')]
+    pub max_length: Vec<usize>,
+    /// Never touch the network (also HF_HUB_OFFLINE=1).
+    #[arg(long)]
+    pub offline: bool,
+    /// Int8 products (CPU with AVX-512 VNNI, f32 models): one int8 cell; in a grid, int8 rows
+    /// next to the f32 ones.
+    #[arg(long)]
+    pub quantize: bool,
+}
+
+impl BenchModelArgs {
+    /// The [`ModelArgs`] of one cell.
+    pub fn cell(
+        &self,
+        batch_tokens: usize,
+        max_length: Option<usize>,
+        dtype: Option<DType>,
+        quantize: bool,
+    ) -> ModelArgs {
+        ModelArgs {
+            device: self.device.clone(),
+            engine: self.engine,
+            amx: self.amx,
+            dtype,
+            batch_tokens,
+            max_length,
+            offline: self.offline,
+            quantize,
+        }
+    }
+
+    /// Whether every axis has at most one value (the one-cell bench of before grids).
+    pub fn single(&self) -> bool {
+        self.dtype.len() <= 1 && self.batch_tokens.len() <= 1 && self.max_length.len() <= 1
+    }
+
+    /// The [`ModelArgs`] of a one-cell bench (the first value of each axis).
+    pub fn first(&self) -> ModelArgs {
+        self.cell(
+            self.batch_tokens.first().copied().unwrap_or(8192),
+            self.max_length.first().copied(),
+            self.dtype.first().copied(),
+            self.quantize,
+        )
+    }
 }
 
 /// `scorekit compare`.

@@ -574,6 +574,7 @@ def main():
     ap.add_argument("--batch-tokens", type=int, default=16384, help="token budget for scorekit and PyTorch alike")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-judge", action="store_true")
+    ap.add_argument("--skip-grid", action="store_true", help="skip the `scorekit bench` grid (bench.json in $OUT/bench-grid)")
     ap.add_argument("--judge-questions", type=int, default=None, help="default: all 671 test questions (64 on CPU)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-letter", action="store_true", help="skip the Flan-T5 letter judge step (7)")
@@ -771,6 +772,36 @@ def main():
                 embed_diff(dtype)  # the same measurement the slow way
         if "bench" in results:
             embed_diff("f16")  # what a user sees end to end, for comparison
+
+        # `scorekit bench` as a grid (issue 32): batch budgets x precisions on the first 4096
+        # sentences; its bench.json, bench.csv, report.md and SVGs stay in $OUT/bench-grid.
+        if not args.skip_grid:
+            grid_dir = args.out / "bench-grid"
+            grid_in = work / "grid.jsonl"
+            write_embed_input(grid_in, sentences[:4096])
+            grid_dtypes = "f32" if dev == "cpu" else "f16,bf16"
+            rc, dt, text = sk.run("bench-grid", [
+                "bench", "--model", str(labse), "--input", str(grid_in), "--device", dev,
+                "--dtype", grid_dtypes, "--batch-tokens", ",".join(str(b) for b in sorted({2048, args.batch_tokens})), "--max-length", "256",
+                "--repeats", "2", "--warmup", "2", "--offline", "--out", str(grid_dir)])
+            why = Scorekit.missing(rc, text)
+            grid_json = grid_dir / "bench.json"
+            if rc == 0 and grid_json.exists():
+                grid = json.loads(grid_json.read_text())
+                results["bench_grid"] = grid
+                for c in grid["cells"]:
+                    lat = c["latency_ms"]
+                    rows.append({"test": "bench grid", "engine": f"scorekit {c['dtype']} bt {c['batch_tokens']}",
+                                 "sent_per_s": c["sentences_per_s"], "tok_per_s": c["real_tokens_per_s"],
+                                 "status": "ok",
+                                 "detail": f"p50/p90/p99 {lat['p50']:.1f}/{lat['p90']:.1f}/{lat['p99']:.1f} ms; "
+                                           f"first batch {c['first_batch_s']:.2f} s; bench.json in {grid_dir}"})
+                    LOG(f"bench grid {c['dtype']} bt {c['batch_tokens']}: {c['sentences_per_s']:.0f} sent/s, "
+                        f"p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms")
+            else:
+                rows.append({"test": "bench grid", "engine": "scorekit", "status": "n/a" if why else "ERROR",
+                             "detail": why or text.strip()[-200:]})
+                LOG(f"bench grid: {rows[-1]['status']} {rows[-1]['detail']}")
 
         try:
             tdt = "f32" if dev == "cpu" else "f16"

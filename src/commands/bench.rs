@@ -4,6 +4,7 @@
 //! through sentence-transformers and ONNX Runtime for ratios.
 
 use crate::cli::BenchArgs;
+use crate::commands::bench_grid;
 use crate::commands::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_core::process::peak_rss_bytes;
@@ -78,14 +79,20 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.repeats == 0 {
         return Err(Error::usage("--repeats must be at least 1"));
     }
+    if bench_grid::wanted(&args) {
+        return bench_grid::run(&args);
+    }
+    // One cell, as before grids: the first value of each axis, checked as a grid's are.
+    bench_grid::check_axes(&args, &runtime::select_device(&args.runtime.device)?)?;
     if let Some(judge) = &args.judge {
         return super::bench_judge::run(&args, judge);
     }
+    let margs = args.runtime.first();
     // A dataset name (the default among them) resolves through the data cache; a path is a path.
     let input = scorekit_data::resolve_arg(
         args.input.as_deref().unwrap_or(Path::new(DEFAULT_CORPUS)),
         &scorekit_data::Options {
-            offline: args.runtime.offline,
+            offline: margs.offline,
             quiet: args.json,
         },
     )?
@@ -94,18 +101,19 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if let Some(n) = args.limit {
         texts.truncate(n.max(1));
     }
-    let rt = ModelRuntime::new(&args.runtime, true)?;
+    let rt = ModelRuntime::new(&margs, true)?;
     let (device, dtype) = (&rt.device, rt.dtype);
     let rss_before = peak_rss_bytes().unwrap_or(0);
+    bench_grid::check_model_limits(&args, &rt, &args.model)?;
     let t_load = Instant::now();
     let model = rt.resolve_embedder(&args.model)?;
-    let embedder = Embedder::load(&model, device, dtype, args.runtime.max_length, &rt.engine)?;
+    let embedder = Embedder::load(&model, device, dtype, margs.max_length, &rt.engine)?;
     let load_s = t_load.elapsed().as_secs_f64();
     let hidden = scorekit_core::progress::bar(0, "bench", true);
     // Time to the first batch: the shortest 32 sentences, as a first request would be.
     let first: Vec<String> = texts.iter().take(32).cloned().collect();
     let t_first = Instant::now();
-    embedder.embed(&first, args.runtime.batch_tokens, &hidden)?;
+    embedder.embed(&first, margs.batch_tokens, &hidden)?;
     let first_batch_s = load_s + t_first.elapsed().as_secs_f64();
 
     let cfg = runtime::models::read_config(&model.file("config.json"), "bert")?
@@ -113,7 +121,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .bert;
     let tokens = embedder.tokenize(&texts)?;
     let lengths: Vec<usize> = tokens.iter().map(|t| t.len()).collect();
-    let plan = plan_batches(&lengths, args.runtime.batch_tokens);
+    let plan = plan_batches(&lengths, margs.batch_tokens);
     let real_tokens: usize = lengths.iter().sum();
     let padded_tokens: usize = plan.iter().map(|b| b.indices.len() * b.padded_len).sum();
     let flops: f64 = plan
@@ -131,12 +139,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
 
     // Warm-up on a slice, then the timed repeats over the whole corpus.
     let warm: Vec<String> = texts.iter().take(256).cloned().collect();
-    embedder.embed(&warm, args.runtime.batch_tokens, &hidden)?;
+    embedder.embed(&warm, margs.batch_tokens, &hidden)?;
     let mut times = Vec::new();
     let mut last = Vec::new();
     for _ in 0..args.repeats {
         let t = Instant::now();
-        last = embedder.embed(&texts, args.runtime.batch_tokens, &hidden)?;
+        last = embedder.embed(&texts, margs.batch_tokens, &hidden)?;
         times.push(t.elapsed().as_secs_f64());
     }
     let best = times.iter().cloned().fold(f64::INFINITY, f64::min);
@@ -164,9 +172,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "real_tokens": real_tokens,
         "padded_tokens": padded_tokens,
         "batches": plan.len(),
-        "batch_tokens": args.runtime.batch_tokens,
+        "batch_tokens": margs.batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
-        "int8": args.runtime.quantize,
+        "int8": margs.quantize,
         "encoder": embedder.engine(),
         "device": runtime::device_name(device),
         "threads": threads,
@@ -203,7 +211,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         texts.len(),
         input.display(),
         plan.len(),
-        args.runtime.batch_tokens
+        margs.batch_tokens
     );
     println!(
         "tokens          {} real, {} padded ({:.1}% padding)",

@@ -23,10 +23,11 @@ pub const DEFAULT_DATASET: &str = "possible-stories:dev";
 
 /// Run `scorekit bench --judge MODEL`.
 pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
+    let margs = args.runtime.first();
     let input = scorekit_data::resolve_arg(
         args.input.as_deref().unwrap_or(Path::new(DEFAULT_DATASET)),
         &scorekit_data::Options {
-            offline: args.runtime.offline,
+            offline: margs.offline,
             quiet: args.json,
         },
     )?
@@ -39,8 +40,9 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         .iter()
         .flat_map(|q| q.options.iter().map(move |o| q.pair(o)))
         .collect();
-    let rt = ModelRuntime::new(&args.runtime, true)?;
+    let rt = ModelRuntime::new(&margs, true)?;
     let dtype = rt.dtype;
+    super::bench_grid::check_model_limits(args, &rt, judge_spec)?;
     let t_load = Instant::now();
     let model = rt.resolve(judge_spec, JUDGE_FILES)?;
     let judge = Judge::load(
@@ -53,7 +55,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     )?;
     let load_s = t_load.elapsed().as_secs_f64();
     let hidden = scorekit_core::progress::bar(0, "bench", true);
-    let batch_tokens = args.runtime.batch_tokens;
+    let batch_tokens = margs.batch_tokens;
     // Time to the first batch: one question's four choices, as a first request would be.
     let t_first = Instant::now();
     judge.score(&pairs[..pairs.len().min(4)], batch_tokens, &hidden)?;
@@ -95,7 +97,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         "max_length": judge.max_length(),
         "batch_tokens": batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
-        "int8": args.runtime.quantize,
+        "int8": margs.quantize,
         "threads": threads,
         "repeats_s": times,
         "median_s": med,

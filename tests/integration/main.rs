@@ -5,6 +5,7 @@
 mod common;
 
 mod bad_input;
+mod bench;
 mod cli;
 mod compare;
 mod datasets;

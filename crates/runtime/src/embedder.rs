@@ -351,6 +351,21 @@ impl Embedder {
         })
     }
 
+    /// Embed texts already tokenised by [`Embedder::tokenize`], batched as [`Embedder::embed`]
+    /// does: the model's work alone, for timing it apart from tokenisation (`scorekit bench`).
+    pub fn embed_tokens(
+        &self,
+        tokens: &[Tokens],
+        batch_tokens: usize,
+        progress: &indicatif::ProgressBar,
+    ) -> Result<Vec<Vec<f32>>> {
+        run_batched(tokens, batch_tokens, progress, |batch| {
+            self.embed_batch(batch)
+                .context("embedding a batch failed")
+                .map_err(Into::into)
+        })
+    }
+
     fn embed_batch(&self, batch: &scorekit_encoder::Batch) -> Result<Vec<Vec<f32>>> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let hidden = self.encoder.forward(batch)?;
