@@ -91,6 +91,48 @@ fn prompts() -> Vec<String> {
     out
 }
 
+/// The first `n` dev questions, written to `dir`.
+fn dev_head(dir: &Path, n: usize) -> PathBuf {
+    let full = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let head: String = std::fs::read_to_string(&full)
+        .unwrap()
+        .lines()
+        .take(n)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    crate::common::write(dir, "dev-head.jsonl", head)
+}
+
+/// `scorekit judge eval` of `judge` on `dataset` into `out`, on the CPU, with `extra` flags.
+fn eval_letter(judge: &Path, dataset: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "judge",
+        "eval",
+        "--judge",
+        judge.to_str().unwrap(),
+        "--dataset",
+        dataset.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--quiet",
+        "--bootstrap",
+        "100",
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+/// The lines of an items.jsonl.
+fn read_items(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn parity(name: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let judge = load(&judge_folder(name, tmp.path()));
@@ -267,37 +309,13 @@ fn judge_eval_and_story_use_the_letter_protocol() {
     // The first 120 dev questions (the parity tests above cover all of them).
     const N: usize = 120;
     let full = test_data("possible-stories:dev", "dataset/dev.jsonl");
-    let head: String = std::fs::read_to_string(&full)
-        .unwrap()
-        .lines()
-        .take(N)
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let dev = crate::common::write(tmp.path(), "dev-head.jsonl", head);
+    let dev = dev_head(tmp.path(), N);
     let out = tmp.path().join("eval");
-    let r = run(&[
-        "judge",
-        "eval",
-        "--judge",
-        judge.to_str().unwrap(),
-        "--dataset",
-        dev.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--device",
-        "cpu",
-        "--quiet",
-        "--bootstrap",
-        "100",
-    ]);
+    let r = eval_letter(&judge, &dev, &out, &[]);
     assert!(r.status.success(), "{}", stderr(&r));
     let reference = reference();
     let rows = reference["models"]["flan"].as_array().unwrap();
-    let items: Vec<Value> = std::fs::read_to_string(out.join("items.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let items: Vec<Value> = read_items(&out.join("items.jsonl"));
     assert_eq!(items.len(), N);
     let mut right = 0;
     for (item, row) in items.iter().zip(rows) {
@@ -349,11 +367,7 @@ fn judge_eval_and_story_use_the_letter_protocol() {
         &["--device", "cpu", "--bootstrap", "100"],
     );
     assert!(r.status.success(), "{}", stderr(&r));
-    let items: Vec<Value> = std::fs::read_to_string(story_out.join("items.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let items: Vec<Value> = read_items(&story_out.join("items.jsonl"));
     assert_eq!(items.len(), N);
     let by_id: std::collections::HashMap<&str, &Value> = items
         .iter()
@@ -500,33 +514,10 @@ fn pytorch_shards_behind_an_index_answer_as_the_safetensors_file() {
 fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let judge = judge_folder("flan", tmp.path());
-    let full = test_data("possible-stories:dev", "dataset/dev.jsonl");
-    let head: String = std::fs::read_to_string(&full)
-        .unwrap()
-        .lines()
-        .take(24)
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let dev = crate::common::write(tmp.path(), "dev-head.jsonl", head);
+    let dev = dev_head(tmp.path(), 24);
     let eval = |name: &str, extra: &[&str]| {
         let out = tmp.path().join(name);
-        let mut args = vec![
-            "judge",
-            "eval",
-            "--judge",
-            judge.to_str().unwrap(),
-            "--dataset",
-            dev.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--device",
-            "cpu",
-            "--quiet",
-            "--bootstrap",
-            "100",
-        ];
-        args.extend_from_slice(extra);
-        let r = run(&args);
+        let r = eval_letter(&judge, &dev, &out, extra);
         assert!(r.status.success(), "{}", stderr(&r));
         out
     };
@@ -536,11 +527,7 @@ fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone(
     let m1 = read_json(&cyclic.join("metrics.json"));
     assert_eq!(m0["accuracy"], m1["accuracy"]);
     assert!(m0.get("cyclic").is_none());
-    let items: Vec<Value> = std::fs::read_to_string(cyclic.join("items.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let items: Vec<Value> = read_items(&cyclic.join("items.jsonl"));
     let mut right = 0;
     for it in &items {
         let c = &it["cyclic"];

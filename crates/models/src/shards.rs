@@ -152,6 +152,19 @@ pub fn var_builder_of(
     vb.map_err(|e| bad(first, format!("cannot load: {e}")))
 }
 
+/// `t` when it has the shape a layer asks for, else candle's shape error naming the tensor.
+fn of_shape(t: Tensor, s: Shape, name: &str) -> candle_core::Result<Tensor> {
+    if t.shape() != &s {
+        return Err(candle_core::Error::UnexpectedShape {
+            msg: format!("shape mismatch for {name}"),
+            expected: s,
+            got: t.shape().clone(),
+        }
+        .bt());
+    }
+    Ok(t)
+}
+
 /// Safetensors files read tensor by tensor (headers checked by `weights::check_safetensors`).
 struct SafetensorsFiles {
     files: Vec<(PathBuf, std::sync::Mutex<std::fs::File>)>,
@@ -197,16 +210,7 @@ impl SimpleBackend for SafetensorsFiles {
         dtype: DType,
         dev: &Device,
     ) -> candle_core::Result<Tensor> {
-        let t = self.get_unchecked(name, dtype, dev)?;
-        if t.shape() != &s {
-            return Err(candle_core::Error::UnexpectedShape {
-                msg: format!("shape mismatch for {name}"),
-                expected: s,
-                got: t.shape().clone(),
-            }
-            .bt());
-        }
-        Ok(t)
+        of_shape(self.get_unchecked(name, dtype, dev)?, s, name)
     }
 
     fn get_unchecked(&self, name: &str, dtype: DType, dev: &Device) -> candle_core::Result<Tensor> {
@@ -258,16 +262,7 @@ impl SimpleBackend for PthShards {
         dtype: DType,
         dev: &Device,
     ) -> candle_core::Result<Tensor> {
-        let t = self.get_unchecked(name, dtype, dev)?;
-        if t.shape() != &s {
-            return Err(candle_core::Error::UnexpectedShape {
-                msg: format!("shape mismatch for {name}"),
-                expected: s,
-                got: t.shape().clone(),
-            }
-            .bt());
-        }
-        Ok(t)
+        of_shape(self.get_unchecked(name, dtype, dev)?, s, name)
     }
 
     fn get_unchecked(&self, name: &str, dtype: DType, dev: &Device) -> candle_core::Result<Tensor> {

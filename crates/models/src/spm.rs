@@ -433,6 +433,25 @@ pub fn t5_tokenizer(dir: &Path) -> Result<Tokenizer> {
     t5_converted(&spm, extra_ids).map_err(|why| Error::Input(InputError::file(&path, why)))
 }
 
+/// `normalizers`, then SentencePiece's precompiled charsmap (checked so that it cannot panic) and
+/// runs of spaces folded to one: the normaliser tail every `SpmConverter` writes.
+fn charsmap_then_spaces(
+    spm: &SpmModel,
+    mut normalizers: Vec<NormalizerWrapper>,
+) -> Result<Vec<NormalizerWrapper>, String> {
+    if !spm.precompiled_charsmap.is_empty() {
+        check_charsmap(&spm.precompiled_charsmap)
+            .map_err(|why| format!("bad normalizer_spec.precompiled_charsmap: {why}"))?;
+        let charsmap = Precompiled::from(spm.precompiled_charsmap.as_slice())
+            .map_err(|e| format!("bad normalizer_spec.precompiled_charsmap: {e}"))?;
+        normalizers.push(charsmap.into());
+    }
+    let spaces =
+        Replace::new(ReplacePattern::Regex(" {2,}".into()), " ").map_err(|e| e.to_string())?;
+    normalizers.push(spaces.into());
+    Ok(normalizers)
+}
+
 /// `T5Converter.converted()`.
 fn t5_converted(spm: &SpmModel, extra_ids: usize) -> Result<Tokenizer, String> {
     let mut vocab: Vec<(String, f64)> = spm
@@ -448,17 +467,7 @@ fn t5_converted(spm: &SpmModel, extra_ids: usize) -> Result<Tokenizer, String> {
     let unigram = Unigram::from(vocab, Some(spm.unk_id as usize), false)
         .map_err(|e| format!("cannot build the unigram model: {e}"))?;
     let mut tokenizer = Tokenizer::new(unigram);
-    let mut normalizers: Vec<NormalizerWrapper> = Vec::new();
-    if !spm.precompiled_charsmap.is_empty() {
-        check_charsmap(&spm.precompiled_charsmap)
-            .map_err(|why| format!("bad normalizer_spec.precompiled_charsmap: {why}"))?;
-        let charsmap = Precompiled::from(spm.precompiled_charsmap.as_slice())
-            .map_err(|e| format!("bad normalizer_spec.precompiled_charsmap: {e}"))?;
-        normalizers.push(charsmap.into());
-    }
-    let spaces =
-        Replace::new(ReplacePattern::Regex(" {2,}".into()), " ").map_err(|e| e.to_string())?;
-    normalizers.push(spaces.into());
+    let normalizers = charsmap_then_spaces(spm, Vec::new())?;
     tokenizer
         .with_normalizer(Some(Sequence::new(normalizers)))
         .map_err(|e| e.to_string())?;
@@ -609,16 +618,7 @@ fn converted(spm: &SpmModel, s: &Settings) -> Result<Tokenizer, String> {
         normalizers.push(Lowercase.into());
     }
     normalizers.push(Strip::new(true, true).into());
-    if !spm.precompiled_charsmap.is_empty() {
-        check_charsmap(&spm.precompiled_charsmap)
-            .map_err(|why| format!("bad normalizer_spec.precompiled_charsmap: {why}"))?;
-        let charsmap = Precompiled::from(spm.precompiled_charsmap.as_slice())
-            .map_err(|e| format!("bad normalizer_spec.precompiled_charsmap: {e}"))?;
-        normalizers.push(charsmap.into());
-    }
-    let spaces =
-        Replace::new(ReplacePattern::Regex(" {2,}".into()), " ").map_err(|e| e.to_string())?;
-    normalizers.push(spaces.into());
+    let normalizers = charsmap_then_spaces(spm, normalizers)?;
     tokenizer
         .with_normalizer(Some(Sequence::new(normalizers)))
         .map_err(|e| e.to_string())?;
