@@ -175,12 +175,42 @@ pub struct JudgeEvalArgs {
     /// (also every rotation of the options, the majority verdict reported apart).
     #[arg(long, value_enum, default_value_t = OptionOrders::Reference)]
     pub option_orders: OptionOrders,
+    /// A letter judge's demonstrations.
+    #[command(flatten)]
+    pub shots: ShotArgs,
     /// Where results go.
     #[command(flatten)]
     pub output: OutputArgs,
     /// Device and engine.
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// A letter judge's k-shot prompt (run_llm.py: `random.seed(SEED)`, `random.sample(train, K)`).
+#[derive(Debug, Clone, Args)]
+pub struct ShotArgs {
+    /// Demonstrations before each question (0: zero-shot, the authors' 80.8% protocol).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub shots: usize,
+    /// Questions to draw the demonstrations from (the Possible Stories train split).
+    #[arg(long, value_name = "FILE")]
+    pub shots_from: Option<PathBuf>,
+    /// The seed of Python's `random.seed` that draws them (run_llm.py: 1234).
+    #[arg(long, value_name = "SEED", default_value_t = 1234)]
+    pub shot_seed: u64,
+    /// How a demonstration's answer is written: `letters`, or run_llm.py's `integers` (its
+    /// bug: the gold label's number, and nothing for label 0).
+    #[arg(long, value_enum, default_value_t = ShotAnswersArg::Letters)]
+    pub shot_answers: ShotAnswersArg,
+}
+
+/// `--shot-answers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShotAnswersArg {
+    /// `Answer: B`.
+    Letters,
+    /// `Answer: 1`, and `Answer:` for label 0 (the authors' demonstrations).
+    Integers,
 }
 
 /// Which option orders a letter judge is asked (`--option-orders`).
@@ -306,6 +336,9 @@ pub struct StoryArgs {
     /// For a binary sequence-classification judge: the label that means "follows".
     #[arg(long, value_name = "LABEL")]
     pub follow_label: Option<String>,
+    /// A letter judge's demonstrations.
+    #[command(flatten)]
+    pub shots: ShotArgs,
     /// Skip IFSM (no judge).
     #[arg(long)]
     pub skip_judge: bool,

@@ -48,7 +48,7 @@ pub struct FileInfo {
 }
 
 /// Read question files; every question must have `choices` options (None: the first line's).
-fn read_questions(
+pub(crate) fn read_questions(
     files: &[PathBuf],
     mut choices: Option<usize>,
 ) -> Result<(Vec<Question>, Vec<FileInfo>)> {
@@ -491,6 +491,10 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
              of the options cannot change its pick; the flag is for letter judges (T5)",
         ));
     }
+    let shots = crate::commands::letter::shots_block(
+        &a.shots,
+        scorekit_runtime::letter_judge::is_letter_judge(&model.dir),
+    )?;
     let judge = AnyJudge::load(
         &model.dir,
         &rt.device,
@@ -540,7 +544,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
                     letter::rotations(&options)
                         .into_iter()
                         .take(rotations)
-                        .map(|o| letter::zero_shot_prompt(&q.document, &q.question, &o))
+                        .map(|o| letter::prompt(&shots, &q.document, &q.question, &o))
                         .collect::<Vec<_>>()
                 })
                 .collect();
@@ -606,7 +610,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     });
     if matches!(judge, AnyJudge::Letter(_)) {
         let mut settings = serde_json::Map::new();
-        crate::commands::model_runtime::letter_settings(&mut settings);
+        crate::commands::letter::letter_settings(&mut settings, &a.shots);
         metrics["letter"] = serde_json::Value::Object(settings);
     }
     if a.option_orders == OptionOrders::Cyclic {

@@ -10,6 +10,7 @@ pub mod grasp;
 mod grasp_common;
 pub mod grasp_models;
 pub mod judge;
+mod letter;
 pub mod merge;
 pub mod mint;
 pub mod mint_scan;

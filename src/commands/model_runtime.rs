@@ -152,22 +152,3 @@ pub fn record_quantize(quantize: bool, settings: &mut serde_json::Map<String, se
         );
     }
 }
-
-/// The settings a letter judge's verdicts depend on, for metrics.json.
-pub fn letter_settings(settings: &mut serde_json::Map<String, serde_json::Value>) {
-    settings.insert(
-        "judge_prompt".into(),
-        serde_json::json!("zero-shot, nii-cl/possible-stories run_llm.py (3f8c525): instruction, \"\\n\", passage, question, options (A)-(D), \"Answer:\""),
-    );
-    settings.insert(
-        "judge_decoding".into(),
-        serde_json::json!(format!(
-            "greedy, max_length {} (the start token included), stop at </s>",
-            scorekit_runtime::letter_judge::MAX_LENGTH
-        )),
-    );
-    settings.insert(
-        "judge_pick".into(),
-        serde_json::json!("the first character of the decoded answer among A B C D; none is wrong"),
-    );
-}

@@ -90,6 +90,16 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         Some(rt.resolve_embedder(&args.embedder)?)
     };
 
+    let shots = match &judge_model {
+        Some(model) => crate::commands::letter::shots_block(
+            &args.shots,
+            scorekit_runtime::letter_judge::is_letter_judge(&model.dir),
+        )?,
+        None if args.shots.shots > 0 => {
+            return Err(Error::usage("--shots: no judge runs (--skip-judge)"))
+        }
+        None => String::new(),
+    };
     let mut settings = Map::new();
     let judge = match &judge_model {
         None => None,
@@ -128,7 +138,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
                 }
                 AnyJudge::Letter(_) => {
                     settings.insert("judge_head".into(), json!("letter"));
-                    crate::commands::model_runtime::letter_settings(&mut settings);
+                    crate::commands::letter::letter_settings(&mut settings, &args.shots);
                 }
             }
             Some(judge)
@@ -198,7 +208,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         .filter(|chunk| chunk.iter().any(|c| !is_done(c)))
         .map(|chunk| {
             let models = (judge.as_ref(), embedder.is_some());
-            ChunkPlan::new(chunk, &questions, &generations, models)
+            ChunkPlan::new(chunk, &questions, &generations, models, &shots)
         })
         .collect();
     let work: usize = plans
@@ -332,6 +342,7 @@ impl<'a> ChunkPlan<'a> {
         questions: &'a [Question],
         generations: &'a [Generation],
         (judge, with_embedder): (Option<&AnyJudge>, bool),
+        shots: &str,
     ) -> Self {
         let with_judge = matches!(judge, Some(AnyJudge::Scoring(_)));
         let with_letter = matches!(judge, Some(AnyJudge::Letter(_)));
@@ -362,7 +373,7 @@ impl<'a> ChunkPlan<'a> {
                 let q = &questions[qi];
                 let mut prompt = |ending: Option<&'a str>| -> usize {
                     *prompt_index.entry((qi, ending)).or_insert_with(|| {
-                        letter_prompts.push(letter_prompt(q, ending));
+                        letter_prompts.push(letter_prompt(q, ending, shots));
                         letter_prompts.len() - 1
                     })
                 };
@@ -736,12 +747,12 @@ fn headline(
     m
 }
 
-/// The letter judge's prompt for question `q`: its human options, or `ending` in the gold slot
-/// (run_llm.py's zero-shot prompt).
-fn letter_prompt(q: &Question, ending: Option<&str>) -> String {
+/// The letter judge's prompt for question `q`: its human options, or `ending` in the gold slot,
+/// after the demonstrations `shots` ("" for run_llm.py's zero-shot prompt).
+fn letter_prompt(q: &Question, ending: Option<&str>, shots: &str) -> String {
     let mut options: Vec<&str> = q.options.iter().map(String::as_str).collect();
     if let Some(e) = ending {
         options[q.gold] = e;
     }
-    letter::zero_shot_prompt(&q.document, &q.question, &options)
+    letter::prompt(shots, &q.document, &q.question, &options)
 }

@@ -574,3 +574,104 @@ fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone(
         stderr(&r)
     );
 }
+
+/// `--shots 3 --shots-from dev.jsonl`: the demonstrations CPython's `random.seed(1234);
+/// random.sample(range(458), 3)` draws ([398, 225, 59]), written before every question; the
+/// answers are the judge's on exactly those prompts. Bad shot flags exit 2 before loading.
+#[test]
+fn k_shot_prompts_draw_the_demonstrations_as_run_llm_py() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge_dir = judge_folder("flan", tmp.path());
+    let full = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let dev = dev_head(tmp.path(), 12);
+    let out = tmp.path().join("kshot");
+    let r = eval_letter(
+        &judge_dir,
+        &dev,
+        &out,
+        &[
+            "--shots",
+            "3",
+            "--shots-from",
+            full.to_str().unwrap(),
+            "--shot-answers",
+            "integers",
+        ],
+    );
+    assert!(r.status.success(), "{}", stderr(&r));
+    let qs: Vec<Value> = std::fs::read_to_string(&full)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let options =
+        |q: &Value| -> Vec<String> { serde_json::from_value(q["options"].clone()).unwrap() };
+    // run_llm.py's demonstrations with its integer answers (label 0: an open "Answer:").
+    let demo = |q: &Value| {
+        let gold = q["gold_label"].as_u64().unwrap();
+        let o = options(q);
+        let o: Vec<&str> = o.iter().map(String::as_str).collect();
+        let answer = if gold == 0 {
+            String::new()
+        } else {
+            gold.to_string()
+        };
+        letter::question_block(
+            q["document"].as_str().unwrap(),
+            q["question"].as_str().unwrap(),
+            &o,
+            &answer,
+        )
+    };
+    let shots: Vec<String> = [398, 225, 59].iter().map(|&i| demo(&qs[i])).collect();
+    let shots = shots.join("\n");
+    let prompts: Vec<String> = qs[..12]
+        .iter()
+        .map(|q| {
+            let o = options(q);
+            let o: Vec<&str> = o.iter().map(String::as_str).collect();
+            letter::prompt(
+                &shots,
+                q["document"].as_str().unwrap(),
+                q["question"].as_str().unwrap(),
+                &o,
+            )
+        })
+        .collect();
+    assert!(prompts[0].starts_with(letter::INSTRUCTION));
+    let want = load(&judge_dir)
+        .answer(&prompts, 1 << 20, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    let items = read_items(&out.join("items.jsonl"));
+    for (it, w) in items.iter().zip(&want) {
+        assert_eq!(it["answer"].as_str().unwrap(), w.text);
+    }
+    let m = read_json(&out.join("metrics.json"));
+    let p = m["letter"]["judge_prompt"].as_str().unwrap();
+    assert!(
+        p.starts_with("3-shot") && p.contains("random.seed(1234)") && p.contains("integers"),
+        "{p}"
+    );
+
+    let refused = |extra: &[&str], says: &str| {
+        let r = eval_letter(&judge_dir, &dev, &tmp.path().join("x"), extra);
+        assert_eq!(r.status.code(), Some(2), "{extra:?}: {}", stderr(&r));
+        assert!(stderr(&r).contains(says), "{extra:?}: {}", stderr(&r));
+    };
+    refused(&["--shots", "2"], "--shots-from");
+    refused(
+        &["--shots", "500", "--shots-from", full.to_str().unwrap()],
+        "only 458 questions",
+    );
+    refused(&["--shots-from", full.to_str().unwrap()], "--shots K");
+    let mc = tmp.path().join("mc");
+    crate::common::tiny_judge::build_judge("bert_mc", &mc, true);
+    let r = eval_letter(
+        &mc,
+        &dev,
+        &tmp.path().join("y"),
+        &["--shots", "1", "--shots-from", full.to_str().unwrap()],
+    );
+    assert_eq!(r.status.code(), Some(2));
+    assert!(stderr(&r).contains("letter judges"), "{}", stderr(&r));
+}

@@ -39,10 +39,55 @@ pub fn question_block(passage: &str, question: &str, options: &[&str], answer: &
 /// The zero-shot prompt: the instruction, an empty demonstration block, a newline, the question
 /// (`instruction + few_shot_prompt + "\n" + ex_prompt` with no demonstrations).
 pub fn zero_shot_prompt(passage: &str, question: &str, options: &[&str]) -> String {
+    prompt("", passage, question, options)
+}
+
+/// The prompt with a demonstrations block (see [`shots_block`]; empty for zero-shot):
+/// `instruction + few_shot_prompt + "\n" + ex_prompt`.
+pub fn prompt(shots: &str, passage: &str, question: &str, options: &[&str]) -> String {
     format!(
-        "{INSTRUCTION}\n{}",
+        "{INSTRUCTION}{shots}\n{}",
         question_block(passage, question, options, "")
     )
+}
+
+/// How a demonstration's answer is written (`--shot-answers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShotAnswers {
+    /// The gold option's letter, `Answer: B` (what the prompt asks for; the default).
+    Letters,
+    /// run_llm.py's bug, reproduced: `Answer: {gold_label}` prints the integer, and a label of 0
+    /// (falsy in `if answer:`) leaves `Answer:` open with no newline. Its 3-shot 81.4% was
+    /// measured with these.
+    Integers,
+}
+
+/// The demonstrations of a k-shot prompt: each question with its answer, joined by newlines, as
+/// run_llm.py's `"\n".join(multiple_choice_to_prompt(..., ex[gold_label]) ...)`.
+pub fn shots_block(demos: &[&crate::story::Question], answers: ShotAnswers) -> String {
+    demos
+        .iter()
+        .map(|q| {
+            let answer = match answers {
+                ShotAnswers::Letters => LETTERS
+                    .chars()
+                    .nth(q.gold)
+                    .map(String::from)
+                    .unwrap_or_default(),
+                ShotAnswers::Integers if q.gold == 0 => String::new(),
+                ShotAnswers::Integers => q.gold.to_string(),
+            };
+            let options: Vec<&str> = q.options.iter().map(String::as_str).collect();
+            question_block(&q.document, &q.question, &options, &answer)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// run_llm.py's demonstrations: `random.seed(seed)` then `random.sample(train, k)`, as indices
+/// into `train` in the order drawn. `None` when `k` exceeds the training questions.
+pub fn sample_shots(train: usize, k: usize, seed: u64) -> Option<Vec<usize>> {
+    crate::pyrandom::PyRandom::seed(seed).sample(train, k)
 }
 
 /// The option a generated answer picks: the first character of the text among `A B C D`
@@ -105,6 +150,42 @@ mod tests {
             question_block("P.", "Q?", &["a", "b"], "B"),
             "Passage: P.\nQuestion: Q?\nOptions: (A) a (B) b\nAnswer: B\n"
         );
+    }
+
+    fn q(gold: usize) -> crate::story::Question {
+        crate::story::Question {
+            id: format!("s_{gold}"),
+            passage_id: "s".into(),
+            question: "Q?".into(),
+            document: "P.".into(),
+            options: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+            gold,
+        }
+    }
+
+    #[test]
+    fn k_shot_demonstrations_are_run_llm_py_s_with_letters_or_its_integers() {
+        let (a, b) = (q(0), q(2));
+        let letters = shots_block(&[&a, &b], ShotAnswers::Letters);
+        assert_eq!(
+            letters,
+            "Passage: P.\nQuestion: Q?\nOptions: (A) a (B) b (C) c (D) d\nAnswer: A\n\n\
+             Passage: P.\nQuestion: Q?\nOptions: (A) a (B) b (C) c (D) d\nAnswer: C\n"
+        );
+        // The bug: label 0 leaves the answer open, label 2 prints "2".
+        let ints = shots_block(&[&a, &b], ShotAnswers::Integers);
+        assert_eq!(
+            ints,
+            "Passage: P.\nQuestion: Q?\nOptions: (A) a (B) b (C) c (D) d\nAnswer:\n\
+             Passage: P.\nQuestion: Q?\nOptions: (A) a (B) b (C) c (D) d\nAnswer: 2\n"
+        );
+        let p = prompt(&letters, "X.", "Y?", &["1", "2", "3", "4"]);
+        assert!(p.starts_with(&format!("{INSTRUCTION}Passage: P.")));
+        assert!(p.ends_with(
+            "Answer: C\n\nPassage: X.\nQuestion: Y?\nOptions: (A) 1 (B) 2 (C) 3 (D) 4\nAnswer:"
+        ));
+        // random.seed(1234); random.sample(range(3404), 3) in CPython 3.11.
+        assert_eq!(sample_shots(3404, 3, 1234), Some(vec![3187, 1805, 478]));
     }
 
     #[test]

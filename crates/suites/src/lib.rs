@@ -7,6 +7,7 @@ pub mod judge_data;
 pub mod letter;
 pub mod mint;
 pub mod muse;
+pub mod pyrandom;
 pub mod pystr;
 pub mod similarity;
 pub mod story;

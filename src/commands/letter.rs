@@ -1,0 +1,86 @@
+//! The letter judge's prompt options, shared by `judge eval` and `story`: the k-shot
+//! demonstrations (`--shots`, drawn as run_llm.py draws them) and the protocol settings that
+//! metrics.json records.
+
+use crate::cli::{ShotAnswersArg, ShotArgs};
+use scorekit_core::error::{Error, Result};
+use scorekit_suites::letter::{self, ShotAnswers};
+use serde_json::{json, Map, Value};
+
+/// The demonstrations block of `--shots K --shots-from FILE` ("" for zero-shot), checked before
+/// any model is loaded: `letter_judge` says whether the judge is one.
+pub fn shots_block(a: &ShotArgs, letter_judge: bool) -> Result<String> {
+    if a.shots == 0 {
+        if a.shots_from.is_some() {
+            return Err(Error::usage(
+                "--shots-from: give --shots K too (K demonstrations)",
+            ));
+        }
+        return Ok(String::new());
+    }
+    if !letter_judge {
+        return Err(Error::usage(format!(
+            "--shots {}: demonstrations are for letter judges (T5); a scoring judge sees one \
+             (passage, question + option) pair at a time",
+            a.shots
+        )));
+    }
+    let Some(file) = &a.shots_from else {
+        return Err(Error::usage(format!(
+            "--shots {}: name the questions to draw them from with --shots-from (the Possible \
+             Stories train split, as run_llm.py)",
+            a.shots
+        )));
+    };
+    let (train, _) = crate::commands::judge::read_questions(std::slice::from_ref(file), Some(4))?;
+    let picked = letter::sample_shots(train.len(), a.shots, a.shot_seed).ok_or_else(|| {
+        Error::usage(format!(
+            "--shots {}: {} has only {} questions",
+            a.shots,
+            file.display(),
+            train.len()
+        ))
+    })?;
+    let demos: Vec<_> = picked.iter().map(|&i| &train[i]).collect();
+    let answers = match a.shot_answers {
+        ShotAnswersArg::Letters => ShotAnswers::Letters,
+        ShotAnswersArg::Integers => ShotAnswers::Integers,
+    };
+    Ok(letter::shots_block(&demos, answers))
+}
+
+/// The settings a letter judge's verdicts depend on, for metrics.json.
+pub fn letter_settings(settings: &mut Map<String, Value>, a: &ShotArgs) {
+    let shots = if a.shots == 0 {
+        "zero-shot".to_string()
+    } else {
+        format!(
+            "{}-shot from {} (random.seed({}), random.sample, answers as {})",
+            a.shots,
+            a.shots_from
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            a.shot_seed,
+            match a.shot_answers {
+                ShotAnswersArg::Letters => "letters",
+                ShotAnswersArg::Integers => "run_llm.py's integers",
+            }
+        )
+    };
+    settings.insert(
+        "judge_prompt".into(),
+        json!(format!("{shots}, nii-cl/possible-stories run_llm.py (3f8c525): instruction, demonstrations, \"\\n\", passage, question, options (A)-(D), \"Answer:\"")),
+    );
+    settings.insert(
+        "judge_decoding".into(),
+        json!(format!(
+            "greedy, max_length {} (the start token included), stop at </s>",
+            scorekit_runtime::letter_judge::MAX_LENGTH
+        )),
+    );
+    settings.insert(
+        "judge_pick".into(),
+        json!("the first character of the decoded answer among A B C D; none is wrong"),
+    );
+}
