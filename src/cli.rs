@@ -339,6 +339,10 @@ pub struct StoryArgs {
     /// A letter judge's demonstrations.
     #[command(flatten)]
     pub shots: ShotArgs,
+    /// A letter judge's option orders: `reference` (the dataset's, as run_llm.py) or `cyclic`
+    /// (also every rotation of the options; IFSM of the majority reported apart).
+    #[arg(long, value_enum, default_value_t = OptionOrders::Reference)]
+    pub option_orders: OptionOrders,
     /// Skip IFSM (no judge).
     #[arg(long)]
     pub skip_judge: bool,

@@ -1,7 +1,7 @@
 //! `scorekit story`: Possible Stories endings scored with IFSM (MRC judge, with the judge's
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
-use crate::cli::StoryArgs;
+use crate::cli::{OptionOrders, StoryArgs};
 use crate::commands::model_runtime::ModelRuntime;
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
@@ -90,6 +90,17 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         Some(rt.resolve_embedder(&args.embedder)?)
     };
 
+    let cyclic = args.option_orders == OptionOrders::Cyclic;
+    if cyclic
+        && !judge_model
+            .as_ref()
+            .is_some_and(|m| scorekit_runtime::letter_judge::is_letter_judge(&m.dir))
+    {
+        return Err(Error::usage(
+            "--option-orders cyclic: only a letter judge (T5) reads the options in an order; \
+             a scoring judge scores each on its own",
+        ));
+    }
     let shots = match &judge_model {
         Some(model) => crate::commands::letter::shots_block(
             &args.shots,
@@ -139,6 +150,12 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
                 AnyJudge::Letter(_) => {
                     settings.insert("judge_head".into(), json!("letter"));
                     crate::commands::letter::letter_settings(&mut settings, &args.shots);
+                    if cyclic {
+                        settings.insert(
+                            "judge_option_orders".into(),
+                            json!("cyclic: every rotation of the options, the majority reported apart (ifsm_cyclic, judge_accuracy_cyclic)"),
+                        );
+                    }
                 }
             }
             Some(judge)
@@ -208,7 +225,11 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         .filter(|chunk| chunk.iter().any(|c| !is_done(c)))
         .map(|chunk| {
             let models = (judge.as_ref(), embedder.is_some());
-            ChunkPlan::new(chunk, &questions, &generations, models, &shots)
+            let letter = LetterPlan {
+                shots: &shots,
+                rotations: if cyclic { 4 } else { 1 },
+            };
+            ChunkPlan::new(chunk, &questions, &generations, models, letter)
         })
         .collect();
     let work: usize = plans
@@ -325,8 +346,9 @@ struct ChunkPlan<'a> {
     judge_slots: Vec<(Vec<usize>, usize)>,
     /// Distinct letter-judge prompts (human options; the ending in the gold slot).
     letter_prompts: Vec<String>,
-    /// Per member: indices into `letter_prompts` of the human options' and the ending's prompt.
-    letter_slots: Vec<(usize, usize)>,
+    /// Per member: indices into `letter_prompts` of the human options' and the ending's
+    /// prompts, one per rotation of the options.
+    letter_slots: Vec<(Vec<usize>, Vec<usize>)>,
     /// Distinct endings to embed.
     texts: Vec<String>,
     /// Per member: index into `texts`.
@@ -342,11 +364,11 @@ impl<'a> ChunkPlan<'a> {
         questions: &'a [Question],
         generations: &'a [Generation],
         (judge, with_embedder): (Option<&AnyJudge>, bool),
-        shots: &str,
+        letter: LetterPlan,
     ) -> Self {
         let with_judge = matches!(judge, Some(AnyJudge::Scoring(_)));
         let with_letter = matches!(judge, Some(AnyJudge::Letter(_)));
-        let mut prompt_index: HashMap<(usize, Option<&str>), usize> = HashMap::new();
+        let mut prompt_index: HashMap<(usize, Option<&str>, usize), usize> = HashMap::new();
         let mut letter_prompts: Vec<String> = Vec::new();
         let mut letter_slots = Vec::new();
         let mut pair_index: HashMap<(usize, &str), usize> = HashMap::new();
@@ -371,13 +393,17 @@ impl<'a> ChunkPlan<'a> {
             }
             if with_letter {
                 let q = &questions[qi];
-                let mut prompt = |ending: Option<&'a str>| -> usize {
-                    *prompt_index.entry((qi, ending)).or_insert_with(|| {
-                        letter_prompts.push(letter_prompt(q, ending, shots));
-                        letter_prompts.len() - 1
-                    })
+                let mut prompts = |ending: Option<&'a str>| -> Vec<usize> {
+                    (0..letter.rotations)
+                        .map(|r| {
+                            *prompt_index.entry((qi, ending, r)).or_insert_with(|| {
+                                letter_prompts.push(letter_prompt(q, ending, letter.shots, r));
+                                letter_prompts.len() - 1
+                            })
+                        })
+                        .collect()
                 };
-                letter_slots.push((prompt(None), prompt(Some(ending))));
+                letter_slots.push((prompts(None), prompts(Some(ending))));
             }
             if with_embedder {
                 text_of.push(*text_index.entry(ending).or_insert_with(|| {
@@ -415,11 +441,16 @@ impl<'a> ChunkPlan<'a> {
                     .zip(&self.letter_slots)
                     .map(|(c, (human, own))| {
                         let qi = c.question.expect("scored");
-                        let v = story::letter_verdict(
-                            &answers[*human].text,
-                            &answers[*own].text,
-                            questions[qi].gold,
-                        );
+                        let text = |slots: &[usize]| -> Vec<&str> {
+                            slots.iter().map(|&i| answers[i].text.as_str()).collect()
+                        };
+                        let (human, own) = (text(human), text(own));
+                        let gold = questions[qi].gold;
+                        let v = if human.len() == 1 {
+                            story::letter_verdict(human[0], own[0], gold)
+                        } else {
+                            story::letter_verdict_cyclic(&human, &own, gold)
+                        };
                         (c.generation, v)
                     })
                     .collect());
@@ -748,11 +779,21 @@ fn headline(
 }
 
 /// The letter judge's prompt for question `q`: its human options, or `ending` in the gold slot,
-/// after the demonstrations `shots` ("" for run_llm.py's zero-shot prompt).
-fn letter_prompt(q: &Question, ending: Option<&str>, shots: &str) -> String {
+/// rotated by `rotation` (0: the dataset's order), after the demonstrations `shots` ("" for
+/// run_llm.py's zero-shot prompt).
+fn letter_prompt(q: &Question, ending: Option<&str>, shots: &str, rotation: usize) -> String {
     let mut options: Vec<&str> = q.options.iter().map(String::as_str).collect();
     if let Some(e) = ending {
         options[q.gold] = e;
     }
-    letter::prompt(shots, &q.document, &q.question, &options)
+    let options = &letter::rotations(&options)[rotation];
+    letter::prompt(shots, &q.document, &q.question, options)
+}
+
+/// What a letter judge is asked per question: the demonstrations, and how many rotations of the
+/// options (1: the reference protocol; 4 under `--option-orders cyclic`).
+#[derive(Clone, Copy)]
+struct LetterPlan<'a> {
+    shots: &'a str,
+    rotations: usize,
 }

@@ -704,3 +704,89 @@ fn bf16_picks_agree_with_f32() {
         .count();
     assert!(same >= 54, "bf16 picks agree with f32 on {same} of 60");
 }
+
+/// `story --option-orders cyclic`: each item keeps the reference verdict (rotation 0, as a run
+/// without the flag) and adds the majority over the four rotations; `ifsm_cyclic` is the share of
+/// items whose majority picks the ending.
+#[test]
+fn story_cyclic_orders_report_the_majority_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = judge_folder("flan", tmp.path());
+    let full = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let qs: Vec<Value> = std::fs::read_to_string(&full)
+        .unwrap()
+        .lines()
+        .take(24)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Endings: another question's option, so the judge's picks vary.
+    let gens: String = qs
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let other = &qs[(i + 5) % qs.len()];
+            format!(
+                "{}\n",
+                json!({"question_id": q["question_id"], "ending": other["options"][i % 4]})
+            )
+        })
+        .collect();
+    let gens = crate::common::write(tmp.path(), "gens.jsonl", gens);
+    let run_story = |name: &str, extra: &[&str]| {
+        let out = tmp.path().join(name);
+        let mut flags = vec!["--device", "cpu", "--bootstrap", "100"];
+        flags.extend_from_slice(extra);
+        let r = crate::common::judge_only(&judge, &gens, &out, &flags);
+        assert!(r.status.success(), "{}", stderr(&r));
+        out
+    };
+    let reference = read_items(&run_story("ref", &[]).join("items.jsonl"));
+    let out = run_story("cyc", &["--option-orders", "cyclic"]);
+    let cyclic = read_items(&out.join("items.jsonl"));
+    assert_eq!(reference.len(), 24);
+    let mut follows = 0;
+    for (r, c) in reference.iter().zip(&cyclic) {
+        for k in [
+            "judge_pick",
+            "follow",
+            "judge_answer",
+            "judge_gold_pick",
+            "judge_correct",
+        ] {
+            assert_eq!(r[k], c[k], "{k}");
+        }
+        let v = &c["cyclic"];
+        let picks: Vec<Option<usize>> = serde_json::from_value(v["judge_picks"].clone()).unwrap();
+        assert_eq!(picks.len(), 4);
+        assert_eq!(json!(picks[0]), c["judge_pick"]);
+        let (pick, _) = letter::majority(&picks, 4);
+        assert_eq!(v["judge_pick"], json!(pick));
+        assert_eq!(
+            v["follow"],
+            json!(pick == c["gold_label"].as_u64().map(|g| g as usize))
+        );
+        follows += usize::from(v["follow"] == true);
+    }
+    let m = read_json(&out.join("metrics.json"));
+    let group = m["groups"].as_object().unwrap().values().next().unwrap();
+    let ifsm = group["ifsm_cyclic"]["value"].as_f64().unwrap();
+    assert!(
+        (ifsm - follows as f64 / 24.0).abs() < 1e-12,
+        "{ifsm} vs {follows}/24"
+    );
+    assert!(m["settings"]["judge_option_orders"]
+        .as_str()
+        .unwrap()
+        .starts_with("cyclic"));
+    // A scoring judge is refused before anything is scored.
+    let mc = tmp.path().join("mc");
+    crate::common::tiny_judge::build_judge("bert_mc", &mc, true);
+    let r = crate::common::judge_only(
+        &mc,
+        &gens,
+        &tmp.path().join("x"),
+        &["--option-orders", "cyclic"],
+    );
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(stderr(&r).contains("--option-orders cyclic"));
+}

@@ -35,6 +35,13 @@ pub struct GroupMetrics {
     /// Empty endings left out of the Dissimilarity pairs (they are in IFSM as Not-Follow).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dissimilarity_left_out: Option<usize>,
+    /// IFSM under `--option-orders cyclic` (a letter judge's majority over rotations of the
+    /// options), apart from the reference protocol's `ifsm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifsm_cyclic: Option<Estimate>,
+    /// The judge's accuracy on the human options under the cyclic orders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_accuracy_cyclic: Option<Estimate>,
 }
 
 /// How much of the dataset a group answered.

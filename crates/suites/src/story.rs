@@ -264,6 +264,30 @@ pub struct JudgeVerdict {
     /// A letter judge's answer on the human options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_gold_answer: Option<String>,
+    /// Under `--option-orders cyclic`: the verdict of every rotation of the options, reported
+    /// apart from the reference protocol above (rotation 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cyclic: Option<CyclicVerdict>,
+}
+
+/// A letter judge asked once per rotation of the options, each answer mapped back to its option
+/// (`letter::rotations`, `letter::majority`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CyclicVerdict {
+    /// Per rotation, the option picked with the ending in the gold slot.
+    pub judge_picks: Vec<Option<usize>>,
+    /// Their majority.
+    pub judge_pick: Option<usize>,
+    /// Follow: the majority picks the ending.
+    pub follow: bool,
+    /// Per rotation, the option picked among the human options.
+    pub judge_gold_picks: Vec<Option<usize>>,
+    /// Their majority.
+    pub judge_gold_pick: Option<usize>,
+    /// The majority answers the unmodified question correctly.
+    pub judge_correct: bool,
+    /// Share of the ending's rotations that agree with its majority.
+    pub agreement: f64,
 }
 
 /// IFSM's protocol for a letter judge: the ending follows when the answer with the ending in the
@@ -280,7 +304,40 @@ pub fn letter_verdict(gold_answer: &str, ending_answer: &str, gold: usize) -> Ju
         judge_correct: gold_pick == Some(gold),
         judge_answer: Some(ending_answer.to_string()),
         judge_gold_answer: Some(gold_answer.to_string()),
+        cyclic: None,
     }
+}
+
+/// [`letter_verdict`] on rotation 0 (the reference protocol), plus the majority of every
+/// rotation: `gold_answers[r]` and `ending_answers[r]` answer the options rotated by `r`.
+pub fn letter_verdict_cyclic(
+    gold_answers: &[&str],
+    ending_answers: &[&str],
+    gold: usize,
+) -> JudgeVerdict {
+    use crate::letter::{majority, pick, unrotate};
+    let mut v = letter_verdict(gold_answers[0], ending_answers[0], gold);
+    let n = ending_answers.len();
+    let back = |answers: &[&str]| -> Vec<Option<usize>> {
+        answers
+            .iter()
+            .enumerate()
+            .map(|(r, a)| unrotate(pick(a), r, n))
+            .collect()
+    };
+    let (judge_picks, judge_gold_picks) = (back(ending_answers), back(gold_answers));
+    let (judge_pick, agreement) = majority(&judge_picks, n);
+    let (judge_gold_pick, _) = majority(&judge_gold_picks, n);
+    v.cyclic = Some(CyclicVerdict {
+        follow: judge_pick == Some(gold),
+        judge_correct: judge_gold_pick == Some(gold),
+        judge_picks,
+        judge_pick,
+        judge_gold_picks,
+        judge_gold_pick,
+        agreement,
+    });
+    v
 }
 
 /// IFSM's protocol for one item: put the ending's score in the gold slot and take the argmax.
@@ -301,6 +358,7 @@ pub fn judge_verdict(gold_scores: &[f32], gold: usize, ending_score: f32) -> Jud
         judge_gold_scores: gold_scores.to_vec(),
         judge_answer: None,
         judge_gold_answer: None,
+        cyclic: None,
     }
 }
 
@@ -529,6 +587,23 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
             .collect();
         consistency = bootstrap_mean(&per_story, resamples, seed);
     }
+    // Cyclic option orders, reported apart (an empty ending is Not-Follow here too).
+    let (mut ifsm_cyclic, mut accuracy_cyclic) = (None, None);
+    if judged.iter().any(|j| j.cyclic.is_some()) {
+        let follows: Vec<f64> = items
+            .iter()
+            .filter(|i| i.follow.is_some())
+            .map(|i| {
+                let f = i
+                    .judge
+                    .and_then(|j| j.cyclic.as_ref())
+                    .is_some_and(|c| c.follow);
+                f64::from(u8::from(f))
+            })
+            .collect();
+        ifsm_cyclic = bootstrap_mean(&follows, resamples, seed);
+        accuracy_cyclic = rate(&|j| j.cyclic.as_ref().is_some_and(|c| c.judge_correct));
+    }
     let (mut micro, mut macro_, mut left_out) = (None, None, None);
     if items.iter().any(|i| i.pairs.is_some()) {
         left_out = Some(items.iter().filter(|i| i.empty).count());
@@ -564,6 +639,8 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
         dissimilarity_micro: micro,
         dissimilarity_macro: macro_,
         dissimilarity_left_out: left_out,
+        ifsm_cyclic,
+        judge_accuracy_cyclic: accuracy_cyclic,
     }
 }
 
