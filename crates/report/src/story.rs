@@ -163,6 +163,7 @@ pub fn report(
             m.id, m.revision, m.sha256
         ));
     }
+    s.push_str(&letter_judge_section(doc, results));
     let empty: usize = results.values().map(|(_, c)| c.empty_ending).sum();
     if empty > 0 {
         let left_out: usize = results
@@ -198,6 +199,39 @@ pub fn report(
                 } else {
                     ""
                 }
+            ));
+        }
+    }
+    s
+}
+
+/// For a letter judge (settings `judge_head: "letter"`): the protocol its verdicts rest on, and
+/// the cyclic orders' IFSM per group when they ran. Empty for scoring judges.
+fn letter_judge_section(
+    doc: &MetricsDoc,
+    results: &BTreeMap<String, (GroupMetrics, Counts)>,
+) -> String {
+    let setting = |k: &str| doc.settings.get(k).and_then(serde_json::Value::as_str);
+    if setting("judge_head") != Some("letter") {
+        return String::new();
+    }
+    let mut s = String::from("\n## Letter judge\n\n");
+    for (label, key) in [
+        ("prompt", "judge_prompt"),
+        ("decoding", "judge_decoding"),
+        ("pick", "judge_pick"),
+        ("option orders", "judge_option_orders"),
+    ] {
+        if let Some(v) = setting(key) {
+            s.push_str(&format!("- {label}: {v}\n"));
+        }
+    }
+    for (group, (m, _)) in results {
+        if m.ifsm_cyclic.is_some() {
+            s.push_str(&format!(
+                "- {group}, cyclic option orders (apart from the reference protocol): IFSM {}, judge accuracy {}\n",
+                est(&m.ifsm_cyclic),
+                est(&m.judge_accuracy_cyclic)
             ));
         }
     }
