@@ -267,7 +267,7 @@ pub struct JudgeVerdict {
     /// Under `--option-orders cyclic`: the verdict of every rotation of the options, reported
     /// apart from the reference protocol above (rotation 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cyclic: Option<CyclicVerdict>,
+    pub cyclic: Option<Box<CyclicVerdict>>,
 }
 
 /// A letter judge asked once per rotation of the options, each answer mapped back to its option
@@ -328,7 +328,7 @@ pub fn letter_verdict_cyclic(
     let (judge_picks, judge_gold_picks) = (back(ending_answers), back(gold_answers));
     let (judge_pick, agreement) = majority(&judge_picks, n);
     let (judge_gold_pick, _) = majority(&judge_gold_picks, n);
-    v.cyclic = Some(CyclicVerdict {
+    v.cyclic = Some(Box::new(CyclicVerdict {
         follow: judge_pick == Some(gold),
         judge_correct: judge_gold_pick == Some(gold),
         judge_picks,
@@ -336,7 +336,7 @@ pub fn letter_verdict_cyclic(
         judge_gold_picks,
         judge_gold_pick,
         agreement,
-    });
+    }));
     v
 }
 
