@@ -578,7 +578,7 @@ def main():
     ap.add_argument("--judge-questions", type=int, default=None, help="default: all 671 test questions (64 on CPU)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-letter", action="store_true", help="skip the Flan-T5 letter judge step (7)")
-    ap.add_argument("--letter-shape", default=None, help="xl (default on GPU), large, base; small on CPU")
+    ap.add_argument("--letter-shape", default=None, help="xl (default on GPU), large, base; tiny on CPU")
     ap.add_argument("--letter-questions", type=int, default=None, help="default 256 GPU, 8 CPU")
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--train-only", action="store_true", help="only the judge-training step (6)")
@@ -959,7 +959,7 @@ def judge_step(args, sk: Scorekit, work: Path, small: bool, dev: str, peak: floa
 
 
 LETTER_SHAPES = {
-    "small": dict(d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4),
+    "tiny": dict(d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4),
     "base": dict(d_model=768, d_kv=64, d_ff=2048, num_layers=12, num_heads=12),
     "large": dict(d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_heads=16),
     "xl": dict(d_model=2048, d_kv=64, d_ff=5120, num_layers=24, num_heads=32),
@@ -985,7 +985,7 @@ def letter_step(args, sk, work: Path, small: bool, dev: str, rows, note):
     if not src:
         note("no test.jsonl: letter judge step skipped")
         return
-    shape = args.letter_shape or ("small" if small else "xl")
+    shape = args.letter_shape or ("tiny" if small else "xl")
     nq = args.letter_questions or (8 if small else 256)
     qs = list(read_jsonl(src))[:nq]
     dtype_name = "f32" if dev == "cpu" else "bf16"
@@ -1015,7 +1015,7 @@ def letter_step(args, sk, work: Path, small: bool, dev: str, rows, note):
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(repo / "tests/data/t5/flan" / f, folder / f)
     n_params = sum(v.numel() for v in sd.values())
-    LOG(f"letter judge: flan-t5-{shape} shape, {n_params / 1e9:.2f} B parameters, {dtype_name} "
+    LOG(f"letter judge: {shape} T5 shape (flan-t5-{shape} for base/large/xl), {n_params / 1e9:.2f} B parameters, {dtype_name} "
         f"({time.perf_counter() - t:.1f} s to make)")
 
     ds, tiny = work / "letter-test.jsonl", work / "letter-tiny.jsonl"
@@ -1066,7 +1066,7 @@ def letter_step(args, sk, work: Path, small: bool, dev: str, rows, note):
     same = sum(p == it["pick"] for p, it in zip(picks, sk_items)) / max(len(sk_items), 1)
     rows.append({"test": "letter judge", "engine": f"PyTorch generate {dtype_name} (batch {batch})",
                  "seconds": secs, "status": "ok", "sent_per_s": nq / secs,
-                 "detail": f"scorekit / PyTorch {secs / (sk_secs * nq / (nq - 2)):.2f}x time; picks equal on {100 * same:.1f}% of prompts"})
+                 "detail": f"PyTorch time / scorekit time {secs / (sk_secs * nq / (nq - 2)):.2f} (above 1: scorekit faster); picks equal on {100 * same:.1f}% of prompts"})
     LOG(f"letter PyTorch: {rows[-1]['sent_per_s']:.1f} prompts/s; {rows[-1]['detail']}")
     del model
 
