@@ -158,6 +158,16 @@ impl T5Config {
                 "field relative_attention_num_buckets: T5's buckets need at least 4",
             ));
         }
+        // The logarithmic buckets start at buckets / 2 (causal) and must reach further.
+        if cfg.relative_attention_max_distance <= cfg.relative_attention_num_buckets / 2 {
+            return Err(bad(
+                path,
+                format!(
+                    "field relative_attention_max_distance: {} must exceed half of relative_attention_num_buckets ({})",
+                    cfg.relative_attention_max_distance, cfg.relative_attention_num_buckets
+                ),
+            ));
+        }
         for (field, id) in [
             ("pad_token_id", cfg.pad_token_id),
             ("eos_token_id", cfg.eos_token_id),
@@ -274,7 +284,8 @@ pub fn relative_bucket(rel: i64, bidirectional: bool, buckets: usize, max_distan
         let ratio = (n as f32 / max_exact as f32).ln();
         let scale = (max_distance as f64 / max_exact as f64).ln() as f32;
         let large = max_exact + (ratio / scale * (buckets - max_exact) as f32) as i64;
-        out += large.min(buckets - 1);
+        // Within the table whatever the config (from_raw refuses distances that would leave it).
+        out += large.clamp(0, buckets - 1);
     }
     out as u32
 }
@@ -757,6 +768,13 @@ mod tests {
         assert_eq!(dec(-15), 15);
         assert_eq!(dec(-16), 16);
         assert_eq!(dec(-1000), 31);
+        // Every bucket is inside the table, whatever the distance.
+        for b in [4usize, 5, 8, 32] {
+            for r in [-100_000i64, -17, -1, 0, 1, 17, 100_000] {
+                assert!((relative_bucket(r, true, b, b) as usize) < b);
+                assert!((relative_bucket(r, false, b, b) as usize) < b);
+            }
+        }
     }
 
     #[test]
@@ -779,6 +797,11 @@ mod tests {
             cfg("gelu").unwrap().feed_forward(p).unwrap(),
             (false, Act::Gelu)
         );
+        let raw: Map<String, Value> =
+            serde_json::from_value(serde_json::json!({"relative_attention_max_distance": 16}))
+                .unwrap();
+        let e = T5Config::from_raw(&raw, p).unwrap_err().to_string();
+        assert!(e.contains("relative_attention_max_distance"), "{e}");
         for wrong in ["gated-gelu-x", "ungated-relu", "tanh"] {
             let e = cfg(wrong).unwrap_err();
             assert_eq!(e.exit_code(), 2);
