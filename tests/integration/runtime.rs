@@ -808,6 +808,21 @@ fn bench_default_corpus_comes_from_the_data_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["sentences"], 12, "{v}");
+    // Two utilisation figures: the real tokens' work (never more than the padded work) and the
+    // padded-equivalent rate, each against the same measured peak.
+    let f = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {v}"));
+    assert!(
+        f("gflop_real") > 0.0 && f("gflop_real") <= f("gflop_padded"),
+        "{v}"
+    );
+    assert!(
+        f("real_token_utilisation") <= f("padded_equivalent_fraction"),
+        "{v}"
+    );
+    assert!(
+        (f("padded_equivalent_fraction") - f("peak_fraction")).abs() < 1e-12,
+        "{v}"
+    );
     let corpus = PathBuf::from(v["corpus"].as_str().unwrap());
     assert_eq!(
         std::fs::read(&corpus).unwrap(),
