@@ -847,3 +847,98 @@ fn bench_default_corpus_comes_from_the_data_cache() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("possible-stories"), "{}", stderr(&o));
 }
+
+/// A letter judge whose weights are sharded behind model.safetensors.index.json, pulled from a
+/// Hub on 127.0.0.1: the download follows the index to its shards, and the judge then scores
+/// from the cache, offline.
+#[test]
+fn a_sharded_t5_judge_downloads_its_shards_from_the_index() {
+    let t = tempfile::tempdir().unwrap();
+    let flan = repo().join("tests/data/t5/flan");
+    let mut files: Vec<(String, Vec<u8>)> =
+        ["config.json", "tokenizer.json", "tokenizer_config.json"]
+            .iter()
+            .map(|f| (f.to_string(), std::fs::read(flan.join(f)).unwrap()))
+            .collect();
+    let tensors =
+        candle_core::safetensors::load(flan.join("model.safetensors"), &candle_core::Device::Cpu)
+            .unwrap();
+    let mut names: Vec<&String> = tensors.keys().collect();
+    names.sort();
+    let (a, b) = names.split_at(names.len() / 2);
+    let mut map = serde_json::Map::new();
+    for (part, file) in [
+        (a, "model-00001-of-00002.safetensors"),
+        (b, "model-00002-of-00002.safetensors"),
+    ] {
+        let shard: std::collections::HashMap<String, candle_core::Tensor> = part
+            .iter()
+            .map(|n| (n.to_string(), tensors[*n].clone()))
+            .collect();
+        let path = t.path().join(file);
+        candle_core::safetensors::save(&shard, &path).unwrap();
+        files.push((file.to_string(), std::fs::read(&path).unwrap()));
+        for n in part {
+            map.insert(n.to_string(), serde_json::json!(file));
+        }
+    }
+    let index = serde_json::json!({"metadata": {}, "weight_map": map}).to_string();
+    files.push(("model.safetensors.index.json".into(), index.into_bytes()));
+    let hub = serve(files, false);
+    let cache = t.path().join("cache");
+    let dev: String = std::fs::read_to_string(common::test_data(
+        "possible-stories:dev",
+        "dataset/dev.jsonl",
+    ))
+    .unwrap()
+    .lines()
+    .take(5)
+    .map(|l| format!("{l}\n"))
+    .collect();
+    let dev = common::write(t.path(), "dev.jsonl", dev);
+    let eval = |out: &str, endpoint: String, offline: bool| {
+        let mut c = scorekit();
+        c.args([
+            "judge",
+            "eval",
+            "--judge",
+            "org/tiny",
+            "--dataset",
+            dev.to_str().unwrap(),
+        ])
+        .args([
+            "--out",
+            t.path().join(out).to_str().unwrap(),
+            "--quiet",
+            "--device",
+            "cpu",
+        ])
+        .env("HF_HUB_CACHE", &cache)
+        .env("HF_ENDPOINT", endpoint)
+        .env("HF_HOME", t.path().join("hfhome"))
+        .env_remove("HF_HUB_OFFLINE");
+        if offline {
+            c.env("HF_HUB_OFFLINE", "1");
+        }
+        c.output().unwrap()
+    };
+    let o = eval("online", format!("http://127.0.0.1:{}", hub.port), false);
+    assert!(
+        o.status.success(),
+        "{}\n{:?}",
+        stderr(&o),
+        hub.log.lock().unwrap()
+    );
+    let snapshot = cache.join(format!("models--org--tiny/snapshots/{COMMIT}"));
+    for f in [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ] {
+        assert!(snapshot.join(f).is_file(), "{f} not downloaded");
+    }
+    let o = eval("offline", "http://127.0.0.1:9".into(), true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let items = |d: &str| std::fs::read_to_string(t.path().join(d).join("items.jsonl")).unwrap();
+    assert_eq!(items("online"), items("offline"));
+    assert_eq!(items("online").lines().count(), 5);
+}

@@ -95,11 +95,28 @@ impl ResolvedModel {
         })
     }
 
-    /// id, revision and the sha256 of the weight file, for metrics.json.
+    /// id, revision and the sha256 of the weights, for metrics.json: of the weight file, or for
+    /// weights sharded behind an index (large T5 judges), of the lines `<shard>  <sha256>\n` of
+    /// its shards in the index's order (so every shard's bytes are covered).
     pub fn model_ref(&self) -> Result<ModelRef> {
-        let w = self.weights_file()?;
-        let sha256 = scorekit_report::sha256_file(&w)
-            .with_context(|| format!("cannot hash {}", w.display()))?;
+        let sha256 = match self.weights_file() {
+            Ok(w) => scorekit_report::sha256_file(&w)
+                .with_context(|| format!("cannot hash {}", w.display()))?,
+            Err(single) => {
+                let files = scorekit_models::shards::weight_files(&self.dir).map_err(|_| single)?;
+                let mut lines = String::new();
+                for f in files.files() {
+                    let sha = scorekit_report::sha256_file(f)
+                        .with_context(|| format!("cannot hash {}", f.display()))?;
+                    let name = f
+                        .file_name()
+                        .map(|n| n.to_string_lossy())
+                        .unwrap_or_default();
+                    lines.push_str(&format!("{name}  {sha}\n"));
+                }
+                scorekit_report::sha256_hex(lines.as_bytes())
+            }
+        };
         Ok(ModelRef {
             id: self.id.clone(),
             revision: self.revision.clone(),
