@@ -476,6 +476,15 @@ struct CyclicVerdict {
     agreement: f64,
 }
 
+/// Per passage (question_id before the first '_'), 1 when `right` holds for every question of it.
+fn passage_consistency(items: &[EvalItem], right: impl Fn(&EvalItem) -> bool) -> Vec<f64> {
+    let mut passages: BTreeMap<&str, bool> = BTreeMap::new();
+    for it in items {
+        *passages.entry(&it.passage_id).or_insert(true) &= right(it);
+    }
+    passages.values().map(|&c| f64::from(u8::from(c))).collect()
+}
+
 /// `scorekit judge eval`.
 fn eval(a: JudgeEvalArgs) -> Result<()> {
     let o = &a.output;
@@ -560,13 +569,8 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
                     Some(group[0].text.clone()),
                 );
                 if a.option_orders == OptionOrders::Cyclic {
-                    let n = q.options.len();
-                    let picks: Vec<Option<usize>> = group
-                        .iter()
-                        .enumerate()
-                        .map(|(r, ans)| letter::unrotate(letter::pick(&ans.text), r, n))
-                        .collect();
-                    let (pick, agreement) = letter::majority(&picks, n);
+                    let texts: Vec<&str> = group.iter().map(|a| a.text.as_str()).collect();
+                    let (picks, pick, agreement) = letter::cyclic_picks(&texts);
                     it.cyclic = Some(CyclicVerdict {
                         answers: group.iter().map(|a| a.text.clone()).collect(),
                         picks,
@@ -583,11 +587,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
         .iter()
         .map(|i| f64::from(u8::from(i.correct)))
         .collect();
-    let mut passages: BTreeMap<&str, bool> = BTreeMap::new();
-    for it in &items {
-        *passages.entry(&it.passage_id).or_insert(true) &= it.correct;
-    }
-    let consistent: Vec<f64> = passages.values().map(|&c| f64::from(u8::from(c))).collect();
+    let consistent = passage_consistency(&items, |it| it.correct);
     let acc = bootstrap_mean(&correct, o.bootstrap, o.seed);
     let cons = bootstrap_mean(&consistent, o.bootstrap, o.seed);
     let options = questions[0].options.len();
@@ -600,7 +600,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
         "engine": judge.engine(),
         "dataset": files[0],
         "questions": items.len(),
-        "passages": passages.len(),
+        "passages": consistent.len(),
         "chance": 1.0 / questions[0].options.len() as f64,
         "accuracy": acc,
         "consistency": cons,
@@ -620,12 +620,8 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
             .iter()
             .map(|c| f64::from(u8::from(c.correct)))
             .collect();
-        let mut passages: BTreeMap<&str, bool> = BTreeMap::new();
-        for it in &items {
-            let ok = it.cyclic.as_ref().is_some_and(|c| c.correct);
-            *passages.entry(&it.passage_id).or_insert(true) &= ok;
-        }
-        let consistent: Vec<f64> = passages.values().map(|&c| f64::from(u8::from(c))).collect();
+        let consistent =
+            passage_consistency(&items, |it| it.cyclic.as_ref().is_some_and(|c| c.correct));
         let agreement =
             cyclic.iter().map(|c| c.agreement).sum::<f64>() / cyclic.len().max(1) as f64;
         let cyclic_picks: Vec<Option<usize>> = cyclic.iter().map(|c| c.pick).collect();

@@ -246,35 +246,7 @@ fn batched_prompts_answer_as_one_prompt_at_a_time_and_shards_load_as_one_file() 
 
     // The same weights as two safetensors shards behind an index.
     let sharded = tmp.path().join("sharded");
-    std::fs::create_dir_all(&sharded).unwrap();
-    for f in ["config.json", "tokenizer.json", "tokenizer_config.json"] {
-        std::fs::copy(dir.join(f), sharded.join(f)).unwrap();
-    }
-    let tensors =
-        candle_core::safetensors::load(dir.join("model.safetensors"), &candle_core::Device::Cpu)
-            .unwrap();
-    let mut names: Vec<&String> = tensors.keys().collect();
-    names.sort();
-    let (a, b) = names.split_at(names.len() / 2);
-    let mut map = serde_json::Map::new();
-    for (part, file) in [
-        (a, "model-00001-of-00002.safetensors"),
-        (b, "model-00002-of-00002.safetensors"),
-    ] {
-        let shard: std::collections::HashMap<String, candle_core::Tensor> = part
-            .iter()
-            .map(|n| (n.to_string(), tensors[*n].clone()))
-            .collect();
-        candle_core::safetensors::save(&shard, sharded.join(file)).unwrap();
-        for n in part {
-            map.insert(n.to_string(), json!(file));
-        }
-    }
-    crate::common::write(
-        &sharded,
-        "model.safetensors.index.json",
-        json!({"metadata": {}, "weight_map": map}).to_string(),
-    );
+    crate::common::sharded_flan(&sharded);
     assert_eq!(
         load(&sharded).answer(&prompts, 1 << 20, &bar).unwrap(),
         batched

@@ -854,36 +854,14 @@ fn bench_default_corpus_comes_from_the_data_cache() {
 #[test]
 fn a_sharded_t5_judge_downloads_its_shards_from_the_index() {
     let t = tempfile::tempdir().unwrap();
-    let flan = repo().join("tests/data/t5/flan");
-    let mut files: Vec<(String, Vec<u8>)> =
-        ["config.json", "tokenizer.json", "tokenizer_config.json"]
-            .iter()
-            .map(|f| (f.to_string(), std::fs::read(flan.join(f)).unwrap()))
-            .collect();
-    let tensors =
-        candle_core::safetensors::load(flan.join("model.safetensors"), &candle_core::Device::Cpu)
-            .unwrap();
-    let mut names: Vec<&String> = tensors.keys().collect();
-    names.sort();
-    let (a, b) = names.split_at(names.len() / 2);
-    let mut map = serde_json::Map::new();
-    for (part, file) in [
-        (a, "model-00001-of-00002.safetensors"),
-        (b, "model-00002-of-00002.safetensors"),
-    ] {
-        let shard: std::collections::HashMap<String, candle_core::Tensor> = part
-            .iter()
-            .map(|n| (n.to_string(), tensors[*n].clone()))
-            .collect();
-        let path = t.path().join(file);
-        candle_core::safetensors::save(&shard, &path).unwrap();
-        files.push((file.to_string(), std::fs::read(&path).unwrap()));
-        for n in part {
-            map.insert(n.to_string(), serde_json::json!(file));
-        }
-    }
-    let index = serde_json::json!({"metadata": {}, "weight_map": map}).to_string();
-    files.push(("model.safetensors.index.json".into(), index.into_bytes()));
+    let folder = t.path().join("sharded");
+    let files: Vec<(String, Vec<u8>)> = common::sharded_flan(&folder)
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(folder.join(&f)).unwrap();
+            (f, bytes)
+        })
+        .collect();
     let hub = serve(files, false);
     let cache = t.path().join("cache");
     let dev: String = std::fs::read_to_string(common::test_data(

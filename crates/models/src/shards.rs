@@ -57,9 +57,10 @@ pub fn weight_files(dir: &Path) -> Result<WeightFiles> {
     )))
 }
 
-/// The distinct shard file names an index's `weight_map` names, in first-mention order; each is
-/// a plain file name in the index's folder (no path may leave it).
-pub fn shard_names(index: &Path) -> Result<Vec<String>> {
+/// The distinct shard file names an index's `weight_map` names, in first-mention order, each
+/// with the first tensor that names it (for messages); each is a plain file name in the index's
+/// folder (no path may leave it).
+pub fn shard_names(index: &Path) -> Result<Vec<(String, String)>> {
     let text =
         std::fs::read_to_string(index).map_err(|e| bad(index, format!("cannot read: {e}")))?;
     let json: Value =
@@ -68,7 +69,7 @@ pub fn shard_names(index: &Path) -> Result<Vec<String>> {
         .get("weight_map")
         .and_then(Value::as_object)
         .ok_or_else(|| bad(index, "field weight_map: missing or not an object"))?;
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<(String, String)> = Vec::new();
     for (tensor, file) in map {
         let name = file.as_str().ok_or_else(|| {
             bad(
@@ -82,8 +83,8 @@ pub fn shard_names(index: &Path) -> Result<Vec<String>> {
                 format!("field weight_map.{tensor}: {name:?} is not a file name in the folder"),
             ));
         }
-        if !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
+        if !names.iter().any(|(n, _)| n == name) {
+            names.push((name.to_string(), tensor.clone()));
         }
     }
     if names.is_empty() {
@@ -96,29 +97,23 @@ pub fn shard_names(index: &Path) -> Result<Vec<String>> {
 /// the missing shard and the shard).
 fn shards_of(index: &Path) -> Result<Vec<PathBuf>> {
     let dir = index.parent().unwrap_or(Path::new("."));
-    let names = shard_names(index)?;
-    let text = std::fs::read_to_string(index).unwrap_or_default();
-    let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let mut files = Vec::with_capacity(names.len());
-    for name in names {
-        let path = dir.join(&name);
-        if !path.exists() {
-            let tensor = json["weight_map"]
-                .as_object()
-                .and_then(|m| m.iter().find(|(_, f)| f.as_str() == Some(&name)))
-                .map(|(t, _)| t.clone())
-                .unwrap_or_default();
-            return Err(bad(
-                index,
-                format!(
-                    "field weight_map.{tensor}: shard {name} is not in {}",
-                    dir.display()
-                ),
-            ));
-        }
-        files.push(path);
-    }
-    Ok(files)
+    shard_names(index)?
+        .into_iter()
+        .map(|(name, tensor)| {
+            let path = dir.join(&name);
+            if path.exists() {
+                Ok(path)
+            } else {
+                Err(bad(
+                    index,
+                    format!(
+                        "field weight_map.{tensor}: shard {name} is not in {}",
+                        dir.display()
+                    ),
+                ))
+            }
+        })
+        .collect()
 }
 
 /// candle's view of the weight files, loading each tensor into `dtype` on `device` as it is

@@ -242,23 +242,6 @@ impl T5Config {
     pub fn start_token(&self) -> u32 {
         self.decoder_start_token_id.unwrap_or(self.pad_token_id)
     }
-
-    /// Parameters of the model (embedding and head counted once when tied), for memory figures.
-    pub fn parameters(&self) -> usize {
-        let (d, inner, ff) = (self.d_model, self.num_heads * self.d_kv, self.d_ff);
-        let gated = self.feed_forward_proj.starts_with("gated");
-        let attn = 4 * d * inner;
-        let ffn = if gated { 3 * d * ff } else { 2 * d * ff };
-        let enc = self.num_layers * (attn + ffn + 2 * d) + d;
-        let dec = self.decoder_layers() * (2 * attn + ffn + 3 * d) + d;
-        let bias = 2 * self.relative_attention_num_buckets * self.num_heads;
-        let head = if self.tie_word_embeddings {
-            0
-        } else {
-            self.vocab_size * d
-        };
-        self.vocab_size * d + enc + dec + bias + head
-    }
 }
 
 /// The bucket of relative position `rel` (key position − query position), exactly as
@@ -488,14 +471,6 @@ struct Cache {
     cross_kv: Vec<(Tensor, Tensor)>,
 }
 
-/// A greedy decoding's result for one prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Generated {
-    /// The decoder start token, the generated tokens, and `</s>` where the answer ended before
-    /// `max_length`: what `generate(...)[i]` gives for the prompt alone.
-    pub ids: Vec<u32>,
-}
-
 /// A T5 model for conditional generation.
 pub struct T5 {
     cfg: T5Config,
@@ -706,8 +681,9 @@ impl T5 {
     }
 
     /// Greedy decoding of a padded batch (`[b, s]` ids and 0/1 mask), as `generate(input_ids,
-    /// max_length=max_length, do_sample=False, num_beams=1)` gives it for each prompt alone: the
-    /// start token, then the argmax token until `</s>` or `max_length` tokens in all. Also the
+    /// max_length=max_length, do_sample=False, num_beams=1)` gives it for each prompt alone: per
+    /// prompt the start token, then the argmax token until `</s>` (kept) or `max_length` tokens
+    /// in all. Also the
     /// log-probabilities of the first generated token, `[b, vocab]`, where `first_log_probs`.
     pub fn generate(
         &self,
@@ -715,18 +691,16 @@ impl T5 {
         mask: &Tensor,
         max_length: usize,
         first_log_probs: bool,
-    ) -> candle_core::Result<(Vec<Generated>, Option<Tensor>)> {
+    ) -> candle_core::Result<(Vec<Vec<u32>>, Option<Tensor>)> {
         let (b, _) = ids.dims2()?;
         let enc = self.encode(ids, mask)?;
         let mut cache = self.cache(&enc)?;
         let start = self.cfg.start_token();
-        let mut out: Vec<Generated> = vec![Generated { ids: vec![start] }; b];
+        let mut out: Vec<Vec<u32>> = vec![vec![start]; b];
         let mut tokens = vec![start; b];
         let mut done = vec![false; b];
         let mut first = None;
-        while out.iter().map(|g| g.ids.len()).max().unwrap_or(0) < max_length
-            && done.iter().any(|d| !d)
-        {
+        while out.iter().map(Vec::len).max().unwrap_or(0) < max_length && done.iter().any(|d| !d) {
             let logits = self.step(&tokens, &enc, &mut cache)?;
             if first.is_none() && first_log_probs {
                 first = Some(candle_nn::ops::log_softmax(&logits, D::Minus1)?);
@@ -739,7 +713,7 @@ impl T5 {
                     continue;
                 }
                 tokens[i] = next[i];
-                out[i].ids.push(next[i]);
+                out[i].push(next[i]);
                 done[i] = next[i] == self.cfg.eos_token_id;
             }
         }

@@ -97,22 +97,22 @@ impl ResolvedModel {
 
     /// id, revision and the sha256 of the weights, for metrics.json: of the weight file, or for
     /// weights sharded behind an index (large T5 judges), of the lines `<shard>  <sha256>\n` of
-    /// its shards in the index's order (so every shard's bytes are covered).
+    /// its shards in the index's order (so every shard's bytes are covered). The files are those
+    /// `models::shards::weight_files` finds, the ones the judges load.
     pub fn model_ref(&self) -> Result<ModelRef> {
-        let sha256 = match self.weights_file() {
-            Ok(w) => scorekit_report::sha256_file(&w)
-                .with_context(|| format!("cannot hash {}", w.display()))?,
-            Err(single) => {
-                let files = scorekit_models::shards::weight_files(&self.dir).map_err(|_| single)?;
+        let hash = |f: &PathBuf| {
+            scorekit_report::sha256_file(f).with_context(|| format!("cannot hash {}", f.display()))
+        };
+        let sha256 = match scorekit_models::shards::weight_files(&self.dir)?.files() {
+            [one] => hash(one)?,
+            shards => {
                 let mut lines = String::new();
-                for f in files.files() {
-                    let sha = scorekit_report::sha256_file(f)
-                        .with_context(|| format!("cannot hash {}", f.display()))?;
+                for f in shards {
                     let name = f
                         .file_name()
                         .map(|n| n.to_string_lossy())
                         .unwrap_or_default();
-                    lines.push_str(&format!("{name}  {sha}\n"));
+                    lines.push_str(&format!("{name}  {}\n", hash(f)?));
                 }
                 scorekit_report::sha256_hex(lines.as_bytes())
             }
@@ -457,7 +457,7 @@ fn download(
             if !index.is_file() {
                 fetch_file(&repo, &name, show, manifest, &endpoint, id, &commit)?;
             }
-            for shard in scorekit_models::shards::shard_names(&index)? {
+            for (shard, _) in scorekit_models::shards::shard_names(&index)? {
                 if !files.contains(&shard) {
                     files.push(shard);
                 }

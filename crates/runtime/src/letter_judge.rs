@@ -102,11 +102,6 @@ impl LetterJudge {
         self.engine
     }
 
-    /// The model's config.
-    pub fn config(&self) -> &T5Config {
-        self.model.config()
-    }
-
     /// Token ids of prompts, `</s>` appended, without truncation (as run_llm.py tokenised them).
     pub fn encode(&self, prompts: &[String]) -> Result<Vec<Tokens>> {
         let encodings = self
@@ -165,10 +160,8 @@ impl LetterJudge {
         first: bool,
     ) -> candle_core::Result<(Vec<Vec<u32>>, Option<Tensor>)> {
         let padded = batch.padded(self.model.config().pad_token_id, &self.device)?;
-        let (out, first) =
-            self.model
-                .generate(&padded.input_ids, &padded.attention_mask, MAX_LENGTH, first)?;
-        Ok((out.into_iter().map(|g| g.ids).collect(), first))
+        self.model
+            .generate(&padded.input_ids, &padded.attention_mask, MAX_LENGTH, first)
     }
 
     /// Decode as transformers 4.25's slow `T5Tokenizer.decode(ids)` (special tokens kept,

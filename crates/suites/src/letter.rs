@@ -134,6 +134,19 @@ pub fn majority(picks: &[Option<usize>], n: usize) -> (Option<usize>, f64) {
     (Some(verdict), best as f64 / picks.len().max(1) as f64)
 }
 
+/// A letter judge's answers to every rotation of `n` options (`answers[r]` answers rotation
+/// `r`): each answer's pick mapped back to its option, their [`majority`] and its agreement.
+pub fn cyclic_picks(answers: &[&str]) -> (Vec<Option<usize>>, Option<usize>, f64) {
+    let n = answers.len();
+    let picks: Vec<Option<usize>> = answers
+        .iter()
+        .enumerate()
+        .map(|(r, a)| unrotate(pick(a), r, n))
+        .collect();
+    let (verdict, agreement) = majority(&picks, n);
+    (picks, verdict, agreement)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -315,19 +315,9 @@ pub fn letter_verdict_cyclic(
     ending_answers: &[&str],
     gold: usize,
 ) -> JudgeVerdict {
-    use crate::letter::{majority, pick, unrotate};
     let mut v = letter_verdict(gold_answers[0], ending_answers[0], gold);
-    let n = ending_answers.len();
-    let back = |answers: &[&str]| -> Vec<Option<usize>> {
-        answers
-            .iter()
-            .enumerate()
-            .map(|(r, a)| unrotate(pick(a), r, n))
-            .collect()
-    };
-    let (judge_picks, judge_gold_picks) = (back(ending_answers), back(gold_answers));
-    let (judge_pick, agreement) = majority(&judge_picks, n);
-    let (judge_gold_pick, _) = majority(&judge_gold_picks, n);
+    let (judge_picks, judge_pick, agreement) = crate::letter::cyclic_picks(ending_answers);
+    let (judge_gold_picks, judge_gold_pick, _) = crate::letter::cyclic_picks(gold_answers);
     v.cyclic = Some(Box::new(CyclicVerdict {
         follow: judge_pick == Some(gold),
         judge_correct: judge_gold_pick == Some(gold),

@@ -71,3 +71,42 @@ pub fn judge_only(judge: &Path, gens: &Path, out: &Path, extra: &[&str]) -> std:
     args.extend_from_slice(extra);
     run(&args)
 }
+
+/// A sharded copy of the flan letter-judge fixture (tests/data/t5/flan) in `dir`: its config and
+/// tokenizer files, its tensors split in two safetensors shards, and the
+/// model.safetensors.index.json naming them, as the Hub lays out large checkpoints. Returns the
+/// file names written.
+pub fn sharded_flan(dir: &Path) -> Vec<String> {
+    let flan = repo().join("tests/data/t5/flan");
+    std::fs::create_dir_all(dir).unwrap();
+    let mut written = Vec::new();
+    for f in ["config.json", "tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(flan.join(f), dir.join(f)).unwrap();
+        written.push(f.to_string());
+    }
+    let tensors =
+        candle_core::safetensors::load(flan.join("model.safetensors"), &candle_core::Device::Cpu)
+            .unwrap();
+    let mut names: Vec<&String> = tensors.keys().collect();
+    names.sort();
+    let (a, b) = names.split_at(names.len() / 2);
+    let mut map = serde_json::Map::new();
+    for (part, file) in [
+        (a, "model-00001-of-00002.safetensors"),
+        (b, "model-00002-of-00002.safetensors"),
+    ] {
+        let shard: std::collections::HashMap<String, candle_core::Tensor> = part
+            .iter()
+            .map(|n| (n.to_string(), tensors[*n].clone()))
+            .collect();
+        candle_core::safetensors::save(&shard, dir.join(file)).unwrap();
+        written.push(file.to_string());
+        for n in part {
+            map.insert(n.to_string(), serde_json::json!(file));
+        }
+    }
+    let index = serde_json::json!({"metadata": {}, "weight_map": map}).to_string();
+    write(dir, "model.safetensors.index.json", index);
+    written.push("model.safetensors.index.json".into());
+    written
+}
