@@ -227,7 +227,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             let models = (judge.as_ref(), embedder.is_some());
             let letter = LetterPlan {
                 shots: &shots,
-                rotations: if cyclic { 4 } else { 1 },
+                cyclic,
             };
             ChunkPlan::new(chunk, &questions, &generations, models, letter)
         })
@@ -394,7 +394,9 @@ impl<'a> ChunkPlan<'a> {
             if with_letter {
                 let q = &questions[qi];
                 let mut prompts = |ending: Option<&'a str>| -> Vec<usize> {
-                    (0..letter.rotations)
+                    // Every rotation of the question's options, or only the dataset's order.
+                    let rotations = if letter.cyclic { q.options.len() } else { 1 };
+                    (0..rotations)
                         .map(|r| {
                             *prompt_index.entry((qi, ending, r)).or_insert_with(|| {
                                 letter_prompts.push(letter_prompt(q, ending, letter.shots, r));
@@ -790,10 +792,10 @@ fn letter_prompt(q: &Question, ending: Option<&str>, shots: &str, rotation: usiz
     letter::prompt(shots, &q.document, &q.question, options)
 }
 
-/// What a letter judge is asked per question: the demonstrations, and how many rotations of the
-/// options (1: the reference protocol; 4 under `--option-orders cyclic`).
+/// What a letter judge is asked per question: the demonstrations, and whether every rotation of
+/// the options (`--option-orders cyclic`) or only the dataset's order (the reference protocol).
 #[derive(Clone, Copy)]
 struct LetterPlan<'a> {
     shots: &'a str,
-    rotations: usize,
+    cyclic: bool,
 }
