@@ -13,7 +13,7 @@ use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::compare::{self as report, LeaderRow, Leaderboard};
 use scorekit_report::{MetricsDoc, OutputDir, METRICS_FILE};
 use scorekit_suites::compare::{compare_all, leaderboard_values, System};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -108,6 +108,10 @@ pub fn run(args: CompareArgs) -> Result<()> {
             json!({"system": r.system, "run": r.run, "metrics": m})
         })
         .collect();
+    let benchmark: Vec<Value> = (suite.benchmark)(doc)?
+        .iter()
+        .map(|b| json!({"what": b.what, "value": b.shown}))
+        .collect();
     let metrics = json!({
         "suite": "compare",
         "scorekit_version": env!("CARGO_PKG_VERSION"),
@@ -118,7 +122,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
             "scorekit_version": r.doc.scorekit_version,
             "inputs": r.doc.inputs,
         })).collect::<Vec<_>>(),
-        "benchmark": (suite.benchmark)(doc).iter().map(|b| json!({"what": b.what, "value": b.shown})).collect::<Vec<_>>(),
+        "benchmark": benchmark,
         "settings": {"bootstrap": args.bootstrap, "seed": args.seed, "holm_over": comparisons.len()},
         "leaderboard": leaderboard,
         "comparisons": comparisons,
@@ -177,15 +181,17 @@ fn check_runs(runs: &[Run]) -> Result<&'static Registered> {
             first.doc.suite
         ))
     })?;
-    if let Some(r) = runs.iter().find(|r| r.doc.settings.contains_key("shard")) {
-        return Err(Error::usage(format!(
-            "{} is one shard ({}) of a run: combine the shards with `scorekit merge` and compare \
-             the merged folder",
-            r.dir.display(),
-            r.doc.settings["shard"]
-        )));
+    for r in runs {
+        if let Some(shard) = r.doc.run_settings()?.shard {
+            return Err(Error::usage(format!(
+                "{} is one shard ({}) of a run: combine the shards with `scorekit merge` and \
+                 compare the merged folder",
+                r.dir.display(),
+                serde_json::Value::String(shard)
+            )));
+        }
     }
-    let bench: Vec<BenchmarkInput> = (suite.benchmark)(&first.doc);
+    let bench: Vec<BenchmarkInput> = (suite.benchmark)(&first.doc)?;
     for r in &runs[1..] {
         if r.doc.suite != first.doc.suite {
             return Err(Error::usage(format!(
@@ -196,7 +202,7 @@ fn check_runs(runs: &[Run]) -> Result<&'static Registered> {
                 r.doc.suite
             )));
         }
-        for (a, b) in bench.iter().zip((suite.benchmark)(&r.doc)) {
+        for (a, b) in bench.iter().zip((suite.benchmark)(&r.doc)?) {
             if a.key != b.key {
                 return Err(Error::usage(format!(
                     "{} and {} were scored on different benchmark inputs: {} differs ({} vs {})",

@@ -6,14 +6,16 @@ use crate::commands::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
 use scorekit_suites::grasp::semantic::{self, Thresholds};
-use scorekit_suites::grasp::{self, Row, RowIssue, SummaryOptions, TestKind};
+use scorekit_suites::grasp::{self, Row, RowIssue, SummaryOptions};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::grasp_common::{
-    headline, locator, read_and_score, resolve_test, settings, ResolvedTest,
+    headline, locator, read_and_score, resolve_test, settings, summary_options, ResolvedTest,
 };
+use scorekit_report::RunSettings;
+use scorekit_suites::settings::GraspSettings;
 use scorekit_suites::grasp::shard_key;
 
 /// Run `scorekit grasp`.
@@ -48,12 +50,8 @@ pub fn run(args: GraspArgs) -> Result<()> {
     if let Some(cfg) = &test.config {
         doc.add_input(cfg)?;
     }
-    doc.settings = settings(&test, &opts);
-    if args.allow_unknown_scenes {
-        doc.settings
-            .insert("allow_unknown_scenes".into(), json!(true));
-    }
-    doc.set_shard(out.shard);
+    let mut settings = settings(&test, &opts);
+    settings.allow_unknown_scenes = args.allow_unknown_scenes;
     // Rows are scored whole (pairs need their twins), then the shard keeps its own items.
     let mut items: Vec<grasp::Item> = items
         .into_iter()
@@ -61,9 +59,19 @@ pub fn run(args: GraspArgs) -> Result<()> {
         .collect();
     let mut extra_files = Vec::new();
     if args.semantic {
-        extra_files.push(read_semantic(&args, &rows, &mut items, &mut doc)?);
+        extra_files.push(read_semantic(
+            &args,
+            &rows,
+            &mut items,
+            &mut doc,
+            &mut settings,
+        )?);
     }
     drop(rows);
+    doc.set_settings(
+        &RunSettings::new(out.bootstrap, out.seed, out.shard),
+        &settings,
+    )?;
     let mut outputs = outputs_with(&mut doc, &mut items, &located)?;
     outputs.files.extend(extra_files);
     // Scoring takes well under a second: resuming an unfinished run is a rerun.
@@ -122,35 +130,19 @@ fn outputs_with(
         return super::grasp_models::outputs(doc, items);
     }
     items.sort_by_key(|i| i.row);
-    let setting = |k: &str| {
-        doc.settings
-            .get(k)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let kind = setting("test")
-        .and_then(|t| TestKind::from_name(&t))
-        .ok_or_else(|| {
-            Error::Internal(anyhow::anyhow!("metrics.json settings lack a GRASP test"))
-        })?;
+    let settings: GraspSettings = doc.suite_settings()?;
+    let kind = settings.kind()?;
     let test = ResolvedTest {
         kind,
-        source: setting("test_source").unwrap_or_default(),
+        source: settings.test_source.clone(),
         config: None,
-        mode: setting("mode"),
+        mode: settings.mode.clone(),
     };
-    let opts = SummaryOptions {
-        bootstrap: doc.setting_u64("bootstrap")? as usize,
-        seed: doc.setting_u64("seed")?,
-        pairwise: doc
-            .settings
-            .get("pairwise")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    };
+    let opts = summary_options(doc, &settings)?;
     let summary = grasp::summarize(kind, items, &opts).map_err(located)?;
     doc.metrics = headline(&summary);
-    let semantic = (doc.settings.get("semantic") == Some(&Value::Bool(true)))
+    let semantic = settings
+        .semantic
         .then(|| semantic::summarize(items, opts.bootstrap, opts.seed));
     doc.groups.clear();
     for (name, g) in &summary.groups {
@@ -207,10 +199,7 @@ fn outputs_with(
     report.push_str(&report::grasp::scenes_report(&scenes, &renamed, &unknown));
     let mut table = report::grasp::tables(&summary);
     if let Some(s) = &semantic {
-        let th: Option<Thresholds> = doc
-            .settings
-            .get("semantic_thresholds")
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let th: Option<Thresholds> = settings.semantic_thresholds;
         let strict: BTreeMap<String, f64> = summary
             .groups
             .iter()
@@ -248,12 +237,13 @@ fn outputs_with(
 
 /// `--semantic`: load the embedder, embed the label descriptions once and every answer that
 /// names no label, and record the reading on each such item. Records the model and the
-/// thresholds in `doc`; returns `semantic_descriptions.json` (the description embeddings).
+/// thresholds in `doc` and `settings`; returns `semantic_descriptions.json` (the description embeddings).
 fn read_semantic(
     args: &GraspArgs,
     rows: &[Row],
     items: &mut [grasp::Item],
     doc: &mut MetricsDoc,
+    settings: &mut GraspSettings,
 ) -> Result<(String, Vec<u8>)> {
     let rt = ModelRuntime::new(&args.model, args.output.quiet)?;
     let (embedder, model_ref) = rt.embedder(&args.embedder)?;
@@ -267,25 +257,20 @@ fn read_semantic(
     let dtype = format!("{:?}", rt.dtype).to_lowercase();
     let file = semantic::descriptions_file(&json!(model_ref), &dtype, &desc_vecs);
     doc.models.push(model_ref);
-    let s = &mut doc.settings;
-    s.insert("semantic".into(), json!(true));
-    rt.record(s);
-    s.insert("semantic_embedder".into(), json!(args.embedder));
-    s.insert("semantic_thresholds".into(), json!(th));
-    s.insert(
-        "semantic_descriptions".into(),
-        json!(format!(
-            "data/grasp/label_descriptions.json (built in), sha256 {}",
-            semantic::descriptions_sha256()
-        )),
-    );
-    s.insert(
-        "semantic_rule".into(),
-        json!(
-            "strict-invalid answers naming no label: best label by cosine similarity of the \
-               last turn to the label descriptions (max over a label's descriptions), taken when \
-               similarity >= min_similarity and best - runner-up >= margin"
-        ),
+    settings.semantic = true;
+    settings.device = Some(rt.device_name());
+    settings.quantize = rt.quantize_setting();
+    settings.semantic_embedder = Some(args.embedder.clone());
+    settings.semantic_thresholds = Some(th);
+    settings.semantic_descriptions = Some(format!(
+        "data/grasp/label_descriptions.json (built in), sha256 {}",
+        semantic::descriptions_sha256()
+    ));
+    settings.semantic_rule = Some(
+        "strict-invalid answers naming no label: best label by cosine similarity of the \
+         last turn to the label descriptions (max over a label's descriptions), taken when \
+         similarity >= min_similarity and best - runner-up >= margin"
+            .into(),
     );
     Ok(("semantic_descriptions.json".into(), file))
 }

@@ -5,7 +5,9 @@
 use crate::cli::GraspTest;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::{read_csv, read_jsonl, read_text, Record};
+use scorekit_report::MetricsDoc;
 use scorekit_suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
+use scorekit_suites::settings::GraspSettings;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -259,29 +261,34 @@ fn jsonl_row(r: &Record) -> Result<Row, InputError> {
     })
 }
 
-pub(super) fn settings(
-    test: &ResolvedTest,
-    opts: &SummaryOptions,
-) -> serde_json::Map<String, Value> {
-    let mut s = serde_json::Map::new();
-    s.insert("test".into(), json!(test.kind.name()));
-    s.insert("test_source".into(), json!(test.source));
-    if let Some(m) = &test.mode {
-        s.insert("mode".into(), json!(m));
+/// The settings of a run of `test` (no `--semantic` yet: [`GraspSettings::semantic`] is false).
+pub(super) fn settings(test: &ResolvedTest, opts: &SummaryOptions) -> GraspSettings {
+    GraspSettings {
+        test: test.kind.name().to_string(),
+        test_source: test.source.clone(),
+        mode: test.mode.clone(),
+        scorer: if test.kind.is_open() { "open" } else { "binary" }.into(),
+        pairwise: opts.pairwise,
+        semantic: false,
+        allow_unknown_scenes: false,
+        models: None,
+        device: None,
+        quantize: None,
+        semantic_embedder: None,
+        semantic_thresholds: None,
+        semantic_descriptions: None,
+        semantic_rule: None,
     }
-    s.insert(
-        "scorer".into(),
-        json!(if test.kind.is_open() {
-            "open"
-        } else {
-            "binary"
-        }),
-    );
-    s.insert("bootstrap".into(), json!(opts.bootstrap));
-    s.insert("seed".into(), json!(opts.seed));
-    s.insert("pairwise".into(), json!(opts.pairwise));
-    s.insert("semantic".into(), json!(false));
-    s
+}
+
+/// The summary options a run recorded (its report and `scorekit merge` recompute with them).
+pub(super) fn summary_options(doc: &MetricsDoc, s: &GraspSettings) -> Result<SummaryOptions> {
+    let run = doc.run_settings()?;
+    Ok(SummaryOptions {
+        bootstrap: run.bootstrap,
+        seed: run.seed,
+        pairwise: s.pairwise,
+    })
 }
 
 pub(super) fn headline(s: &Summary) -> serde_json::Map<String, Value> {

@@ -8,7 +8,9 @@
 //! that model's single-run headline (accuracy, n, ...) with its per-test groups under `tests`;
 //! `metrics` holds the row count and the models in order.
 
-use super::grasp_common::{headline, read_and_score, resolve_test, settings};
+use super::grasp_common::{headline, read_and_score, resolve_test, settings, summary_options};
+use scorekit_report::RunSettings;
+use scorekit_suites::settings::GraspSettings;
 use crate::cli::GraspArgs;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
@@ -70,17 +72,17 @@ pub fn run(args: GraspArgs) -> Result<()> {
         resolved.get_or_insert(test);
     }
     let test = resolved.expect("at least one --responses file");
-    doc.settings = settings(&test, &opts);
+    let mut settings = settings(&test, &opts);
     if args.responses.len() > 1 {
         // Each file's config may say another mode: the one run records none.
-        doc.settings.remove("mode");
+        settings.mode = None;
     }
-    doc.settings.insert("models".into(), json!(labels));
-    if args.allow_unknown_scenes {
-        doc.settings
-            .insert("allow_unknown_scenes".into(), json!(true));
-    }
-    doc.set_shard(out.shard);
+    settings.models = Some(labels.clone());
+    settings.allow_unknown_scenes = args.allow_unknown_scenes;
+    doc.set_settings(
+        &RunSettings::new(out.bootstrap, out.seed, out.shard),
+        &settings,
+    )?;
     let mut items: Vec<grasp::Item> = items
         .into_iter()
         .filter(|i| out.shard.contains(&shard_key(i)))
@@ -133,28 +135,16 @@ fn default_label(file: &Path) -> String {
 /// model order (the `models` setting), then row; one summary per model, as a single run of that
 /// file would compute it; Table 2 as report, tables.tex, table.csv and accuracy.svg.
 pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Outputs> {
-    let order: Vec<String> = doc
-        .settings
-        .get("models")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
+    let settings: GraspSettings = doc.suite_settings()?;
+    let order: Vec<String> = settings.models.clone().unwrap_or_default();
     let rank = |m: &Option<String>| {
         m.as_ref()
             .and_then(|m| order.iter().position(|o| o == m))
             .unwrap_or(order.len())
     };
     items.sort_by(|a, b| (rank(&a.model), &a.model, a.row).cmp(&(rank(&b.model), &b.model, b.row)));
-    let setting = |k: &str| doc.settings.get(k).and_then(Value::as_str);
-    let kind = setting("test")
-        .and_then(TestKind::from_name)
-        .ok_or_else(|| {
-            Error::Internal(anyhow::anyhow!("metrics.json settings lack a GRASP test"))
-        })?;
-    let opts = SummaryOptions {
-        bootstrap: doc.setting_u64("bootstrap")? as usize,
-        seed: doc.setting_u64("seed")?,
-        pairwise: doc.settings.get("pairwise") == Some(&Value::Bool(true)),
-    };
+    let kind = settings.kind()?;
+    let opts = summary_options(doc, &settings)?;
     let mut models: Vec<(String, Summary)> = Vec::new();
     let mut start = 0;
     while start < items.len() {
@@ -210,7 +200,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Output
         let file = inputs.get(k).map(String::as_str).unwrap_or("");
         let one = report::grasp::report(
             s,
-            setting("test_source").unwrap_or(""),
+            &settings.test_source,
             None,
             Path::new(file),
         );

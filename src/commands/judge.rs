@@ -609,9 +609,12 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
         "picks": scorekit_suites::judge_data::pick_distribution(&picks, &golds, options),
     });
     if matches!(judge, AnyJudge::Letter(_)) {
-        let mut settings = serde_json::Map::new();
-        crate::commands::letter::letter_settings(&mut settings, &a.shots);
-        metrics["letter"] = serde_json::Value::Object(settings);
+        let p = crate::commands::letter::letter_protocol(&a.shots);
+        metrics["letter"] = serde_json::json!({
+            "judge_prompt": p.prompt,
+            "judge_decoding": p.decoding,
+            "judge_pick": p.pick,
+        });
     }
     if a.option_orders == OptionOrders::Cyclic {
         // Beyond the authors' protocol, reported apart: the headline numbers stay rotation 0's.

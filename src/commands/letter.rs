@@ -5,7 +5,7 @@
 use crate::cli::{ShotAnswersArg, ShotArgs};
 use scorekit_core::error::{Error, Result};
 use scorekit_suites::letter::{self, ShotAnswers};
-use serde_json::{json, Map, Value};
+use scorekit_report::story::LetterProtocol;
 
 /// The demonstrations block of `--shots K --shots-from FILE` ("" for zero-shot), checked before
 /// any model is loaded: `letter_judge` says whether the judge is one.
@@ -49,8 +49,8 @@ pub fn shots_block(a: &ShotArgs, letter_judge: bool) -> Result<String> {
     Ok(letter::shots_block(&demos, answers))
 }
 
-/// The settings a letter judge's verdicts depend on, for metrics.json.
-pub fn letter_settings(settings: &mut Map<String, Value>, a: &ShotArgs) {
+/// The protocol a letter judge's verdicts depend on, for metrics.json and report.md.
+pub fn letter_protocol(a: &ShotArgs) -> LetterProtocol {
     let shots = if a.shots == 0 {
         "zero-shot".to_string()
     } else {
@@ -68,19 +68,13 @@ pub fn letter_settings(settings: &mut Map<String, Value>, a: &ShotArgs) {
             }
         )
     };
-    settings.insert(
-        "judge_prompt".into(),
-        json!(format!("{shots}, nii-cl/possible-stories run_llm.py (3f8c525): instruction, demonstrations, \"\\n\", passage, question, options (A)-(D), \"Answer:\"")),
-    );
-    settings.insert(
-        "judge_decoding".into(),
-        json!(format!(
+    LetterProtocol {
+        prompt: format!("{shots}, nii-cl/possible-stories run_llm.py (3f8c525): instruction, demonstrations, \"\\n\", passage, question, options (A)-(D), \"Answer:\""),
+        decoding: format!(
             "greedy, max_length {} (the start token included), stop at </s>",
             scorekit_runtime::letter_judge::MAX_LENGTH
-        )),
-    );
-    settings.insert(
-        "judge_pick".into(),
-        json!("the first character of the decoded answer among A B C D; none is wrong"),
-    );
+        ),
+        pick: "the first character of the decoded answer among A B C D; none is wrong".into(),
+        option_orders: None,
+    }
 }

@@ -12,7 +12,7 @@ use crate::cli::MergeArgs;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_core::shard::Shard;
 use scorekit_report::{MetricsDoc, OutputDir, METRICS_FILE, RUN_FILE};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -41,8 +41,10 @@ pub fn run(args: MergeArgs) -> Result<()> {
     }
     let mut doc = check_parts(&parts)?;
     let count = parts[0].shard.count;
-    doc.settings.remove("shard");
-    doc.settings.insert("merged_shards".into(), json!(count));
+    let mut run = doc.run_settings()?;
+    run.shard = None;
+    run.merged_shards = Some(count);
+    doc.set_run_settings(&run)?;
 
     let suite = super::suite::find(&doc.suite).ok_or_else(|| {
         Error::usage(format!(
@@ -83,35 +85,29 @@ pub(super) fn read_finished(dir: &Path, unfinished: &str) -> Result<MetricsDoc> 
     }
     let text = std::fs::read_to_string(&metrics)
         .map_err(|e| InputError::file(&metrics, format!("cannot read: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let mut doc: MetricsDoc = serde_json::from_str(&text).map_err(|e| {
         InputError::line(
             &metrics,
             e.line(),
             format!("not a scorekit metrics.json: {e}"),
         )
-        .into()
-    })
+    })?;
+    doc.source = Some(metrics);
+    Ok(doc)
 }
 
 /// metrics.json of a finished shard, with its shard.
 fn read_part(dir: &Path) -> Result<Part> {
     let doc = read_finished(dir, "rerun its command with the same --out to resume it")?;
     let metrics = dir.join(METRICS_FILE);
-    let shard = match doc.settings.get("shard") {
+    let shard = match doc.run_settings()?.shard {
         None => Shard::ALL,
-        Some(Value::String(s)) => s.parse().map_err(|_| {
+        Some(s) => s.parse().map_err(|_| {
             InputError::file(
                 &metrics,
                 format!("field \"settings.shard\": expected I/N, found {s:?}"),
             )
         })?,
-        Some(v) => {
-            return Err(InputError::file(
-                &metrics,
-                format!("field \"settings.shard\": expected a string I/N, found {v}"),
-            )
-            .into())
-        }
     };
     Ok(Part {
         dir: dir.to_path_buf(),
@@ -174,8 +170,8 @@ fn check_parts(parts: &[Part]) -> Result<MetricsDoc> {
             };
             return Err(differ("models", m(&first.doc), m(&p.doc)));
         }
-        let mut sa = first.doc.settings.clone();
-        let mut sb = p.doc.settings.clone();
+        let mut sa = first.doc.settings_json().clone();
+        let mut sb = p.doc.settings_json().clone();
         sa.remove("shard");
         sb.remove("shard");
         if sa != sb {

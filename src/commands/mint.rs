@@ -15,6 +15,7 @@ use scorekit_report::mint::{RecheckRow, RecheckTask};
 use scorekit_report::{
     self as report, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs,
     RateBootstrap, StagedFile,
+    RunSettings,
 };
 use scorekit_sandbox::Limits;
 use scorekit_suites::mint::aggregate::{Aggregate, Totals};
@@ -23,6 +24,7 @@ use scorekit_suites::mint::exec::{python_version, ExecConfig};
 use scorekit_suites::mint::layout::{parse_path, ConfigKey, FileKey};
 use scorekit_suites::mint::tables::{self, TYPES};
 use scorekit_suites::mint::{Item, ItemLines, Recheck};
+use scorekit_suites::settings::MintSettings;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -198,30 +200,32 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     let mut doc = MetricsDoc::new("mint");
     doc.datasets
         .extend(dataset.dataset.as_ref().map(|d| d.record()));
-    let settings = &mut doc.settings;
-    settings.insert("recheck".into(), json!(recheck_on));
-    settings.insert("tolerance".into(), json!(tolerance.name()));
-    settings.insert("exec_code".into(), json!(args.exec_code));
-    settings.insert("exec_timeout_s".into(), json!(args.exec_timeout));
-    settings.insert("python".into(), json!(python));
-    if args.exec_code {
-        settings.insert("exec_memory_mib".into(), json!(args.exec_memory));
-        settings.insert(
-            "exec_isolation".into(),
-            json!(scorekit_sandbox::isolation()),
-        );
-    }
-    settings.insert(
-        "verdict".into(),
-        json!(if recheck_on {
+    let settings = MintSettings {
+        recheck: recheck_on,
+        tolerance: tolerance.name().to_string(),
+        exec_code: args.exec_code,
+        exec_timeout_s: args.exec_timeout,
+        python,
+        exec_memory_mib: args.exec_code.then_some(args.exec_memory),
+        exec_isolation: if args.exec_code {
+            Some(
+                serde_json::to_value(scorekit_sandbox::isolation())
+                    .map_err(anyhow::Error::from)?,
+            )
+        } else {
+            None
+        },
+        verdict: if recheck_on {
             "rechecked where computed, else stored"
         } else {
             "stored"
-        }),
-    );
-    settings.insert("bootstrap".into(), json!(args.output.bootstrap));
-    settings.insert("seed".into(), json!(args.output.seed));
-    doc.set_shard(shard);
+        }
+        .into(),
+    };
+    doc.set_settings(
+        &RunSettings::new(args.output.bootstrap, args.output.seed, shard),
+        &settings,
+    )?;
     let in_shard = |it: &Item| shard.count <= 1 || shard.contains(&shard_key(it));
     let threads = timings.threads;
     let bar = scorekit_core::progress::bar(sources.len() as u64, "mint", args.output.quiet);
@@ -523,30 +527,26 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
             .cmp(Path::new(&b.file))
             .then(a.line.cmp(&b.line))
     });
-    let mut agg = Aggregate::new(use_recheck(doc));
+    let mut agg = Aggregate::new(use_recheck(doc)?);
     for it in items.iter_mut() {
         agg.add(it);
     }
     render(doc, agg.finish(), &mut Timings::default())
 }
 
-fn use_recheck(doc: &MetricsDoc) -> bool {
-    let flag = |k: &str| {
-        doc.settings
-            .get(k)
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    };
-    flag("recheck") || flag("exec_code")
+fn use_recheck(doc: &MetricsDoc) -> Result<bool> {
+    Ok(doc.suite_settings::<MintSettings>()?.rechecked())
 }
 
 /// Fill `doc.metrics` (keeping the folder facts `skipped_files`, `other_files`,
 /// `other_file_paths` already there) and `doc.groups` with the settings of `doc.settings`,
 /// and render tables, sr.csv, tables.tex, sr_curves.svg, recheck.csv and the report.
 pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Result<Outputs> {
-    let use_recheck = use_recheck(doc);
-    let bootstrap = doc.setting_u64("bootstrap")? as usize;
-    let seed = doc.setting_u64("seed")?;
+    let settings: MintSettings = doc.suite_settings()?;
+    let use_recheck = settings.rechecked();
+    let RunSettings {
+        bootstrap, seed, ..
+    } = doc.run_settings()?;
     let kept: Vec<(String, Value)> = ["skipped_files", "other_files", "other_file_paths"]
         .iter()
         .filter_map(|k| doc.metrics.get(*k).map(|v| (k.to_string(), v.clone())))
@@ -554,11 +554,7 @@ pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Re
     doc.metrics.clear();
     doc.groups.clear();
     let stats = &totals.stats;
-    let tolerance = doc
-        .settings
-        .get("tolerance")
-        .and_then(Value::as_str)
-        .and_then(Tolerance::from_name);
+    let tolerance = Tolerance::from_name(&settings.tolerance);
     let recheck_summary = recheck_report(&totals, tolerance);
     let started = Instant::now();
     fill_metrics(doc, &totals, bootstrap, seed);

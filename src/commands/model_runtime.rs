@@ -87,15 +87,14 @@ impl ModelRuntime {
         })
     }
 
-    /// Record the device and `--quantize` (only when on, so that default runs keep their
-    /// identity) in a run's settings: results of int8 and f32 encoders are never mixed by resume
-    /// or merge.
-    pub fn record(&self, settings: &mut serde_json::Map<String, serde_json::Value>) {
-        settings.insert(
-            "device".into(),
-            serde_json::json!(runtime::device_name(&self.device)),
-        );
-        record_quantize(self.quantize, settings);
+    /// The device, as runs record it.
+    pub fn device_name(&self) -> String {
+        runtime::device_name(&self.device)
+    }
+
+    /// `--quantize` as runs record it (see [`quantize_setting`]).
+    pub fn quantize_setting(&self) -> Option<String> {
+        quantize_setting(self.quantize)
     }
 
     /// Resolve a model spec needing `files` (entries may be alternatives `"a|b"`).
@@ -143,12 +142,8 @@ impl ModelRuntime {
     }
 }
 
-/// Put `--quantize` in a run's settings when it is on (see [`ModelRuntime::record`]).
-pub fn record_quantize(quantize: bool, settings: &mut serde_json::Map<String, serde_json::Value>) {
-    if quantize {
-        settings.insert(
-            "quantize".into(),
-            serde_json::json!("int8 encoder products"),
-        );
-    }
+/// `--quantize` as a run's settings record it: only when on, so that default runs keep their
+/// identity, and results of int8 and f32 encoders are never mixed by resume or merge.
+pub fn quantize_setting(quantize: bool) -> Option<String> {
+    quantize.then(|| "int8 encoder products".to_string())
 }

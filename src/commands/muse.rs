@@ -2,10 +2,11 @@
 //! MuSE suite; write items.jsonl, metrics.json and report.md.
 
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
-use crate::commands::model_runtime::ModelRuntime;
+use crate::commands::model_runtime::{quantize_setting, ModelRuntime};
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::{read_jsonl, read_text};
-use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs, RunSettings};
+use scorekit_suites::settings::MuseSettings;
 use scorekit_suites::muse::{
     self, parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, Plan,
     PlanFormat, REVIEWED_FLOW,
@@ -92,60 +93,48 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
     {
         doc.add_input(p)?;
     }
-    let s = &mut doc.settings;
-    s.insert(
-        "plan_format".into(),
-        json!(format!("{:?}", args.plan_format).to_lowercase()),
-    );
-    s.insert("flow".into(), json!(flow_source));
-    s.insert(
-        "aliases".into(),
-        json!(match &args.aliases {
+    let embedder = match (&args.embedder, &matched) {
+        (Some(spec), Some((model_ref, _, _, th))) => {
+            doc.models.push(model_ref.clone());
+            Some((spec.clone(), *th))
+        }
+        _ => None,
+    };
+    let settings = MuseSettings {
+        plan_format: format!("{:?}", args.plan_format).to_lowercase(),
+        flow: flow_source,
+        aliases: match &args.aliases {
             Some(p) => format!("shipped table extended by {}", p.display()),
             None => "shipped table".into(),
-        }),
-    );
-    s.insert(
-        "final_output".into(),
-        json!(if verdicts.is_some() {
+        },
+        final_output: if verdicts.is_some() {
             "verdicts from --output-verdicts (o_rule kept in items.jsonl)"
         } else {
             "modality rule: all gold tasks predicted and the final output has the requested modality"
-        }),
-    );
-    if let Some(p) = &args.output_verdicts {
-        s.insert("output_verdicts".into(), json!(p.display().to_string()));
-    }
-    s.insert(
-        "name_mapping".into(),
-        json!("lenient: a coarse name counts as the gold task it can stand for"),
-    );
-    if let (Some(spec), Some((model_ref, _, _, th))) = (&args.embedder, &matched) {
-        s.insert("embedder".into(), json!(spec));
-        crate::commands::model_runtime::record_quantize(args.model.quantize, s);
-        s.insert("embedder_thresholds".into(), json!(th));
-        s.insert(
-            "embedder_descriptions".into(),
-            json!(format!(
+        }
+        .into(),
+        output_verdicts: args.output_verdicts.as_ref().map(|p| p.display().to_string()),
+        name_mapping: "lenient: a coarse name counts as the gold task it can stand for".into(),
+        quantize: embedder
+            .as_ref()
+            .and_then(|_| quantize_setting(args.model.quantize)),
+        embedder_thresholds: embedder.as_ref().map(|(_, th)| *th),
+        embedder_descriptions: embedder.as_ref().map(|_| {
+            format!(
                 "data/muse/task_descriptions.json (built in), sha256 {}",
                 semantic::descriptions_sha256()
-            )),
-        );
-        s.insert(
-            "embedder_rule".into(),
-            json!(
-                "a name neither MuSE's nor in the alias table is matched to the task whose \
-                   description is most similar (cosine, max over its descriptions), when \
-                   similarity >= min_similarity and best - runner-up >= margin; listed in the \
-                   report for confirmation"
-            ),
-        );
-        doc.models.push(model_ref.clone());
-    }
-    let s = &mut doc.settings;
-    s.insert("bootstrap".into(), json!(out.bootstrap));
-    s.insert("seed".into(), json!(out.seed));
-    doc.set_shard(out.shard);
+            )
+        }),
+        embedder_rule: embedder.as_ref().map(|_| {
+            "a name neither MuSE's nor in the alias table is matched to the task whose \
+             description is most similar (cosine, max over its descriptions), when \
+             similarity >= min_similarity and best - runner-up >= margin; listed in the \
+             report for confirmation"
+                .to_string()
+        }),
+        embedder: embedder.map(|(spec, _)| spec),
+    };
+    doc.set_settings(&RunSettings::new(out.bootstrap, out.seed, out.shard), &settings)?;
     // Scoring takes well under a second: resuming an unfinished run is a rerun.
     let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
 
@@ -197,14 +186,12 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
 /// bootstrap and seed of `doc.settings`, and renders the report.
 pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs> {
     items.sort_by_key(|i| i.idx);
-    let summary = muse::summarize(
-        items,
-        doc.setting_u64("bootstrap")? as usize,
-        doc.setting_u64("seed")?,
-    );
+    let run = doc.run_settings()?;
+    let settings: MuseSettings = doc.suite_settings()?;
+    let summary = muse::summarize(items, run.bootstrap, run.seed);
     doc.metrics = summary.metrics.clone();
     doc.groups = summary.groups.clone();
-    let verdicts = doc.settings.get("output_verdicts").and_then(|v| v.as_str());
+    let verdicts = settings.output_verdicts.as_deref();
     let mut report = report::muse::report(&summary, &muse::metrics::failing_queries(items));
     let mut table = report::muse::table(&summary).render();
     if let Some(path) = verdicts {
@@ -220,11 +207,8 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [muse::Item]) -> Result<Outputs
         "scores.svg".to_string(),
         report::muse::scores_chart(&summary).into_bytes(),
     ));
-    if doc.settings.contains_key("embedder") {
-        let th: Option<semantic::Thresholds> = doc
-            .settings
-            .get("embedder_thresholds")
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
+    if settings.embedder.is_some() {
+        let th = settings.embedder_thresholds;
         doc.metrics.insert(
             "embedding_matches".into(),
             semantic::metrics_value(items, th),

@@ -7,7 +7,8 @@ use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
-use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs, RunSettings};
+use scorekit_suites::settings::StorySettings;
 use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::Embedder;
 use scorekit_suites::letter;
@@ -111,7 +112,11 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         }
         None => String::new(),
     };
-    let mut settings = Map::new();
+    let mut settings = StorySettings {
+        device: rt.device_name(),
+        quantize: rt.quantize_setting(),
+        ..StorySettings::default()
+    };
     let judge = match &judge_model {
         None => None,
         Some(model) => {
@@ -126,36 +131,32 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             let model_ref = model.model_ref()?;
             eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
             doc.models.push(model_ref);
-            settings.insert("judge".into(), json!(args.judge));
-            settings.insert("judge_arch".into(), json!(judge.arch()));
-            settings.insert("judge_engine".into(), json!(judge.engine()));
+            settings.judge = Some(args.judge.clone());
+            settings.judge_arch = Some(judge.arch().to_string());
+            settings.judge_engine = Some(judge.engine().to_string());
             match &judge {
                 AnyJudge::Scoring(j) => {
-                    settings.insert(
-                        "judge_head".into(),
-                        match j.head() {
-                            Head::MultipleChoice => json!("multiple_choice"),
-                            Head::Binary { labels, follow } => {
-                                json!(format!("binary, follow label {:?}", labels[*follow]))
-                            }
-                        },
+                    settings.judge_head = Some(match j.head() {
+                        Head::MultipleChoice => "multiple_choice".to_string(),
+                        Head::Binary { labels, follow } => {
+                            format!("binary, follow label {:?}", labels[*follow])
+                        }
+                    });
+                    settings.judge_max_length = Some(j.max_length());
+                    settings.judge_input = Some(
+                        "(document, question + \" \" + option), longest-first truncation".into(),
                     );
-                    settings.insert("judge_max_length".into(), json!(j.max_length()));
-                    settings.insert(
-                        "judge_input".into(),
-                        json!("(document, question + \" \" + option), longest-first truncation"),
-                    );
-                    settings.insert("judge_ties".into(), json!("lowest option index"));
+                    settings.judge_ties = Some("lowest option index".into());
                 }
                 AnyJudge::Letter(_) => {
-                    settings.insert("judge_head".into(), json!("letter"));
-                    crate::commands::letter::letter_settings(&mut settings, &args.shots);
-                    if cyclic {
-                        settings.insert(
-                            "judge_option_orders".into(),
-                            json!("cyclic: every rotation of the options, the majority reported apart (ifsm_cyclic, judge_accuracy_cyclic)"),
-                        );
-                    }
+                    let p = crate::commands::letter::letter_protocol(&args.shots);
+                    settings.judge_head = Some(StorySettings::LETTER_HEAD.into());
+                    settings.judge_prompt = Some(p.prompt);
+                    settings.judge_decoding = Some(p.decoding);
+                    settings.judge_pick = Some(p.pick);
+                    settings.judge_option_orders = cyclic.then(|| {
+                        "cyclic: every rotation of the options, the majority reported apart (ifsm_cyclic, judge_accuracy_cyclic)".to_string()
+                    });
                 }
             }
             Some(judge)
@@ -166,20 +167,14 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         Some(model) => {
             let (embedder, model_ref) = rt.load_embedder(model)?;
             doc.models.push(model_ref);
-            settings.insert("embedder".into(), json!(args.embedder));
-            settings.insert("embedder_engine".into(), json!(embedder.engine()));
-            settings.insert(
-                "dissimilarity".into(),
-                json!("1 - cos(e_i, e_j) over pairs of endings of the same story, per group"),
-            );
+            settings.embedder = Some(args.embedder.clone());
+            settings.embedder_engine = Some(embedder.engine().to_string());
+            settings.dissimilarity =
+                Some("1 - cos(e_i, e_j) over pairs of endings of the same story, per group".into());
             Some(embedder)
         }
     };
-    rt.record(&mut settings);
-    settings.insert("bootstrap".into(), json!(out.bootstrap));
-    settings.insert("seed".into(), json!(out.seed));
-    doc.settings = settings;
-    doc.set_shard(shard);
+    doc.set_settings(&RunSettings::new(out.bootstrap, out.seed, shard), &settings)?;
     doc.metrics
         .insert("dataset_questions".into(), json!(questions.len()));
     set_scope(&mut doc, &scope, &missing);
@@ -517,8 +512,10 @@ impl<'a> ChunkPlan<'a> {
 /// `missing_ids` from `doc.groups`: see [`set_scope`]), and renders the table and report.
 pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     items.sort_by_key(|i| i.row);
-    let bootstrap = doc.setting_u64("bootstrap")? as usize;
-    let seed = doc.setting_u64("seed")?;
+    let RunSettings {
+        bootstrap, seed, ..
+    } = doc.run_settings()?;
+    let settings: StorySettings = doc.suite_settings()?;
     let count = |key: &str| doc.metrics.get(key).and_then(Value::as_u64);
     let dataset_questions = count("dataset_questions").unwrap_or(0) as usize;
     let scope = count(SCOPE_QUESTIONS).map_or(dataset_questions, |n| n as usize);
@@ -551,7 +548,13 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     doc.metrics
         .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));
     let table = report::story::table(&results, &coverage);
-    let report = report::story::report(doc, &results, &coverage, &table);
+    let letter = settings.letter_judge().then(|| report::story::LetterProtocol {
+        prompt: settings.judge_prompt.clone().unwrap_or_default(),
+        decoding: settings.judge_decoding.clone().unwrap_or_default(),
+        pick: settings.judge_pick.clone().unwrap_or_default(),
+        option_orders: settings.judge_option_orders.clone(),
+    });
+    let report = report::story::report(doc, letter.as_ref(), &results, &coverage, &table);
     Ok(Outputs {
         report,
         table,

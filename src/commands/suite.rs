@@ -9,6 +9,7 @@ use scorekit_report::{jsonl, MetricsDoc, Outputs};
 use scorekit_suites as suites;
 use scorekit_suites::compare::observe::{self, DuplicateId, Observed};
 use scorekit_suites::compare::MetricSpec;
+use scorekit_suites::settings::{GraspSettings, MintSettings, MuseSettings, StorySettings};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -46,7 +47,7 @@ pub trait Suite {
         items: &[Self::Item],
     ) -> std::result::Result<Observed, DuplicateId>;
     /// What the run was scored against: runs that differ here are not compared.
-    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput>;
+    fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>>;
 }
 
 /// The `i`-th input file of a run as a benchmark input called `what`.
@@ -65,18 +66,14 @@ fn input(doc: &MetricsDoc, i: usize, what: &str) -> BenchmarkInput {
     }
 }
 
-/// Scoring settings as benchmark inputs (absent settings compare as `null`).
-fn settings(doc: &MetricsDoc, keys: &[&str]) -> Vec<BenchmarkInput> {
-    keys.iter()
-        .map(|k| {
-            let v = doc.settings.get(*k).cloned().unwrap_or(Value::Null);
-            BenchmarkInput {
-                what: format!("setting {k}"),
-                key: v.to_string(),
-                shown: v.to_string(),
-            }
-        })
-        .collect()
+/// One scoring setting as a benchmark input (an absent one compares as `null`).
+fn setting<T: Serialize>(name: &str, value: &T) -> BenchmarkInput {
+    let v = serde_json::to_value(value).unwrap_or(Value::Null);
+    BenchmarkInput {
+        what: format!("setting {name}"),
+        key: v.to_string(),
+        shown: v.to_string(),
+    }
 }
 
 /// The models of a run (judge, embedder) as one benchmark input: they are the measuring
@@ -124,8 +121,13 @@ impl Suite for Grasp {
     }
     /// The test (its rows and labels); the responses and the config beside them are the
     /// model's.
-    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
-        settings(doc, &["test", "scorer", "semantic"])
+    fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
+        let s: GraspSettings = doc.suite_settings()?;
+        Ok(vec![
+            setting("test", &s.test),
+            setting("scorer", &s.scorer),
+            setting("semantic", &s.semantic),
+        ])
     }
 }
 
@@ -140,13 +142,22 @@ impl Suite for Mint {
         doc: &MetricsDoc,
         items: &[Self::Item],
     ) -> std::result::Result<Observed, DuplicateId> {
-        let rechecked = doc.settings.get("recheck") == Some(&Value::Bool(true));
+        // A run whose settings do not read pairs as not rechecked: `benchmark` reports the
+        // settings error before any pairing.
+        let rechecked = doc
+            .suite_settings::<MintSettings>()
+            .is_ok_and(|s| s.recheck);
         observe::mint(items, rechecked)
     }
     /// MINT's inputs are the trajectories themselves (model outputs); the instances are paired
     /// by task and id, and the verdict rule must agree.
-    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
-        settings(doc, &["recheck", "tolerance", "exec_code"])
+    fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
+        let s: MintSettings = doc.suite_settings()?;
+        Ok(vec![
+            setting("recheck", &s.recheck),
+            setting("tolerance", &s.tolerance),
+            setting("exec_code", &s.exec_code),
+        ])
     }
 }
 
@@ -161,13 +172,15 @@ impl Suite for Muse {
         observe::muse(items, "")
     }
     /// queries.json (inputs[0]), the gold flow, the alias table and the scoring rules.
-    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
-        let mut b = vec![input(doc, 0, "queries")];
-        b.extend(settings(
-            doc,
-            &["flow", "aliases", "final_output", "name_mapping"],
-        ));
-        b
+    fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
+        let s: MuseSettings = doc.suite_settings()?;
+        Ok(vec![
+            input(doc, 0, "queries"),
+            setting("flow", &s.flow),
+            setting("aliases", &s.aliases),
+            setting("final_output", &s.final_output),
+            setting("name_mapping", &s.name_mapping),
+        ])
     }
 }
 
@@ -185,8 +198,9 @@ impl Suite for Story {
         observe::story(items)
     }
     /// The dataset (inputs[0]) and the judge and embedder.
-    fn benchmark(doc: &MetricsDoc) -> Vec<BenchmarkInput> {
-        vec![input(doc, 0, "dataset"), models(doc)]
+    fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
+        doc.suite_settings::<StorySettings>()?;
+        Ok(vec![input(doc, 0, "dataset"), models(doc)])
     }
 }
 
@@ -207,7 +221,7 @@ pub struct Registered {
     /// Read one run's items.jsonl and return [`Suite::observe`] of it.
     pub observe: fn(&MetricsDoc, &Path) -> Result<Observed>,
     /// [`Suite::benchmark`].
-    pub benchmark: fn(&MetricsDoc) -> Vec<BenchmarkInput>,
+    pub benchmark: fn(&MetricsDoc) -> Result<Vec<BenchmarkInput>>,
 }
 
 fn observe_run<S: Suite>(doc: &MetricsDoc, dir: &Path) -> Result<Observed> {

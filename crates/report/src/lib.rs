@@ -20,7 +20,9 @@ pub mod table;
 
 pub use bootstrap::{bootstrap_mean, bootstrap_rate, median, Estimate, RateBootstrap};
 pub use markdown::{percent, Table};
-pub use metrics::{hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef};
+pub use metrics::{
+    hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef, RunSettings,
+};
 pub use npy::npy_bytes;
 pub use output::{
     atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, StagedFile, METRICS_FILE, RUN_FILE,

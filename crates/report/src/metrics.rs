@@ -1,10 +1,13 @@
 //! metrics.json: the machine-readable result of a scoring command, per the output contract.
 
-use serde::Serialize;
+use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::shard::Shard;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// An input file and the sha256 of its bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -64,12 +67,50 @@ pub struct MetricsDoc {
     /// Datasets named instead of files (absent when every input was a path).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub datasets: Vec<DatasetRef>,
-    /// Settings that change the numbers (test type, bootstrap resamples, seed, flags).
-    pub settings: Map<String, Value>,
+    /// Settings that change the numbers: [`RunSettings`] beside the suite's own typed settings,
+    /// kept as one JSON object (keys sorted) and reached only through [`MetricsDoc::set_settings`],
+    /// [`MetricsDoc::run_settings`] and [`MetricsDoc::suite_settings`], so that no code reads a
+    /// setting by a string key.
+    settings: Map<String, Value>,
     /// Headline metrics.
     pub metrics: Map<String, Value>,
     /// Per-group metrics.
     pub groups: Map<String, Value>,
+    /// The metrics.json this document was read from (named in errors); not written.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// The settings every scoring run records beside its suite's own: the bootstrap, its seed and
+/// the shard (or, after `scorekit merge`, how many shards were merged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    /// Bootstrap resamples of the confidence intervals.
+    pub bootstrap: usize,
+    /// Seed of the bootstrap.
+    pub seed: u64,
+    /// `I/N` of a `--shard` run; absent for the whole input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// How many shards `scorekit merge` put together; absent for a single run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_shards: Option<u32>,
+}
+
+impl RunSettings {
+    /// The keys of [`RunSettings`] in the settings object (every other key is the suite's).
+    const KEYS: [&'static str; 4] = ["bootstrap", "seed", "shard", "merged_shards"];
+
+    /// A run of the whole input (no shard) with these bootstrap settings.
+    pub fn new(bootstrap: usize, seed: u64, shard: Shard) -> Self {
+        RunSettings {
+            bootstrap,
+            seed,
+            shard: (shard.count > 1).then(|| shard.to_string()),
+            merged_shards: None,
+        }
+    }
 }
 
 impl MetricsDoc {
@@ -84,7 +125,70 @@ impl MetricsDoc {
             settings: Map::new(),
             metrics: Map::new(),
             groups: Map::new(),
+            source: None,
         }
+    }
+
+    /// Record the run's settings: the common [`RunSettings`] and the suite's own (a struct whose
+    /// fields are keys of metrics.json's `settings`; it must not reuse a [`RunSettings`] key).
+    pub fn set_settings<S: Serialize>(&mut self, run: &RunSettings, suite: &S) -> Result<()> {
+        let mut map = object(serde_json::to_value(suite), "suite settings")?;
+        if let Some(k) = RunSettings::KEYS.iter().find(|k| map.contains_key(**k)) {
+            return Err(Error::Internal(anyhow::anyhow!(
+                "suite settings reuse the run setting {k:?}"
+            )));
+        }
+        map.extend(object(serde_json::to_value(run), "run settings")?);
+        self.settings = map;
+        Ok(())
+    }
+
+    /// Replace the common settings, keeping the suite's (`scorekit merge`: the shard becomes
+    /// `merged_shards`).
+    pub fn set_run_settings(&mut self, run: &RunSettings) -> Result<()> {
+        for k in RunSettings::KEYS {
+            self.settings.remove(k);
+        }
+        self.settings
+            .extend(object(serde_json::to_value(run), "run settings")?);
+        Ok(())
+    }
+
+    /// The common settings, read back typed: a missing or malformed one is an error naming
+    /// metrics.json and the field.
+    pub fn run_settings(&self) -> Result<RunSettings> {
+        let run: Map<String, Value> = RunSettings::KEYS
+            .iter()
+            .filter_map(|k| self.settings.get(*k).map(|v| (k.to_string(), v.clone())))
+            .collect();
+        serde_json::from_value(Value::Object(run)).map_err(|e| self.settings_error(e))
+    }
+
+    /// The suite's own settings, read back typed: a missing key, an unknown key (a typo, or a
+    /// setting of another version) or a wrong type is an error naming metrics.json and the
+    /// field, never a silently different merge or report.
+    pub fn suite_settings<S: DeserializeOwned>(&self) -> Result<S> {
+        let own: Map<String, Value> = self
+            .settings
+            .iter()
+            .filter(|(k, _)| !RunSettings::KEYS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        serde_json::from_value(Value::Object(own)).map_err(|e| self.settings_error(e))
+    }
+
+    /// The settings as written (for showing what differs between two runs; never for reading
+    /// one setting).
+    pub fn settings_json(&self) -> &Map<String, Value> {
+        &self.settings
+    }
+
+    fn settings_error(&self, e: serde_json::Error) -> Error {
+        let file = self
+            .source
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("metrics.json"));
+        InputError::field(file, 0, "settings", e.to_string()).into()
     }
 
     /// Record an input file (hashing it).
@@ -113,31 +217,24 @@ impl MetricsDoc {
         id
     }
 
-    /// Record `--shard I/N` in the settings (nothing for the whole input).
-    pub fn set_shard(&mut self, shard: scorekit_core::shard::Shard) {
-        if shard.count > 1 {
-            self.settings
-                .insert("shard".into(), Value::String(shard.to_string()));
-        }
-    }
-
-    /// A numeric setting (bootstrap resamples, seed), as the command recorded it.
-    pub fn setting_u64(&self, key: &str) -> scorekit_core::error::Result<u64> {
-        self.settings
-            .get(key)
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                scorekit_core::error::Error::Internal(anyhow::anyhow!(
-                    "metrics.json settings lack the integer {key:?}"
-                ))
-            })
-    }
-
     /// Pretty JSON with a trailing newline.
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).expect("metrics serialise");
         s.push('\n');
         s
+    }
+}
+
+/// A serialised settings struct as a JSON object.
+fn object(v: serde_json::Result<Value>, what: &str) -> Result<Map<String, Value>> {
+    match v {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(Error::Internal(anyhow::anyhow!(
+            "{what} serialise to {other}, not an object"
+        ))),
+        Err(e) => Err(Error::Internal(anyhow::anyhow!(
+            "{what} do not serialise: {e}"
+        ))),
     }
 }
 

@@ -144,6 +144,7 @@ pub fn table(
 /// report.md: the table, what the columns mean, the models, coverage and the unscored count.
 pub fn report(
     doc: &MetricsDoc,
+    letter: Option<&LetterProtocol>,
     results: &BTreeMap<String, (GroupMetrics, Counts)>,
     coverage: &BTreeMap<String, Coverage>,
     table: &str,
@@ -163,7 +164,7 @@ pub fn report(
             m.id, m.revision, m.sha256
         ));
     }
-    s.push_str(&letter_judge_section(doc, results));
+    s.push_str(&letter_judge_section(letter, results));
     let empty: usize = results.values().map(|(_, c)| c.empty_ending).sum();
     if empty > 0 {
         let left_out: usize = results
@@ -205,24 +206,36 @@ pub fn report(
     s
 }
 
-/// For a letter judge (settings `judge_head: "letter"`): the protocol its verdicts rest on, and
-/// the cyclic orders' IFSM per group when they ran. Empty for scoring judges.
+/// The protocol a letter judge's verdicts rest on, as its run recorded it (report.md lists it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LetterProtocol {
+    /// The prompt: shots and the template.
+    pub prompt: String,
+    /// Greedy decoding and its length limit.
+    pub decoding: String,
+    /// How the pick is read off the answer.
+    pub pick: String,
+    /// The cyclic option orders, when they ran.
+    pub option_orders: Option<String>,
+}
+
+/// For a letter judge: the protocol its verdicts rest on, and the cyclic orders' IFSM per group
+/// when they ran. Empty for scoring judges (`letter` is `None`).
 fn letter_judge_section(
-    doc: &MetricsDoc,
+    letter: Option<&LetterProtocol>,
     results: &BTreeMap<String, (GroupMetrics, Counts)>,
 ) -> String {
-    let setting = |k: &str| doc.settings.get(k).and_then(serde_json::Value::as_str);
-    if setting("judge_head") != Some("letter") {
+    let Some(p) = letter else {
         return String::new();
-    }
+    };
     let mut s = String::from("\n## Letter judge\n\n");
-    for (label, key) in [
-        ("prompt", "judge_prompt"),
-        ("decoding", "judge_decoding"),
-        ("pick", "judge_pick"),
-        ("option orders", "judge_option_orders"),
+    for (label, value) in [
+        ("prompt", Some(&p.prompt)),
+        ("decoding", Some(&p.decoding)),
+        ("pick", Some(&p.pick)),
+        ("option orders", p.option_orders.as_ref()),
     ] {
-        if let Some(v) = setting(key) {
+        if let Some(v) = value {
             s.push_str(&format!("- {label}: {v}\n"));
         }
     }

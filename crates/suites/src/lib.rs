@@ -9,6 +9,7 @@ pub mod mint;
 pub mod muse;
 pub mod pyrandom;
 pub mod pystr;
+pub mod settings;
 pub mod similarity;
 pub mod story;
 pub use similarity::cosine;
