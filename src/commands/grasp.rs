@@ -4,7 +4,7 @@
 use crate::cli::GraspArgs;
 use crate::commands::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, InputError, Result};
-use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_report::{self as report, MetricsDoc, Outputs};
 use scorekit_suites::grasp::semantic::{self, Thresholds};
 use scorekit_suites::grasp::{self, Row, RowIssue, SummaryOptions};
 use serde_json::{json, Value};
@@ -14,9 +14,10 @@ use std::path::Path;
 use super::grasp_common::{
     headline, locator, read_and_score, resolve_test, settings, summary_options, ResolvedTest,
 };
-use scorekit_report::RunSettings;
-use scorekit_suites::settings::GraspSettings;
+use crate::commands::run_loop::{self, Run};
+use crate::commands::suite;
 use scorekit_suites::grasp::shard_key;
+use scorekit_suites::settings::GraspSettings;
 
 /// Run `scorekit grasp`.
 pub fn run(args: GraspArgs) -> Result<()> {
@@ -68,16 +69,14 @@ pub fn run(args: GraspArgs) -> Result<()> {
         )?);
     }
     drop(rows);
-    doc.set_settings(
-        &RunSettings::new(out.bootstrap, out.seed, out.shard),
-        &settings,
-    )?;
-    let mut outputs = outputs_with(&mut doc, &mut items, &located)?;
-    outputs.files.extend(extra_files);
-    // Scoring takes well under a second: resuming an unfinished run is a rerun.
-    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
-    let metrics_json = doc.to_json();
-    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
+    run_loop::record::<suite::Grasp>(&mut doc, out, &settings)?;
+    // The summary checks the rows (pairs): bad input stops the run before --out is touched.
+    let outputs = outputs_with(&mut doc, &mut items, &located)?;
+    // Scoring takes well under a second: an unfinished run's missing items are scored again.
+    let mut run = Run::<suite::Grasp>::resume(out, &doc)?;
+    run.extend(items);
+    let done = run.finish_with(&mut doc, extra_files, |_, _| Ok(outputs))?;
+    let items = &done.items;
 
     let mismatches: Vec<usize> = items
         .iter()
@@ -96,7 +95,7 @@ pub fn run(args: GraspArgs) -> Result<()> {
             if rows.len() > 10 { ", ..." } else { "" }
         );
     }
-    dir.print_summary(out.json, &metrics_json, &outputs.table);
+    done.print();
     Ok(())
 }
 

@@ -267,7 +267,12 @@ pub(super) fn settings(test: &ResolvedTest, opts: &SummaryOptions) -> GraspSetti
         test: test.kind.name().to_string(),
         test_source: test.source.clone(),
         mode: test.mode.clone(),
-        scorer: if test.kind.is_open() { "open" } else { "binary" }.into(),
+        scorer: if test.kind.is_open() {
+            "open"
+        } else {
+            "binary"
+        }
+        .into(),
         pairwise: opts.pairwise,
         semantic: false,
         allow_unknown_scenes: false,

@@ -9,13 +9,14 @@
 //! `metrics` holds the row count and the models in order.
 
 use super::grasp_common::{headline, read_and_score, resolve_test, settings, summary_options};
-use scorekit_report::RunSettings;
-use scorekit_suites::settings::GraspSettings;
 use crate::cli::GraspArgs;
+use crate::commands::run_loop::{self, Run};
+use crate::commands::suite;
 use scorekit_core::error::{Error, InputError, Result};
-use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs};
+use scorekit_report::{self as report, MetricsDoc, Outputs};
 use scorekit_suites::grasp::shard_key;
 use scorekit_suites::grasp::{self, Summary, SummaryOptions, TestKind};
+use scorekit_suites::settings::GraspSettings;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -79,19 +80,17 @@ pub fn run(args: GraspArgs) -> Result<()> {
     }
     settings.models = Some(labels.clone());
     settings.allow_unknown_scenes = args.allow_unknown_scenes;
-    doc.set_settings(
-        &RunSettings::new(out.bootstrap, out.seed, out.shard),
-        &settings,
-    )?;
+    run_loop::record::<suite::Grasp>(&mut doc, out, &settings)?;
     let mut items: Vec<grasp::Item> = items
         .into_iter()
         .filter(|i| out.shard.contains(&shard_key(i)))
         .collect();
+    // The summary checks the rows: bad input stops the run before --out is touched.
     let outputs = outputs(&mut doc, &mut items)?;
-    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
-    let metrics_json = doc.to_json();
-    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
-    dir.print_summary(out.json, &metrics_json, &outputs.table);
+    let mut run = Run::<suite::Grasp>::resume(out, &doc)?;
+    run.extend(items);
+    run.finish_with(&mut doc, Vec::new(), |_, _| Ok(outputs))?
+        .print();
     Ok(())
 }
 
@@ -198,12 +197,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Output
         .collect();
     for (k, (name, s)) in models.iter().enumerate() {
         let file = inputs.get(k).map(String::as_str).unwrap_or("");
-        let one = report::grasp::report(
-            s,
-            &settings.test_source,
-            None,
-            Path::new(file),
-        );
+        let one = report::grasp::report(s, &settings.test_source, None, Path::new(file));
         // The model's own report, one heading level down.
         report_md.push_str(&format!("\n## {name}\n"));
         report_md.push_str(one.split_once('\n').map_or("", |(_, rest)| rest));

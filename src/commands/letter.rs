@@ -4,8 +4,8 @@
 
 use crate::cli::{ShotAnswersArg, ShotArgs};
 use scorekit_core::error::{Error, Result};
-use scorekit_suites::letter::{self, ShotAnswers};
 use scorekit_report::story::LetterProtocol;
+use scorekit_suites::letter::{self, ShotAnswers};
 
 /// The demonstrations block of `--shots K --shots-from FILE` ("" for zero-shot), checked before
 /// any model is loaded: `letter_judge` says whether the judge is one.

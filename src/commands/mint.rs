@@ -7,6 +7,7 @@
 //! ([`Aggregate`]).
 
 use super::mint_scan::{pass, Reading, Scanned, Source};
+use super::suite::{Mint, Suite};
 use crate::cli::MintArgs;
 use rayon::prelude::*;
 use scorekit_core::error::{Error, InputError, Result};
@@ -14,8 +15,7 @@ use scorekit_io::LANES;
 use scorekit_report::mint::{RecheckRow, RecheckTask};
 use scorekit_report::{
     self as report, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs,
-    RateBootstrap, StagedFile,
-    RunSettings,
+    RateBootstrap, RunSettings, StagedFile,
 };
 use scorekit_sandbox::Limits;
 use scorekit_suites::mint::aggregate::{Aggregate, Totals};
@@ -113,13 +113,7 @@ impl Timings {
 /// Run `scorekit mint`.
 pub fn run(mut args: MintArgs) -> Result<()> {
     // `--outputs mint:gpt-3.5-turbo-0613` names pinned upstream data (scorekit data).
-    let dataset = scorekit_data::resolve_arg(
-        &args.outputs,
-        &scorekit_data::Options {
-            offline: args.offline,
-            quiet: args.output.quiet,
-        },
-    )?;
+    let dataset = super::run_loop::dataset(&args.outputs, args.offline, args.output.quiet)?;
     args.outputs = dataset.path.clone();
     let root = &args.outputs;
     if !root.is_dir() {
@@ -208,10 +202,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         python,
         exec_memory_mib: args.exec_code.then_some(args.exec_memory),
         exec_isolation: if args.exec_code {
-            Some(
-                serde_json::to_value(scorekit_sandbox::isolation())
-                    .map_err(anyhow::Error::from)?,
-            )
+            Some(serde_json::to_value(scorekit_sandbox::isolation()).map_err(anyhow::Error::from)?)
         } else {
             None
         },
@@ -222,10 +213,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         }
         .into(),
     };
-    doc.set_settings(
-        &RunSettings::new(args.output.bootstrap, args.output.seed, shard),
-        &settings,
-    )?;
+    super::run_loop::record::<super::suite::Mint>(&mut doc, &args.output, &settings)?;
     let in_shard = |it: &Item| shard.count <= 1 || shard.contains(&shard_key(it));
     let threads = timings.threads;
     let bar = scorekit_core::progress::bar(sources.len() as u64, "mint", args.output.quiet);
@@ -285,25 +273,14 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         )?;
         timings.validate = pass_started.elapsed();
         doc.inputs = inputs(&sources, &hashes);
-        let (out, done) = OutputDir::resume(&args.output.out, args.output.force, &doc.identity())?;
-        let done: Vec<Item> = done
-            .into_iter()
-            .map(serde_json::from_value)
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|e| {
-                Error::usage(format!(
-                    "--out {}: items.jsonl of the unfinished run is not MINT items ({e}); pass --force to start over",
-                    args.output.out.display()
-                ))
-            })?;
+        let (out, done) = super::run_loop::resume::<super::suite::Mint>(&args.output, &doc)?;
         let resumed = done.len();
-        let done_keys: HashSet<(String, usize)> =
-            done.iter().map(|i| (i.file.clone(), i.line)).collect();
+        let done_keys: HashSet<(String, usize)> = done.iter().map(Mint::key).collect();
         let mut done_by_file: HashMap<String, Vec<Item>> = HashMap::new();
         for it in done {
             done_by_file.entry(it.file.clone()).or_default().push(it);
         }
-        let keep = |it: &Item| in_shard(it) && !done_keys.contains(&(it.file.clone(), it.line));
+        let keep = |it: &Item| in_shard(it) && !done_keys.contains(&Mint::key(it));
         // Finished items are appended (one flushed line each, in the order they finish) as
         // they come, so a killed run resumes without redoing them.
         let writer = Mutex::new(out.items_append("items.jsonl")?);

@@ -3,14 +3,16 @@
 
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
 use crate::commands::model_runtime::{quantize_setting, ModelRuntime};
+use crate::commands::run_loop::{self, Run};
+use crate::commands::suite;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::{read_jsonl, read_text};
-use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs, RunSettings};
-use scorekit_suites::settings::MuseSettings;
+use scorekit_report::{self as report, MetricsDoc, Outputs};
 use scorekit_suites::muse::{
     self, parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, Plan,
     PlanFormat, REVIEWED_FLOW,
 };
+use scorekit_suites::settings::MuseSettings;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,13 +20,7 @@ use std::path::Path;
 /// Run `scorekit muse`.
 pub fn run(mut args: MuseArgs) -> Result<()> {
     // `--queries muse` names pinned upstream data (scorekit data).
-    let dataset = scorekit_data::resolve_arg(
-        &args.queries,
-        &scorekit_data::Options {
-            offline: args.model.offline,
-            quiet: args.output.quiet,
-        },
-    )?;
+    let dataset = run_loop::dataset(&args.queries, args.model.offline, args.output.quiet)?;
     args.queries = dataset.path.clone();
     let qfile = read_text(&args.queries)?;
     let queries = parse_queries(&qfile.name(), &qfile.text)?;
@@ -134,30 +130,28 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
         }),
         embedder: embedder.map(|(spec, _)| spec),
     };
-    doc.set_settings(&RunSettings::new(out.bootstrap, out.seed, out.shard), &settings)?;
-    // Scoring takes well under a second: resuming an unfinished run is a rerun.
-    let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
-
-    let mut items: Vec<muse::Item> = queries
-        .iter()
-        .filter(|q| out.shard.contains(&q.idx.to_string()))
-        .map(|q| {
-            let verdict = verdicts.as_ref().map(|v| v.get(&q.idx).copied());
-            let mut item = score_query(q, flow.get(&q.idx), plans.get(&q.idx), &aliases, verdict);
-            if let Some((_, by_name, _, _)) = &matched {
-                semantic::annotate(&mut item, by_name);
-            }
-            item
-        })
-        .collect();
-    let mut outputs = outputs(&mut doc, &mut items)?;
-    if let Some((_, _, file, _)) = matched {
-        outputs
-            .files
-            .push(("semantic_descriptions.json".into(), file));
-    }
-    let metrics_json = doc.to_json();
-    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
+    let mut run = Run::<suite::Muse>::open(out, &mut doc, &settings)?;
+    // Scoring takes well under a second: an unfinished run's missing items are scored again.
+    run.extend(
+        queries
+            .iter()
+            .filter(|q| out.shard.contains(&q.idx.to_string()))
+            .map(|q| {
+                let verdict = verdicts.as_ref().map(|v| v.get(&q.idx).copied());
+                let mut item =
+                    score_query(q, flow.get(&q.idx), plans.get(&q.idx), &aliases, verdict);
+                if let Some((_, by_name, _, _)) = &matched {
+                    semantic::annotate(&mut item, by_name);
+                }
+                item
+            }),
+    );
+    let files = match matched {
+        Some((_, _, file, _)) => vec![("semantic_descriptions.json".into(), file)],
+        None => Vec::new(),
+    };
+    let done = run.finish(&mut doc, files)?;
+    let items = &done.items;
 
     let missing = items.iter().filter(|i| i.missing_plan).count();
     if missing > 0 && !out.quiet {
@@ -177,7 +171,7 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
             if errors.len() > 5 { ", ..." } else { "" }
         );
     }
-    dir.print_summary(out.json, &metrics_json, &outputs.table);
+    done.print();
     Ok(())
 }
 

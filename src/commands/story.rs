@@ -3,21 +3,23 @@
 
 use crate::cli::{OptionOrders, StoryArgs};
 use crate::commands::model_runtime::ModelRuntime;
+use crate::commands::run_loop::{self, Run};
+use crate::commands::suite;
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
-use scorekit_report::{self as report, jsonl, MetricsDoc, OutputDir, Outputs, RunSettings};
-use scorekit_suites::settings::StorySettings;
+use scorekit_report::{self as report, MetricsDoc, Outputs, RunSettings};
 use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::Embedder;
 use scorekit_suites::letter;
+use scorekit_suites::settings::StorySettings;
 use scorekit_suites::story::{
     self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, JudgeVerdict, Outcome,
     PairValue, Question, Status,
 };
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Run `scorekit story`.
 pub fn run(mut args: StoryArgs) -> Result<()> {
@@ -26,14 +28,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             "--skip-judge and --skip-embedder together leave nothing to score",
         ));
     }
-    // `--dataset possible-stories:test` names pinned upstream data (scorekit data).
-    let dataset = scorekit_data::resolve_arg(
-        &args.dataset,
-        &scorekit_data::Options {
-            offline: args.model.offline,
-            quiet: args.output.quiet,
-        },
-    )?;
+    let dataset = run_loop::dataset(&args.dataset, args.model.offline, args.output.quiet)?;
     args.dataset = dataset.path.clone();
     let out = &args.output;
     let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
@@ -174,42 +169,27 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             Some(embedder)
         }
     };
-    doc.set_settings(&RunSettings::new(out.bootstrap, out.seed, shard), &settings)?;
     doc.metrics
         .insert("dataset_questions".into(), json!(questions.len()));
     set_scope(&mut doc, &scope, &missing);
 
     // Everything that decides the results is known now: an unfinished run of the same
     // identity in --out is continued, its finished items kept as they are.
-    let (dir, done) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
-    let mut items: Vec<Item> = done
-        .into_iter()
-        .map(serde_json::from_value)
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| {
-            Error::usage(format!(
-                "--out {}: items.jsonl of the unfinished run is not story items ({e}); pass --force to start over",
-                out.out.display()
-            ))
-        })?;
-    let resumed = items.len();
-    let done_rows: HashSet<usize> = items.iter().map(|i| i.row).collect();
-    let is_done = |c: &Checked| done_rows.contains(&generations[c.generation].row);
-    let mut writer = dir.items_append("items.jsonl")?;
+    let mut run = Run::<suite::Story>::open(out, &mut doc, &settings)?;
+    let is_done =
+        |run: &Run<suite::Story>, c: &Checked| run.is_finished(&generations[c.generation].row);
     let item = |c: &Checked, verdict: Option<Outcome>, pairs: Option<&Vec<PairValue>>| {
         story_item(c, &questions, &generations, verdict, pairs)
     };
 
     // Unscored generations need no model; an empty ending is Not-Follow without the judge.
-    for c in checked
-        .iter()
-        .filter(|c| c.status != Status::Scored && !is_done(c))
-    {
+    for c in checked.iter().filter(|c| c.status != Status::Scored) {
+        if is_done(&run, c) {
+            continue;
+        }
         let outcome =
             (c.status == Status::EmptyEnding && judge.is_some()).then_some(Outcome::EMPTY);
-        let it = item(c, outcome, None);
-        writer.write(&it)?;
-        items.push(it);
+        run.append(item(c, outcome, None))?;
     }
 
     // Scored ones go through the models chunk by chunk (whole stories, fixed by the input
@@ -217,7 +197,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     // chunk in flight, and a resumed run computes every chunk exactly as an uninterrupted one.
     let plans: Vec<ChunkPlan> = story_chunks(&questions, &scored)
         .into_iter()
-        .filter(|chunk| chunk.iter().any(|c| !is_done(c)))
+        .filter(|chunk| chunk.iter().any(|c| !is_done(&run, c)))
         .map(|chunk| {
             let models = (judge.as_ref(), embedder.is_some());
             let letter = LetterPlan {
@@ -247,23 +227,16 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             )?,
             None => HashMap::new(),
         };
-        for c in plan.members.iter().filter(|c| !is_done(c)) {
+        for c in plan.members.iter() {
+            if is_done(&run, c) {
+                continue;
+            }
             let verdict = verdicts.get(&c.generation).cloned().map(Outcome::Judged);
-            let it = item(c, verdict, pairs.get(&c.generation));
-            writer.write(&it)?;
-            items.push(it);
+            run.append(item(c, verdict, pairs.get(&c.generation)))?;
         }
     }
     progress.finish_and_clear();
-    drop(writer);
-    if resumed > 0 {
-        eprintln!("story: {resumed} item(s) taken over from the unfinished run");
-    }
-
-    let outputs = outputs(&mut doc, &mut items)?;
-    let metrics_json = doc.to_json();
-    dir.finish(&jsonl(&items)?, &outputs, &metrics_json)?;
-    dir.print_summary(out.json, &metrics_json, &outputs.table);
+    run.finish(&mut doc, Vec::new())?.print();
     Ok(())
 }
 
@@ -548,12 +521,14 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     doc.metrics
         .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));
     let table = report::story::table(&results, &coverage);
-    let letter = settings.letter_judge().then(|| report::story::LetterProtocol {
-        prompt: settings.judge_prompt.clone().unwrap_or_default(),
-        decoding: settings.judge_decoding.clone().unwrap_or_default(),
-        pick: settings.judge_pick.clone().unwrap_or_default(),
-        option_orders: settings.judge_option_orders.clone(),
-    });
+    let letter = settings
+        .letter_judge()
+        .then(|| report::story::LetterProtocol {
+            prompt: settings.judge_prompt.clone().unwrap_or_default(),
+            decoding: settings.judge_decoding.clone().unwrap_or_default(),
+            pick: settings.judge_pick.clone().unwrap_or_default(),
+            option_orders: settings.judge_option_orders.clone(),
+        });
     let report = report::story::report(doc, letter.as_ref(), &results, &coverage, &table);
     Ok(Outputs {
         report,

@@ -31,8 +31,16 @@ pub struct BenchmarkInput {
 pub trait Suite {
     /// The `suite` field of its metrics.json.
     const NAME: &'static str;
+    /// How its messages name its items (`MINT items`).
+    const TITLE: &'static str;
     /// One line of its items.jsonl.
     type Item: Serialize + DeserializeOwned;
+    /// Its own settings in metrics.json (beside [`scorekit_report::RunSettings`]).
+    type Settings: Serialize + DeserializeOwned;
+    /// What identifies an item within a run (a resumed run skips the finished ones).
+    type Key: std::hash::Hash + Eq;
+    /// The key of an item.
+    fn key(item: &Self::Item) -> Self::Key;
     /// Put `items` in the single-run order, fill `doc.metrics` and `doc.groups` from them with
     /// the settings in `doc`, and render the report, the stdout table and the other files.
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs>;
@@ -111,7 +119,14 @@ pub struct Story;
 
 impl Suite for Grasp {
     const NAME: &'static str = "grasp";
+    const TITLE: &'static str = "GRASP";
     type Item = suites::grasp::Item;
+    type Settings = GraspSettings;
+    /// A row of one model's file.
+    type Key = (Option<String>, usize);
+    fn key(item: &Self::Item) -> Self::Key {
+        (item.model.clone(), item.row)
+    }
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::grasp::outputs(doc, items)
     }
@@ -133,7 +148,14 @@ impl Suite for Grasp {
 
 impl Suite for Mint {
     const NAME: &'static str = "mint";
+    const TITLE: &'static str = "MINT";
     type Item = suites::mint::Item;
+    type Settings = MintSettings;
+    /// A line of a trajectory file.
+    type Key = (String, usize);
+    fn key(item: &Self::Item) -> Self::Key {
+        (item.file.clone(), item.line)
+    }
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::mint::outputs(doc, items)
     }
@@ -163,7 +185,14 @@ impl Suite for Mint {
 
 impl Suite for Muse {
     const NAME: &'static str = "muse";
+    const TITLE: &'static str = "MuSE";
     type Item = suites::muse::Item;
+    type Settings = MuseSettings;
+    /// The query's idx.
+    type Key = i64;
+    fn key(item: &Self::Item) -> Self::Key {
+        item.idx
+    }
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::muse::outputs(doc, items)
     }
@@ -186,7 +215,14 @@ impl Suite for Muse {
 
 impl Suite for Story {
     const NAME: &'static str = "story";
+    const TITLE: &'static str = "story";
     type Item = suites::story::Item;
+    type Settings = StorySettings;
+    /// The generation's row.
+    type Key = usize;
+    fn key(item: &Self::Item) -> Self::Key {
+        item.row
+    }
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::story::outputs(doc, items)
     }

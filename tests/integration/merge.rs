@@ -299,6 +299,45 @@ fn merge_names_missing_and_duplicate_shards_and_refuses_other_runs() {
     let e = merge_err(&[&p[0], d.join("empty").to_str().unwrap(), &p[2]], &out);
     assert!(e.contains("unfinished run"), "{e}");
 
+    // Settings are read back typed: a key with a typo, or one missing, in every part (so the
+    // parts agree) is refused naming the file and the key, not merged into other numbers.
+    for (edit, expected) in [
+        (
+            ("name_mapping", Some("name_maping")),
+            "unknown field `name_maping`",
+        ),
+        (("flow", None), "missing field `flow`"),
+        (("bootstrap", None), "missing field `bootstrap`"),
+    ] {
+        let edited: Vec<String> = p
+            .iter()
+            .enumerate()
+            .map(|(i, part)| {
+                let to = d.join(format!("edited-{i}"));
+                std::fs::create_dir_all(&to).unwrap();
+                for f in std::fs::read_dir(part).unwrap() {
+                    let f = f.unwrap().path();
+                    std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+                }
+                let m = to.join("metrics.json");
+                let mut doc: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+                let settings = doc["settings"].as_object_mut().unwrap();
+                let v = settings.remove(edit.0).unwrap();
+                if let Some(renamed) = edit.1 {
+                    settings.insert(renamed.into(), v);
+                }
+                std::fs::write(&m, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+                to.to_str().unwrap().to_string()
+            })
+            .collect();
+        let e = merge_err(&[&edited[0], &edited[1], &edited[2]], &out);
+        assert!(
+            e.contains("edited-0/metrics.json") && e.contains("settings") && e.contains(expected),
+            "{e}"
+        );
+    }
+
     // Finally the good merge; a second one refuses to overwrite it without --force.
     ok(&[
         "merge",

@@ -188,7 +188,12 @@ impl MetricsDoc {
             .source
             .clone()
             .unwrap_or_else(|| PathBuf::from("metrics.json"));
-        InputError::field(file, 0, "settings", e.to_string()).into()
+        InputError {
+            line: None,
+            field: Some("settings".into()),
+            ..InputError::file(file, e.to_string())
+        }
+        .into()
     }
 
     /// Record an input file (hashing it).

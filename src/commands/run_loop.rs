@@ -1,0 +1,171 @@
+//! The run loop every scoring command (story, grasp, muse, mint) goes through, written once:
+//! the dataset argument resolved, the settings recorded, `--out` opened (an unfinished run of
+//! the same identity continued, its finished items read back typed), items appended as they are
+//! scored, the suite's metrics and reports computed from the items, the files written and the
+//! summary printed. A command supplies only what is its suite's own: reading and checking its
+//! inputs, scoring, and its [`Suite`] (item type, settings, key, outputs).
+
+use crate::cli::OutputArgs;
+use crate::commands::suite::Suite;
+use scorekit_core::error::{Error, Result};
+use scorekit_report::{jsonl, ItemsWriter, MetricsDoc, OutputDir, Outputs, RunSettings};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// A benchmark argument resolved: the file to read, and the pinned dataset it came from.
+pub fn dataset(arg: &Path, offline: bool, quiet: bool) -> Result<scorekit_data::InputArg> {
+    // `--dataset possible-stories:test` names pinned upstream data (scorekit data).
+    scorekit_data::resolve_arg(arg, &scorekit_data::Options { offline, quiet })
+}
+
+/// Record `settings` beside the common ones of `out` (bootstrap, seed, shard) in `doc`.
+pub fn record<S: Suite>(
+    doc: &mut MetricsDoc,
+    out: &OutputArgs,
+    settings: &S::Settings,
+) -> Result<()> {
+    doc.set_settings(
+        &RunSettings::new(out.bootstrap, out.seed, out.shard),
+        settings,
+    )
+}
+
+/// Open `--out` for the run `doc` describes (its inputs, models and settings recorded: they are
+/// its identity): an unfinished run of the same identity there is continued and its finished
+/// items are returned, parsed as the suite's items.
+pub fn resume<S: Suite>(out: &OutputArgs, doc: &MetricsDoc) -> Result<(OutputDir, Vec<S::Item>)> {
+    let (dir, done) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
+    let items = done
+        .into_iter()
+        .map(serde_json::from_value)
+        .collect::<std::result::Result<Vec<S::Item>, _>>()
+        .map_err(|e| {
+            Error::usage(format!(
+                "--out {}: items.jsonl of the unfinished run is not {} items ({e}); pass --force to start over",
+                out.out.display(),
+                S::TITLE
+            ))
+        })?;
+    Ok((dir, items))
+}
+
+/// A scoring run in progress: `--out` open, the finished items of an unfinished run taken over,
+/// new items kept (and, for a slow suite, appended to items.jsonl as each is scored).
+pub struct Run<S: Suite> {
+    dir: OutputDir,
+    out: OutputArgs,
+    finished: HashSet<S::Key>,
+    resumed: usize,
+    items: Vec<S::Item>,
+    writer: Option<ItemsWriter>,
+}
+
+impl<S: Suite> Run<S> {
+    /// Record `settings` in `doc` and open `--out` (see [`resume`]).
+    pub fn open(out: &OutputArgs, doc: &mut MetricsDoc, settings: &S::Settings) -> Result<Self> {
+        record::<S>(doc, out, settings)?;
+        Self::resume(out, doc)
+    }
+
+    /// Open `--out` for a run whose settings `doc` holds already ([`record`]; see [`resume`]).
+    pub fn resume(out: &OutputArgs, doc: &MetricsDoc) -> Result<Self> {
+        let (dir, items) = resume::<S>(out, doc)?;
+        Ok(Run {
+            finished: items.iter().map(S::key).collect(),
+            resumed: items.len(),
+            items,
+            dir,
+            out: out.clone(),
+            writer: None,
+        })
+    }
+
+    /// Whether the item of this key was finished by the unfinished run taken over.
+    pub fn is_finished(&self, key: &S::Key) -> bool {
+        self.finished.contains(key)
+    }
+
+    /// How many items the unfinished run had finished.
+    pub fn resumed(&self) -> usize {
+        self.resumed
+    }
+
+    /// A newly scored item, appended to items.jsonl at once (one flushed line): a killed run
+    /// loses at most the item in flight. For suites whose scoring is slow enough to resume.
+    pub fn append(&mut self, item: S::Item) -> Result<()> {
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => self.writer.insert(self.dir.items_append("items.jsonl")?),
+        };
+        writer.write(&item)?;
+        self.items.push(item);
+        Ok(())
+    }
+
+    /// Scored items, kept for the end of the run: for suites that score in well under a second,
+    /// whose unfinished run is simply scored again. Items the unfinished run finished are kept
+    /// as it wrote them.
+    pub fn extend(&mut self, items: impl IntoIterator<Item = S::Item>) {
+        let finished = &self.finished;
+        self.items
+            .extend(items.into_iter().filter(|i| !finished.contains(&S::key(i))));
+    }
+
+    /// End the run with the suite's own outputs ([`Suite::outputs`]) and `files` beside them.
+    pub fn finish(self, doc: &mut MetricsDoc, files: Vec<(String, Vec<u8>)>) -> Result<Done<S>> {
+        self.finish_with(doc, files, S::outputs)
+    }
+
+    /// [`Run::finish`] with another way to the outputs (a single run's errors can name lines a
+    /// merge no longer knows).
+    pub fn finish_with(
+        mut self,
+        doc: &mut MetricsDoc,
+        files: Vec<(String, Vec<u8>)>,
+        outputs: impl FnOnce(&mut MetricsDoc, &mut [S::Item]) -> Result<Outputs>,
+    ) -> Result<Done<S>> {
+        if let Some(w) = self.writer.take() {
+            ItemsWriter::finish(w)?;
+        }
+        let mut outputs = outputs(doc, &mut self.items)?;
+        outputs.files.extend(files);
+        let metrics_json = doc.to_json();
+        self.dir
+            .finish(&jsonl(&self.items)?, &outputs, &metrics_json)?;
+        if self.resumed > 0 {
+            eprintln!(
+                "{}: {} item(s) taken over from the unfinished run",
+                S::NAME,
+                self.resumed
+            );
+        }
+        Ok(Done {
+            items: self.items,
+            outputs,
+            metrics_json,
+            dir: self.dir,
+            json: self.out.json,
+        })
+    }
+}
+
+/// A finished run: its items in the single-run order and what it wrote.
+pub struct Done<S: Suite> {
+    /// The items, in the single-run order.
+    pub items: Vec<S::Item>,
+    /// The outputs written.
+    pub outputs: Outputs,
+    /// metrics.json as written.
+    pub metrics_json: String,
+    dir: OutputDir,
+    json: bool,
+}
+
+impl<S: Suite> Done<S> {
+    /// Print what a scoring command prints when done: metrics.json with `--json`, else the
+    /// human table and where the results went.
+    pub fn print(&self) {
+        self.dir
+            .print_summary(self.json, &self.metrics_json, &self.outputs.table);
+    }
+}
