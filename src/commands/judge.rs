@@ -13,6 +13,7 @@ use scorekit_report::{bootstrap_mean, sha256_file, OutputDir};
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::judge::{AnyJudge, PairTokenizer};
 use scorekit_runtime::train::checkpoint;
+use scorekit_runtime::train::keep_best::KeepBest;
 use scorekit_runtime::train::model::{Dropouts, McModel};
 use scorekit_runtime::train::trainer::{
     argmax, predict, Control, Event, Example, Recipe, StepLog, Trainer,
@@ -91,10 +92,10 @@ pub struct EvalLog {
 struct RunLog {
     steps: Vec<StepLog>,
     evals: Vec<EvalLog>,
-    /// (step, accuracy) of the kept weights.
-    best: Option<(u64, f64)>,
-    /// Evaluations since the best.
-    since_best: u64,
+    /// The kept weights' step and accuracy, and evaluations since (checkpoint keys `best`,
+    /// `since_best`).
+    #[serde(flatten)]
+    keep: KeepBest,
     /// Dev logits of the kept weights.
     best_logits: Vec<Vec<f32>>,
     early_stopped: bool,
@@ -298,15 +299,12 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
             epoch: t.pos.step as f64 / per_epoch as f64,
             accuracy: acc,
         });
-        if log.best.is_none_or(|(_, b)| acc > b) {
-            log.best = Some((t.pos.step, acc));
-            log.since_best = 0;
+        let decision = log.keep.observe(t.pos.step, acc, a.patience);
+        if decision.keep {
             log.best_logits = logits;
             save_weights(t.model, &best_file)?;
-        } else {
-            log.since_best += 1;
         }
-        if log.since_best >= a.patience {
+        if decision.stop {
             log.early_stopped = true;
             return Ok(Control::Stop);
         }
@@ -384,7 +382,7 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
                 .with_context(|| format!("copying {}", src.display()))?;
         }
     }
-    let kept = match log.best {
+    let kept = match log.keep.best {
         Some((step, acc)) => {
             json!({"step": step, "dev_accuracy": acc, "dev_logits": log.best_logits})
         }
@@ -432,7 +430,7 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
         "trained {} steps; kept step {}{}; folder {}",
         trainer.pos.step,
         training["kept"]["step"],
-        log.best.map_or(String::new(), |(_, acc)| format!(
+        log.keep.best.map_or(String::new(), |(_, acc)| format!(
             " (dev accuracy {:.1}%)",
             100.0 * acc
         )),

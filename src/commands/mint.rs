@@ -9,21 +9,19 @@
 use super::mint_scan::{pass, Reading, Scanned, Source};
 use super::suite::{Mint, Suite};
 use crate::cli::MintArgs;
-use rayon::prelude::*;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::LANES;
 use scorekit_report::mint::{RecheckRow, RecheckTask};
 use scorekit_report::{
-    self as report, Estimate, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs,
-    RateBootstrap, RunSettings, StagedFile,
+    self as report, InputFile, ItemsWriter, MetricsDoc, OutputDir, Outputs, RunSettings, StagedFile,
 };
 use scorekit_sandbox::Limits;
 use scorekit_suites::mint::aggregate::{Aggregate, Totals};
 use scorekit_suites::mint::checkers::Tolerance;
 use scorekit_suites::mint::exec::{python_version, ExecConfig};
 use scorekit_suites::mint::layout::{parse_path, ConfigKey, FileKey};
-use scorekit_suites::mint::tables::{self, TYPES};
-use scorekit_suites::mint::{Item, ItemLines, Recheck};
+use scorekit_suites::mint::tables;
+use scorekit_suites::mint::{metrics, shard_key, Item, ItemLines, Recheck};
 use scorekit_suites::settings::MintSettings;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -483,18 +481,6 @@ fn exec_config(args: &MintArgs, jobs: usize) -> Result<ExecConfig> {
     Ok(cfg)
 }
 
-/// The key `--shard` splits by: configuration, task and task id, so that repeats of one
-/// instance (marked duplicate, first kept) stay in one shard.
-pub fn shard_key(i: &Item) -> String {
-    format!(
-        "{}\u{1f}{}\u{1f}{}\u{1f}{}",
-        i.config.label(),
-        i.task_type,
-        i.task,
-        i.task_id
-    )
-}
-
 /// Metrics from items, the one place `scorekit merge` computes them: puts the items in the
 /// single-run order (files by path, then lines), marks duplicates, and renders as
 /// [`render`] does for `scorekit mint`, which aggregates the same way while it reads.
@@ -534,7 +520,7 @@ pub fn render(doc: &mut MetricsDoc, totals: Totals, timings: &mut Timings) -> Re
     let tolerance = Tolerance::from_name(&settings.tolerance);
     let recheck_summary = recheck_report(&totals, tolerance);
     let started = Instant::now();
-    fill_metrics(doc, &totals, bootstrap, seed);
+    metrics::fill(&mut doc.metrics, &mut doc.groups, &totals, bootstrap, seed);
     timings.bootstrap = started.elapsed();
     for (k, v) in kept {
         doc.metrics.insert(k, v);
@@ -640,93 +626,6 @@ fn discover(
         }
     }
     Ok((files, misfits, stray))
-}
-
-fn fill_metrics(doc: &mut MetricsDoc, totals: &Totals, bootstrap: usize, seed: u64) {
-    let stats = &totals.stats;
-    let m = &mut doc.metrics;
-    m.insert("trajectories".into(), json!(totals.trajectories));
-    m.insert("duplicates".into(), json!(totals.duplicates));
-    m.insert(
-        "configs_complete".into(),
-        json!(stats.iter().filter(|c| c.complete()).count()),
-    );
-    let incomplete: Vec<Value> = stats
-        .iter()
-        .filter(|c| !c.complete())
-        .map(|c| json!({"config": c.key.label(), "missing": c.missing}))
-        .collect();
-    m.insert("configs_incomplete".into(), Value::Array(incomplete));
-    let t2: Vec<Value> = tables::table2(stats)
-        .iter()
-        .map(|r| {
-            let sr: Map<String, Value> = r
-                .sr
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (format!("sr_{}", i + 1), json!(v.map(|x| x / 100.0))))
-                .collect();
-            json!({"agent": r.agent, "sr_micro": sr, "delta_tools_pct_per_turn": r.slope, "r2": r.r2})
-        })
-        .collect();
-    m.insert("table2".into(), Value::Array(t2));
-    let t3: Vec<Value> = tables::table3(stats)
-        .iter()
-        .map(|r| {
-            let obj = |v: [f64; 4]| -> Map<String, Value> {
-                TYPES
-                    .iter()
-                    .zip(v)
-                    .map(|(t, x)| (t.to_string(), json!(x / 100.0)))
-                    .collect()
-            };
-            json!({"agent": r.agent, "feedback_model": r.feedback_model,
-                   "feedback_setting": r.feedback_setting, "sr5_without": obj(r.without),
-                   "sr5_with": obj(r.with), "delta_feedback": obj(r.delta())})
-        })
-        .collect();
-    m.insert("table3".into(), Value::Array(t3));
-
-    // Groups: one per configuration, each type's SR with its bootstrap interval. The
-    // intervals of all groups are computed first, spread over the threads a configuration
-    // at a time (a group alone is too small to split well: 125 blocks of 8 resamples), then
-    // put in place in order; each interval depends only on its group, seed and resamples.
-    // Groups of the same size share their resamples' draws (`RateBootstrap`).
-    let boot = RateBootstrap::new(bootstrap, seed);
-    let intervals: Vec<Vec<(String, Option<Estimate>)>> = totals
-        .verdicts
-        .par_iter()
-        .map(|verdicts| {
-            verdicts
-                .groups()
-                .into_iter()
-                .map(|(k, bits)| (k, boot.estimate(bits)))
-                .collect()
-        })
-        .collect();
-    for (c, intervals) in stats.iter().zip(intervals) {
-        let label = c.key.label();
-        let mut g = Map::new();
-        g.insert("complete".into(), json!(c.complete()));
-        g.insert("missing".into(), json!(c.missing));
-        let mut sr = Map::new();
-        for (k, e) in intervals.into_iter().filter_map(|(k, e)| Some((k, e?))) {
-            sr.insert(k, json!(e));
-        }
-        g.insert("success_rate".into(), Value::Object(sr));
-        let mut inv = Map::new();
-        for (t, s) in &c.by_type {
-            inv.insert(
-                t.clone(),
-                json!({"invalid_actions_mean": s.invalid as f64 / s.n.max(1) as f64,
-                       "turns_mean": s.turns as f64 / s.n.max(1) as f64,
-                       "escaped_underscore_rate": s.underscore as f64 / s.n.max(1) as f64,
-                       "python_tag_rate": s.python as f64 / s.n.max(1) as f64}),
-            );
-        }
-        g.insert("behaviour".into(), Value::Object(inv));
-        doc.groups.insert(label, Value::Object(g));
-    }
 }
 
 /// Per task: re-checked, agreeing, differing, unverifiable, and the differing instances.

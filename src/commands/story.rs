@@ -5,19 +5,17 @@ use crate::cli::{OptionOrders, StoryArgs};
 use crate::commands::model_runtime::ModelRuntime;
 use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
-use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
 use scorekit_report::{self as report, MetricsDoc, Outputs, RunSettings};
 use scorekit_runtime::judge::{AnyJudge, Head};
-use scorekit_runtime::Embedder;
-use scorekit_suites::letter;
 use scorekit_suites::settings::StorySettings;
 use scorekit_suites::story::{
-    self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, JudgeVerdict, Outcome,
-    PairValue, Question, Status,
+    self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, Outcome, PairValue, Question,
+    Status,
 };
+use scorekit_suites::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -199,7 +197,11 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         .into_iter()
         .filter(|chunk| chunk.iter().any(|c| !is_done(&run, c)))
         .map(|chunk| {
-            let models = (judge.as_ref(), embedder.is_some());
+            let models = Models {
+                scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
+                letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
+                embedder: embedder.is_some(),
+            };
             let letter = LetterPlan {
                 shots: &shots,
                 cyclic,
@@ -207,24 +209,27 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             ChunkPlan::new(chunk, &questions, &generations, models, letter)
         })
         .collect();
-    let work: usize = plans
-        .iter()
-        .map(|p| p.judge_pairs.len() + p.letter_prompts.len() + p.texts.len())
-        .sum();
+    let work: usize = plans.iter().map(ChunkPlan::work).sum();
     let progress = bar(work as u64, "score", out.quiet);
+    let batch_tokens = args.model.batch_tokens;
     for plan in &plans {
         let verdicts = match &judge {
-            Some(j) => plan.judge(j, &questions, args.model.batch_tokens, &progress)?,
+            Some(AnyJudge::Scoring(j)) => {
+                let scores = j.score(&plan.judge_pairs, batch_tokens, &progress)?;
+                plan.scoring_verdicts(&questions, &scores)
+            }
+            Some(AnyJudge::Letter(j)) => {
+                let answers = j.answer(&plan.letter_prompts, batch_tokens, &progress)?;
+                let texts: Vec<&str> = answers.iter().map(|a| a.text.as_str()).collect();
+                plan.letter_verdicts(&questions, &texts)
+            }
             None => HashMap::new(),
         };
         let pairs = match &embedder {
-            Some(e) => plan.pairs(
-                e,
-                &questions,
-                &generations,
-                args.model.batch_tokens,
-                &progress,
-            )?,
+            Some(e) => {
+                let vectors = e.embed(&plan.texts, batch_tokens, &progress)?;
+                plan.pairs(&questions, &generations, &vectors)
+            }
             None => HashMap::new(),
         };
         for c in plan.members.iter() {
@@ -266,215 +271,6 @@ fn story_item(
         judge: verdict,
         dissimilarity_pairs: pairs.cloned(),
         dissimilarity_mean: mean,
-    }
-}
-
-/// Scored generations per chunk: whole stories (all groups' endings of a story together, as
-/// Dissimilarity's pairs need), in order of first appearance, closed once a chunk holds this
-/// many generations. Small enough that a kill loses little, large enough to batch well.
-const CHUNK_GENERATIONS: usize = 128;
-
-/// Split scored generations into chunks of whole stories (see [`CHUNK_GENERATIONS`]).
-fn story_chunks<'a>(questions: &[Question], scored: &[&'a Checked]) -> Vec<Vec<&'a Checked>> {
-    let mut stories: Vec<&str> = Vec::new();
-    let mut members: HashMap<&str, Vec<&'a Checked>> = HashMap::new();
-    for &c in scored {
-        let p = questions[c.question.expect("scored items have a question")]
-            .passage_id
-            .as_str();
-        members
-            .entry(p)
-            .or_insert_with(|| {
-                stories.push(p);
-                Vec::new()
-            })
-            .push(c);
-    }
-    let mut chunks: Vec<Vec<&'a Checked>> = Vec::new();
-    let mut current: Vec<&'a Checked> = Vec::new();
-    for p in stories {
-        current.append(members.get_mut(p).expect("listed story"));
-        if current.len() >= CHUNK_GENERATIONS {
-            chunks.push(std::mem::take(&mut current));
-        }
-    }
-    if !current.is_empty() {
-        chunks.push(current);
-    }
-    chunks
-}
-
-/// The model inputs of one chunk, deduplicated: the judge's (passage, question + option)
-/// pairs and the distinct endings to embed.
-struct ChunkPlan<'a> {
-    members: Vec<&'a Checked>,
-    /// Distinct (document, question + option) pairs to score.
-    judge_pairs: Vec<(String, String)>,
-    /// Per member: indices into `judge_pairs` of the human options and of the ending.
-    judge_slots: Vec<(Vec<usize>, usize)>,
-    /// Distinct letter-judge prompts (human options; the ending in the gold slot).
-    letter_prompts: Vec<String>,
-    /// Per member: indices into `letter_prompts` of the human options' and the ending's
-    /// prompts, one per rotation of the options.
-    letter_slots: Vec<(Vec<usize>, Vec<usize>)>,
-    /// Distinct endings to embed.
-    texts: Vec<String>,
-    /// Per member: index into `texts`.
-    text_of: Vec<usize>,
-}
-
-impl<'a> ChunkPlan<'a> {
-    /// Plan a chunk for the models present, `(judge, embedder)`. Identical (question, option
-    /// text) pairs are scored once, so an ending equal to the gold option gets exactly the gold
-    /// option's score; a letter judge's prompts likewise, per (question, ending).
-    fn new(
-        members: Vec<&'a Checked>,
-        questions: &'a [Question],
-        generations: &'a [Generation],
-        (judge, with_embedder): (Option<&AnyJudge>, bool),
-        letter: LetterPlan,
-    ) -> Self {
-        let with_judge = matches!(judge, Some(AnyJudge::Scoring(_)));
-        let with_letter = matches!(judge, Some(AnyJudge::Letter(_)));
-        let mut prompt_index: HashMap<(usize, Option<&str>, usize), usize> = HashMap::new();
-        let mut letter_prompts: Vec<String> = Vec::new();
-        let mut letter_slots = Vec::new();
-        let mut pair_index: HashMap<(usize, &str), usize> = HashMap::new();
-        let mut judge_pairs: Vec<(String, String)> = Vec::new();
-        let mut judge_slots = Vec::new();
-        let mut text_index: HashMap<&str, usize> = HashMap::new();
-        let mut texts: Vec<String> = Vec::new();
-        let mut text_of = Vec::new();
-        for c in &members {
-            let qi = c.question.expect("scored items have a question");
-            let ending = generations[c.generation].ending.as_str();
-            if with_judge {
-                let mut slot = |text: &'a str| -> usize {
-                    *pair_index.entry((qi, text)).or_insert_with(|| {
-                        judge_pairs.push(questions[qi].pair(text));
-                        judge_pairs.len() - 1
-                    })
-                };
-                let gold: Vec<usize> = questions[qi].options.iter().map(|o| slot(o)).collect();
-                let own = slot(ending);
-                judge_slots.push((gold, own));
-            }
-            if with_letter {
-                let q = &questions[qi];
-                let mut prompts = |ending: Option<&'a str>| -> Vec<usize> {
-                    // Every rotation of the question's options, or only the dataset's order.
-                    let rotations = if letter.cyclic { q.options.len() } else { 1 };
-                    (0..rotations)
-                        .map(|r| {
-                            *prompt_index.entry((qi, ending, r)).or_insert_with(|| {
-                                letter_prompts.push(letter_prompt(q, ending, letter.shots, r));
-                                letter_prompts.len() - 1
-                            })
-                        })
-                        .collect()
-                };
-                letter_slots.push((prompts(None), prompts(Some(ending))));
-            }
-            if with_embedder {
-                text_of.push(*text_index.entry(ending).or_insert_with(|| {
-                    texts.push(ending.to_string());
-                    texts.len() - 1
-                }));
-            }
-        }
-        ChunkPlan {
-            members,
-            judge_pairs,
-            judge_slots,
-            letter_prompts,
-            letter_slots,
-            texts,
-            text_of,
-        }
-    }
-
-    /// Judge verdicts per generation index.
-    fn judge(
-        &self,
-        judge: &AnyJudge,
-        questions: &[Question],
-        batch_tokens: usize,
-        progress: &ProgressBar,
-    ) -> Result<HashMap<usize, JudgeVerdict>> {
-        let judge = match judge {
-            AnyJudge::Scoring(j) => j,
-            AnyJudge::Letter(j) => {
-                let answers = j.answer(&self.letter_prompts, batch_tokens, progress)?;
-                return Ok(self
-                    .members
-                    .iter()
-                    .zip(&self.letter_slots)
-                    .map(|(c, (human, own))| {
-                        let qi = c.question.expect("scored");
-                        let text = |slots: &[usize]| -> Vec<&str> {
-                            slots.iter().map(|&i| answers[i].text.as_str()).collect()
-                        };
-                        let (human, own) = (text(human), text(own));
-                        let gold = questions[qi].gold;
-                        let v = if human.len() == 1 {
-                            story::letter_verdict(human[0], own[0], gold)
-                        } else {
-                            story::letter_verdict_cyclic(&human, &own, gold)
-                        };
-                        (c.generation, v)
-                    })
-                    .collect());
-            }
-        };
-        let scores = judge.score(&self.judge_pairs, batch_tokens, progress)?;
-        Ok(self
-            .members
-            .iter()
-            .zip(&self.judge_slots)
-            .map(|(c, (gold, own))| {
-                let qi = c.question.expect("scored");
-                let gold_scores: Vec<f32> = gold.iter().map(|&i| scores[i]).collect();
-                let v = story::judge_verdict(&gold_scores, questions[qi].gold, scores[*own]);
-                (c.generation, v)
-            })
-            .collect())
-    }
-
-    /// Dissimilarity pairs per generation index: pairs of endings of the same story, per group.
-    fn pairs(
-        &self,
-        embedder: &Embedder,
-        questions: &[Question],
-        generations: &[Generation],
-        batch_tokens: usize,
-        progress: &ProgressBar,
-    ) -> Result<HashMap<usize, Vec<PairValue>>> {
-        let vectors = embedder.embed(&self.texts, batch_tokens, progress)?;
-        let mut by_group: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (k, c) in self.members.iter().enumerate() {
-            by_group
-                .entry(generations[c.generation].group())
-                .or_default()
-                .push(k);
-        }
-        let mut out = HashMap::new();
-        for members in by_group.values() {
-            let items: Vec<(&str, &str, &[f32])> = members
-                .iter()
-                .map(|&k| {
-                    let q = &questions[self.members[k].question.expect("scored")];
-                    (
-                        q.passage_id.as_str(),
-                        q.id.as_str(),
-                        vectors[self.text_of[k]].as_slice(),
-                    )
-                })
-                .collect();
-            for (&k, p) in members.iter().zip(story::story_pairs(&items)) {
-                out.insert(self.members[k].generation, p);
-            }
-        }
-        Ok(out)
     }
 }
 
@@ -756,24 +552,4 @@ fn headline(
     m.insert("groups".into(), json!(results.len()));
     m.insert("dataset_questions".into(), json!(dataset_questions));
     m
-}
-
-/// The letter judge's prompt for question `q`: its human options, or `ending` in the gold slot,
-/// rotated by `rotation` (0: the dataset's order), after the demonstrations `shots` ("" for
-/// run_llm.py's zero-shot prompt).
-fn letter_prompt(q: &Question, ending: Option<&str>, shots: &str, rotation: usize) -> String {
-    let mut options: Vec<&str> = q.options.iter().map(String::as_str).collect();
-    if let Some(e) = ending {
-        options[q.gold] = e;
-    }
-    let options = &letter::rotations(&options)[rotation];
-    letter::prompt(shots, &q.document, &q.question, options)
-}
-
-/// What a letter judge is asked per question: the demonstrations, and whether every rotation of
-/// the options (`--option-orders cyclic`) or only the dataset's order (the reference protocol).
-#[derive(Clone, Copy)]
-struct LetterPlan<'a> {
-    shots: &'a str,
-    cyclic: bool,
 }

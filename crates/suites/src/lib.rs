@@ -12,4 +12,5 @@ pub mod pystr;
 pub mod settings;
 pub mod similarity;
 pub mod story;
+pub mod story_plan;
 pub use similarity::cosine;

@@ -10,6 +10,7 @@
 
 pub mod adamw;
 pub mod checkpoint;
+pub mod keep_best;
 pub mod model;
 pub mod schedule;
 pub mod trainer;

@@ -13,6 +13,7 @@ pub use item_json::ItemLines;
 mod fastline;
 use fastline::FastLine;
 pub mod layout;
+pub mod metrics;
 pub mod pyexpr;
 pub mod pyfloat;
 mod record;
@@ -494,6 +495,18 @@ pub fn mark_duplicates(items: &mut [Item]) {
         );
         it.duplicate = !seen.insert(key);
     }
+}
+
+/// The key `--shard` splits by: configuration, task and task id, so that repeats of one
+/// instance (marked duplicate, first kept) stay in one shard.
+pub fn shard_key(i: &Item) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        i.config.label(),
+        i.task_type,
+        i.task,
+        i.task_id
+    )
 }
 
 #[cfg(test)]
