@@ -100,28 +100,28 @@ pub struct JudgeTrainArgs {
     #[arg(long, default_value_t = 5)]
     pub epochs: u64,
     /// Optimiser steps in all (overrides --epochs).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_steps: Option<u64>,
     /// Peak learning rate.
-    #[arg(long, default_value_t = 1e-5)]
+    #[arg(long, default_value_t = 1e-5, value_parser = positive)]
     pub lr: f64,
     /// Questions per micro-batch.
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = at_least_one)]
     pub batch_questions: usize,
     /// Micro-batches per optimiser step.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = at_least_one)]
     pub grad_accum: usize,
     /// Decoupled weight decay (not on biases and LayerNorm weights).
     #[arg(long, default_value_t = 0.01)]
     pub weight_decay: f64,
     /// Share of the optimiser steps spent in linear warm-up.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = share)]
     pub warmup_ratio: f64,
     /// Clip gradients to this global L2 norm (0: no clipping).
     #[arg(long, default_value_t = 1.0)]
     pub max_grad_norm: f64,
     /// Evaluate on --dev (and save a checkpoint) every N optimiser steps, and after each epoch.
-    #[arg(long, value_name = "N", default_value_t = 200)]
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
     pub eval_every: u64,
     /// Stop after this many dev evaluations without a gain in accuracy.
     #[arg(long, value_name = "N", default_value_t = 3)]
@@ -133,7 +133,7 @@ pub struct JudgeTrainArgs {
     #[arg(long)]
     pub no_shuffle: bool,
     /// Dropout probability everywhere (default: the model's config.json).
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", value_parser = probability)]
     pub dropout: Option<f64>,
     /// Truncate pairs to this many tokens (default: the model's limit).
     #[arg(long, value_name = "N")]
@@ -344,7 +344,7 @@ pub struct StoryArgs {
     #[arg(long, value_enum, default_value_t = OptionOrders::Reference)]
     pub option_orders: OptionOrders,
     /// Skip IFSM (no judge).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "skip_embedder")]
     pub skip_judge: bool,
     /// Skip Dissimilarity (no embedder).
     #[arg(long)]
@@ -464,18 +464,18 @@ pub struct MintArgs {
     #[arg(long)]
     pub exec_code: bool,
     /// Seconds allowed per code execution.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     pub exec_timeout: u64,
     /// Address-space limit per program of --exec-code, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 2048)]
     pub exec_memory: u64,
     /// Programs of --exec-code run at once (default: the number of cores).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
     pub jobs: Option<usize>,
     /// Numeric tolerance of the GSM8K/MATH/HotpotQA re-check: `head` (5 % of |ref|, upstream
     /// HEAD) or `pre` (5 % of ref, the checker behind the stored flags).
-    #[arg(long, value_name = "RULE", default_value = "head", value_parser = ["head", "pre"])]
-    pub tolerance: String,
+    #[arg(long, value_name = "RULE", value_enum, default_value_t = ToleranceArg::Head)]
+    pub tolerance: ToleranceArg,
     /// Print the time of each phase (walk, read and parse, re-check, aggregate, bootstrap,
     /// write) and the peak memory to stderr.
     #[arg(long)]
@@ -747,4 +747,70 @@ pub struct MergeArgs {
     /// Overwrite results already in --out.
     #[arg(long)]
     pub force: bool,
+}
+
+/// The flag that sets each setting lower layers may refuse (`scorekit_core::error::Setting`):
+/// the one place their errors meet the command line.
+pub fn flag_of(setting: scorekit_core::error::Setting) -> &'static str {
+    use scorekit_core::error::Setting;
+    match setting {
+        Setting::Engine => "--engine",
+        Setting::Quantize => "--quantize",
+        Setting::Dtype => "--dtype",
+        Setting::Device => "--device",
+        Setting::FollowLabel => "--follow-label",
+    }
+}
+
+/// `--tolerance`: the numeric tolerance of MINT's re-check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToleranceArg {
+    /// 5 % of |ref| (upstream HEAD).
+    Head,
+    /// 5 % of ref (the checker behind the stored flags).
+    Pre,
+}
+
+impl From<ToleranceArg> for scorekit_suites::mint::checkers::Tolerance {
+    fn from(t: ToleranceArg) -> Self {
+        match t {
+            ToleranceArg::Head => Self::Head,
+            ToleranceArg::Pre => Self::Pre,
+        }
+    }
+}
+
+// Flag values checked as the command line is parsed, before any work starts (clap names the
+// flag and exits 2).
+
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        Ok(_) => Err("must be a positive number".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        Ok(_) => Err("must be between 0 and 1".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..1.0).contains(&x) => Ok(x),
+        Ok(_) => Err("must be in [0, 1)".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }

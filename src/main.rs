@@ -22,7 +22,13 @@ fn main() {
         }
     };
     if let Err(e) = scorekit::commands::run(cli.command) {
-        eprintln!("error: {e}");
+        match &e {
+            // Lower layers name their own settings; the user set them with flags.
+            scorekit::Error::Setting(s) => {
+                eprintln!("error: {}", s.shown_as(scorekit::cli::flag_of(s.setting)))
+            }
+            _ => eprintln!("error: {e}"),
+        }
         std::process::exit(e.exit_code());
     }
 }

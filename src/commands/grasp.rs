@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::grasp_common::{
-    headline, locator, read_and_score, resolve_test, settings, summary_options, ResolvedTest,
+    check_options, headline, locator, read_and_score, resolve_test, settings, summary_options,
+    ResolvedTest,
 };
 use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
@@ -25,18 +26,7 @@ pub fn run(args: GraspArgs) -> Result<()> {
         return super::grasp_models::run(args);
     }
     let test = resolve_test(args.test, &args.responses[0])?;
-    if args.semantic && !test.kind.is_open() {
-        return Err(Error::usage(format!(
-            "--semantic re-reads open-ended answers (level1-open); the test here is {}",
-            test.kind.name()
-        )));
-    }
-    if args.pairwise && !test.kind.is_level2() {
-        return Err(Error::usage(format!(
-            "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
-            test.kind.name()
-        )));
-    }
+    check_options(&args, test.kind)?;
     let file = &args.responses[0];
     let (rows, lines, items) = read_and_score(file, test.kind, args.allow_unknown_scenes)?;
     let located = locator(file, &lines);

@@ -2,7 +2,7 @@
 //! resolve the test, read and check a results file (scene names, rows), score it, and the
 //! settings and headline numbers of metrics.json.
 
-use crate::cli::GraspTest;
+use crate::cli::{GraspArgs, GraspTest};
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::{read_csv, read_jsonl, read_text, Record};
 use scorekit_report::MetricsDoc;
@@ -259,6 +259,29 @@ fn jsonl_row(r: &Record) -> Result<Row, InputError> {
         response: r.opt_str("response")?.unwrap_or_default().to_string(),
         video_file: r.opt_str("video_file")?.map(str::to_string),
     })
+}
+
+/// The flags that depend on the test type, checked in this one place for a run of one results
+/// file and of several, before any file is scored.
+pub(super) fn check_options(args: &GraspArgs, kind: TestKind) -> Result<()> {
+    if args.semantic && (args.responses.len() > 1 || args.labels.is_some()) {
+        return Err(Error::usage(
+            "--semantic scores one --responses file at a time; run it per model",
+        ));
+    }
+    if args.semantic && !kind.is_open() {
+        return Err(Error::usage(format!(
+            "--semantic re-reads open-ended answers (level1-open); the test here is {}",
+            kind.name()
+        )));
+    }
+    if args.pairwise && !kind.is_level2() {
+        return Err(Error::usage(format!(
+            "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
+            kind.name()
+        )));
+    }
+    Ok(())
 }
 
 /// The settings of a run of `test` (no `--semantic` yet: [`GraspSettings::semantic`] is false).

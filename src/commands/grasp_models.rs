@@ -8,7 +8,9 @@
 //! that model's single-run headline (accuracy, n, ...) with its per-test groups under `tests`;
 //! `metrics` holds the row count and the models in order.
 
-use super::grasp_common::{headline, read_and_score, resolve_test, settings, summary_options};
+use super::grasp_common::{
+    check_options, headline, read_and_score, resolve_test, settings, summary_options,
+};
 use crate::cli::GraspArgs;
 use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
@@ -22,11 +24,6 @@ use std::path::{Path, PathBuf};
 
 /// Score every --responses file and write one output folder with all models.
 pub fn run(args: GraspArgs) -> Result<()> {
-    if args.semantic {
-        return Err(Error::usage(
-            "--semantic scores one --responses file at a time; run it per model",
-        ));
-    }
     let labels = labels(&args.responses, args.labels.as_deref())?;
     let out = &args.output;
     let opts = SummaryOptions {
@@ -54,12 +51,7 @@ pub fn run(args: GraspArgs) -> Result<()> {
             Some(_) => {}
             None => first = Some((test.kind, file.clone())),
         }
-        if args.pairwise && !test.kind.is_level2() {
-            return Err(Error::usage(format!(
-                "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
-                test.kind.name()
-            )));
-        }
+        check_options(&args, test.kind)?;
         // Read, checked and scored exactly as a single-file run.
         let (_, _, mut scored) = read_and_score(file, test.kind, args.allow_unknown_scenes)?;
         for it in &mut scored {

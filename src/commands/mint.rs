@@ -120,12 +120,6 @@ pub fn run(mut args: MintArgs) -> Result<()> {
             root.display()
         )));
     }
-    if args.exec_timeout == 0 {
-        return Err(Error::usage("--exec-timeout must be at least 1 second"));
-    }
-    if args.jobs == Some(0) {
-        return Err(Error::usage("--jobs must be at least 1"));
-    }
     let started = Instant::now();
     let mut timings = Timings {
         threads: rayon::current_num_threads(),
@@ -164,11 +158,7 @@ pub fn run(mut args: MintArgs) -> Result<()> {
     }
     let sources = sources(files);
 
-    let tolerance = if args.tolerance == "pre" {
-        Tolerance::Pre
-    } else {
-        Tolerance::Head
-    };
+    let tolerance = Tolerance::from(args.tolerance);
     let recheck_on = args.recheck || args.exec_code;
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)

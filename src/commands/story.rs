@@ -21,11 +21,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Run `scorekit story`.
 pub fn run(mut args: StoryArgs) -> Result<()> {
-    if args.skip_judge && args.skip_embedder {
-        return Err(Error::usage(
-            "--skip-judge and --skip-embedder together leave nothing to score",
-        ));
-    }
     let dataset = run_loop::dataset(&args.dataset, args.model.offline, args.output.quiet)?;
     args.dataset = dataset.path.clone();
     let out = &args.output;

@@ -12,6 +12,10 @@ pub enum Error {
     /// Bad usage (flags, conflicting options, refusing to overwrite). Exit code 2.
     #[error("{0}")]
     Usage(String),
+    /// A setting a lower layer cannot honour, named by that layer's own parameter; the command
+    /// line shows it under the flag that set it. Exit code 2.
+    #[error("{0}")]
+    Setting(SettingError),
     /// A command whose suite has not landed yet. Exit code 1.
     #[error("`scorekit {0}` is not available yet in this version of scorekit")]
     NotAvailable(&'static str),
@@ -24,7 +28,7 @@ impl Error {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Input(_) | Error::Usage(_) => 2,
+            Error::Input(_) | Error::Usage(_) | Error::Setting(_) => 2,
             Error::NotAvailable(_) | Error::Internal(_) => 1,
         }
     }
@@ -32,6 +36,72 @@ impl Error {
     /// A usage error with a message.
     pub fn usage(msg: impl Into<String>) -> Self {
         Error::Usage(msg.into())
+    }
+
+    /// A setting that cannot be honoured: `value` as set (shown after the setting's name), and
+    /// why.
+    pub fn setting(setting: Setting, value: Option<String>, message: impl Into<String>) -> Self {
+        Error::Setting(SettingError {
+            setting,
+            value,
+            message: message.into(),
+        })
+    }
+}
+
+/// The settings lower layers (runtime, output folder, shards) are given and may refuse. They
+/// speak of these, never of flags; the command line maps each to its flag in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// Which implementation runs the encoders.
+    Engine,
+    /// int8 encoder products.
+    Quantize,
+    /// The float type of weights and activations.
+    Dtype,
+    /// The device models run on.
+    Device,
+    /// The label a binary judge counts as "follows".
+    FollowLabel,
+}
+
+impl Setting {
+    /// The setting's own name (what a lower layer's error shows without the command line).
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Engine => "engine",
+            Setting::Quantize => "quantize",
+            Setting::Dtype => "dtype",
+            Setting::Device => "device",
+            Setting::FollowLabel => "follow_label",
+        }
+    }
+}
+
+/// A refused setting: which, the value as set, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingError {
+    /// The setting.
+    pub setting: Setting,
+    /// Its value, as shown after the name (`native`, `"maybe"`, a path).
+    pub value: Option<String>,
+    /// Why it cannot be honoured, and what would be.
+    pub message: String,
+}
+
+impl SettingError {
+    /// The message with the setting shown as `name` (the command line passes the flag).
+    pub fn shown_as(&self, name: &str) -> String {
+        match &self.value {
+            Some(v) => format!("{name} {v}: {}", self.message),
+            None => format!("{name}: {}", self.message),
+        }
+    }
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.shown_as(self.setting.name()))
     }
 }
 

@@ -377,7 +377,7 @@ impl FastBert {
             return Err(err("scorekit's encoder runs erf-GELU models only"));
         }
         if products.int8 && !scorekit_kernels::int8::available() {
-            return Err(err("--quantize needs AVX-512 VNNI"));
+            return Err(err("int8 products need AVX-512 VNNI"));
         }
         let st = if path.extension().is_some_and(|e| e == "safetensors") {
             StFile::open(path, &layout.prefixes)?

@@ -1,9 +1,9 @@
-//! `--device` and `--dtype`: which accelerator runs the model and in which float type.
+//! The device and the float type: which accelerator runs the model and in which float type.
 
 use candle_core::{DType, Device};
-use scorekit_core::error::{Error, Result};
+use scorekit_core::error::{Error, Result, Setting};
 
-/// Parse a `--device` spec (`cpu`, `cuda`, `cuda:N`, `metal`, `metal:N`, `auto`) and open the device.
+/// Parse a device spec (`cpu`, `cuda`, `cuda:N`, `metal`, `metal:N`, `auto`) and open the device.
 ///
 /// A malformed spec is a usage error; a well-formed one that this build or machine cannot serve
 /// (no CUDA feature, no GPU) is an internal error that says so.
@@ -12,9 +12,11 @@ pub fn select_device(spec: &str) -> Result<Device> {
     let (kind, ordinal) = match spec.split_once(':') {
         Some((k, n)) => {
             let n: usize = n.parse().map_err(|_| {
-                Error::usage(format!(
-                    "--device {spec}: the device number must be a non-negative integer (e.g. cuda:0)"
-                ))
+                Error::setting(
+                    Setting::Device,
+                    Some(spec.clone()),
+                    "the device number must be a non-negative integer (e.g. cuda:0)",
+                )
             })?;
             (k.to_string(), Some(n))
         }
@@ -38,9 +40,11 @@ pub fn select_device(spec: &str) -> Result<Device> {
             }
             Ok(Device::Cpu)
         }
-        _ => Err(Error::usage(format!(
-            "--device {spec}: expected cpu, cuda, cuda:N, metal, metal:N or auto"
-        ))),
+        _ => Err(Error::setting(
+            Setting::Device,
+            Some(spec.clone()),
+            "expected cpu, cuda, cuda:N, metal, metal:N or auto",
+        )),
     }
 }
 
@@ -53,7 +57,7 @@ fn open(dev: candle_core::Result<Device>, spec: &str, feature: &str) -> Result<D
         let hint = if built {
             String::new()
         } else {
-            format!(" (this scorekit was built without the `{feature}` feature; rebuild with `--features {feature}` or use --device cpu)")
+            format!(" (this scorekit was built without the `{feature}` feature; rebuild with `--features {feature}` or use the cpu device)")
         };
         Error::Internal(anyhow::anyhow!("cannot open device {spec}: {e}{hint}"))
     })

@@ -3,7 +3,7 @@
 //! architecture and the device; nothing else in the runtime decides.
 
 use candle_core::{DType, Device};
-use scorekit_core::error::{Error, Result};
+use scorekit_core::error::{Error, Result, Setting};
 use scorekit_encoder::Encoder;
 use scorekit_models::{Architecture, ModelConfig};
 use std::path::Path;
@@ -70,7 +70,7 @@ impl EngineOptions {
             return Err("scorekit's kernels run erf-GELU models only".into());
         }
         if self.int8 && !scorekit_kernels::int8_available() {
-            return Err("--quantize needs AVX-512 VNNI".into());
+            return Err("int8 products need AVX-512 VNNI".into());
         }
         Ok(())
     }
@@ -93,13 +93,15 @@ pub fn load_encoder(
         EngineChoice::Auto => opts.native_fits(cfg, device, dtype).is_ok(),
         EngineChoice::Native => {
             opts.native_fits(cfg, device, dtype)
-                .map_err(|why| Error::usage(format!("--engine native: {why}")))?;
+                .map_err(|why| Error::setting(Setting::Engine, Some("native".into()), why))?;
             true
         }
     };
     if opts.int8 && !native {
-        return Err(Error::usage(
-            "--quantize needs scorekit's CPU engine (x86-64 with AVX-512 VNNI, f32, a BERT-layout model)",
+        return Err(Error::setting(
+            Setting::Quantize,
+            None,
+            "int8 products need scorekit's CPU engine (x86-64 with AVX-512 VNNI, f32, a BERT-layout model)",
         ));
     }
     if native {
@@ -130,18 +132,24 @@ pub fn load_encoder(
 /// activations overflow it (transformers clamps them; scorekit does not pretend to).
 pub fn seq2seq_engine(opts: &EngineOptions, dtype: DType) -> Result<&'static str> {
     if opts.engine == EngineChoice::Native {
-        return Err(Error::usage(
-            "--engine native: scorekit's kernels do not run T5 models; use --engine auto or candle",
+        return Err(Error::setting(
+            Setting::Engine,
+            Some("native".into()),
+            "scorekit's kernels do not run T5 models; use the auto or candle engine",
         ));
     }
     if opts.int8 {
-        return Err(Error::usage(
-            "--quantize: int8 runs on scorekit's kernels, which do not run T5 models",
+        return Err(Error::setting(
+            Setting::Quantize,
+            None,
+            "int8 runs on scorekit's kernels, which do not run T5 models",
         ));
     }
     if dtype == DType::F16 {
-        return Err(Error::usage(
-            "--dtype f16: T5's activations overflow f16; use f32 or bf16",
+        return Err(Error::setting(
+            Setting::Dtype,
+            Some("f16".into()),
+            "T5's activations overflow f16; use f32 or bf16",
         ));
     }
     Ok("candle")

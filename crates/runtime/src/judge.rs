@@ -13,7 +13,7 @@ use crate::engine::{load_encoder, EngineOptions};
 use anyhow::anyhow;
 use candle_core::{DType, Device};
 use indicatif::ProgressBar;
-use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::error::{Error, InputError, Result, Setting};
 use scorekit_encoder::Tokens;
 use scorekit_encoder::{run_batched, Encoder};
 use scorekit_models::heads::{ClassifierHead, Head as _};
@@ -54,11 +54,15 @@ impl AnyJudge {
     ) -> Result<AnyJudge> {
         if crate::letter_judge::is_letter_judge(dir) {
             if let Some(label) = follow_label {
-                return Err(Error::usage(format!(
-                    "--follow-label {label:?}: judge {} is a letter judge (T5), which answers \
-                     with an option's letter; the flag is for sequence-classification judges",
-                    dir.display()
-                )));
+                return Err(Error::setting(
+                    Setting::FollowLabel,
+                    Some(format!("{label:?}")),
+                    format!(
+                        "judge {} is a letter judge (T5), which answers with an option's letter; \
+                         a follow label is for sequence-classification judges",
+                        dir.display()
+                    ),
+                ));
             }
             let judge = crate::letter_judge::LetterJudge::load(dir, device, dtype, engine)?;
             return Ok(AnyJudge::Letter(judge));
@@ -335,11 +339,15 @@ fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) 
     };
     if !classifier {
         if let Some(label) = follow_label {
-            return Err(Error::usage(format!(
-                "--follow-label {label:?}: judge {} is a multiple-choice model ({class}); \
-                 the flag is for sequence-classification judges",
-                dir.display()
-            )));
+            return Err(Error::setting(
+                Setting::FollowLabel,
+                Some(format!("{label:?}")),
+                format!(
+                    "judge {} is a multiple-choice model ({class}); a follow label is for \
+                     sequence-classification judges",
+                    dir.display()
+                ),
+            ));
         }
         return Ok(Head::MultipleChoice);
     }
@@ -361,19 +369,27 @@ fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) 
         )));
     }
     let Some(label) = follow_label else {
-        return Err(Error::usage(format!(
-            "judge {} is a sequence classifier ({class}); name the label that means \"follows\" \
-             with --follow-label (one of: {})",
-            dir.display(),
-            labels.join(", ")
-        )));
+        return Err(Error::setting(
+            Setting::FollowLabel,
+            None,
+            format!(
+                "judge {} is a sequence classifier ({class}); name the label that means \
+                 \"follows\" (one of: {})",
+                dir.display(),
+                labels.join(", ")
+            ),
+        ));
     };
     let follow = labels.iter().position(|l| l == label).ok_or_else(|| {
-        Error::usage(format!(
-            "--follow-label {label:?}: not a label of judge {} (labels: {})",
-            dir.display(),
-            labels.join(", ")
-        ))
+        Error::setting(
+            Setting::FollowLabel,
+            Some(format!("{label:?}")),
+            format!(
+                "not a label of judge {} (labels: {})",
+                dir.display(),
+                labels.join(", ")
+            ),
+        )
     })?;
     Ok(Head::Binary { labels, follow })
 }
@@ -444,7 +460,7 @@ mod tests {
         .unwrap();
         let e = head_of(dir, &sc, None).unwrap_err().to_string();
         assert!(
-            e.contains("--follow-label") && e.contains("not, follow"),
+            e.contains("follow_label") && e.contains("not, follow"),
             "{e}"
         );
         assert_eq!(
