@@ -124,7 +124,10 @@ fn by_serde_value(l: &str, _: &mut Scratch) -> Option<FastLine> {
             _ => None,
         },
         success: state.get("success")?.as_bool(),
-        invalid: state.get("agent_action_count")?.get("invalid_action")?.as_u64(),
+        invalid: state
+            .get("agent_action_count")?
+            .get("invalid_action")?
+            .as_u64(),
         history,
         terminate_reason: match state.get("terminate_reason") {
             None | Some(Value::Null) => Some(None),
@@ -152,7 +155,10 @@ fn by_sonic_value(l: &str, _: &mut Scratch) -> Option<FastLine> {
             _ => None,
         },
         success: state.get("success")?.as_bool(),
-        invalid: state.get("agent_action_count")?.get("invalid_action")?.as_u64(),
+        invalid: state
+            .get("agent_action_count")?
+            .get("invalid_action")?
+            .as_u64(),
         history,
         terminate_reason: match state.get("terminate_reason") {
             None => Some(None),
@@ -183,7 +189,10 @@ fn by_simd_value(l: &str, s: &mut Scratch) -> Option<FastLine> {
             _ => None,
         },
         success: state.get("success")?.as_bool(),
-        invalid: state.get("agent_action_count")?.get("invalid_action")?.as_u64(),
+        invalid: state
+            .get("agent_action_count")?
+            .get("invalid_action")?
+            .as_u64(),
         history,
         terminate_reason: match state.get("terminate_reason") {
             None => Some(None),
@@ -278,7 +287,9 @@ const FULL: [Method<fastline::FullLine>; 4] = [
     ("fastline", |l, _| {
         fastline::parse_full(l).or_else(|| full_view(serde_json::from_str(l).ok()?))
     }),
-    ("serde_json", |l, _| full_view(serde_json::from_str(l).ok()?)),
+    ("serde_json", |l, _| {
+        full_view(serde_json::from_str(l).ok()?)
+    }),
     ("sonic-rs", |l, _| full_view(sonic_rs::from_str(l).ok()?)),
     ("simd-json", |l, s| {
         s.buf.clear();
@@ -325,7 +336,9 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let archive = args.get(1).expect("usage: json-peers ARCHIVE [ROUNDS] [PASSES]");
+    let archive = args
+        .get(1)
+        .expect("usage: json-peers ARCHIVE [ROUNDS] [PASSES]");
     let rounds: usize = args.get(2).map_or(7, |s| s.parse().unwrap());
     let passes: usize = args.get(3).map_or(3, |s| s.parse().unwrap());
     let mut files = Vec::new();
@@ -365,7 +378,9 @@ fn main() {
     };
     println!("\nstored flags (`scorekit mint`): the facts of each line");
     ctx.run(&METHODS, &mut scratch);
-    println!("\nre-check (`scorekit mint --recheck`): the facts, prompt, reference, assistant texts");
+    println!(
+        "\nre-check (`scorekit mint --recheck`): the facts, prompt, reference, assistant texts"
+    );
     ctx.run(&FULL, &mut scratch);
 }
 
@@ -391,7 +406,10 @@ impl Ctx<'_> {
                 .count();
             assert_eq!(bad, 0, "{name}: {bad} lines differ from fastline");
         }
-        println!("all {} methods agree with fastline on every line", methods.len());
+        println!(
+            "all {} methods agree with fastline on every line",
+            methods.len()
+        );
         let mut wall = vec![Vec::new(); methods.len()];
         let mut cpu = vec![Vec::new(); methods.len()];
         for _ in 0..rounds {
