@@ -1,8 +1,8 @@
 //! A hand-written scanner for the usual shape of a trajectory line: one pass over the bytes,
-//! strings skipped 64 bytes at a time (`scorekit_kernels::json_string`: AVX-512 masks where the
-//! CPU has them, else a walk over SSE2 masks), nothing copied or unescaped but the few short strings the item keeps (and an
-//! assistant message that has `\u` escapes); for a re-check ([`parse_full`]) also the
-//! assistant messages, the prompt and the reference.
+//! strings skipped 64 bytes at a time (`scorekit_kernels::json_string`: AVX-512 masks where
+//! the CPU has them, else a walk over SSE2 masks), nothing copied or unescaped but the few
+//! short strings the item keeps (and an assistant message that has `\u` escapes); for a
+//! re-check ([`parse_full`]) also the assistant messages, the prompt and the reference.
 //!
 //! It is a fast path in front of [`super::record`], not a second parser: it answers only for
 //! lines it is sure serde_json would accept, with the values serde_json would give, and says
