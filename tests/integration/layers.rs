@@ -70,6 +70,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "scorekit-report",
             "scorekit-sandbox",
             "scorekit-data",
+            "scorekit-kernels",
         ],
     ),
     (

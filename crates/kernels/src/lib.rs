@@ -1,7 +1,8 @@
 //! scorekit's x86-64 CPU kernels, on plain slices (no tensors, no candle): packed f32, split-bf16
 //! AMX and int8 (VNNI / AMX-INT8) matrix products with fused epilogues, vectorised erf-GELU and
 //! exp, a peak-FLOP probe, sha256 of 16 streams in AVX-512 lanes ([`sha256_lanes`]) and the
-//! ASCII test of the line reader ([`ascii`]). `scorekit-native` builds the unpadded encoder on them and
+//! ASCII test of the line reader ([`ascii`]) and the JSON string scan of MINT's line reader
+//! ([`json_string`]). `scorekit-native` builds the unpadded encoder on them and
 //! `scorekit-autograd` the training path. Each kernel has a measured reason in BENCHMARKS.md.
 //! `scorekit_runtime::engine::load_encoder` decides where they run; this crate only says whether
 //! the CPU can (`*_available`).
@@ -20,6 +21,7 @@ pub mod ascii;
 pub mod gemm;
 #[cfg(target_arch = "x86_64")]
 pub mod int8;
+pub mod json_string;
 pub mod peak;
 pub mod sha256_lanes;
 
