@@ -8,7 +8,7 @@
 use crate::cli::OutputArgs;
 use crate::commands::suite::Suite;
 use scorekit_core::error::{Error, Result};
-use scorekit_report::{jsonl, ItemsWriter, MetricsDoc, OutputDir, Outputs, RunSettings};
+use scorekit_report::{ItemsWriter, MetricsDoc, OutputDir, Outputs, RunSettings, StagedFile};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -130,8 +130,15 @@ impl<S: Suite> Run<S> {
         let mut outputs = outputs(doc, &mut self.items)?;
         outputs.files.extend(files);
         let metrics_json = doc.to_json();
-        self.dir
-            .finish(&jsonl(&self.items)?, &outputs, &metrics_json)?;
+        // Serialised straight to a staged file, not into memory first: items.jsonl is the
+        // largest thing a run writes (GRASP at 1M rows: ~300 MB).
+        let mut staged = StagedFile::create_near(self.dir.path(), "items.jsonl")?;
+        for item in &self.items {
+            serde_json::to_writer(staged.writer(), item)
+                .map_err(|e| Error::Internal(anyhow::anyhow!("cannot write items.jsonl: {e}")))?;
+            staged.write_all(b"\n")?;
+        }
+        self.dir.finish_staged(staged, &outputs, &metrics_json)?;
         if self.resumed > 0 {
             eprintln!(
                 "{}: {} item(s) taken over from the unfinished run",
