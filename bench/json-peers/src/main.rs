@@ -81,7 +81,7 @@ fn by_simd(l: &str, s: &mut Scratch) -> Option<FastLine> {
     stored_view(simd_json::serde::from_slice_with_buffers(&mut s.buf, &mut s.simd).ok()?)
 }
 
-/// The facts from a generic document, as `parse_full_serde` reads them.
+/// The facts from a generic document, as `suites::mint::parse_full` reads them.
 struct Doc<'a> {
     task_id: Option<String>,
     success: Option<bool>,
