@@ -1,8 +1,10 @@
 //! A hand-written scanner for the usual shape of a trajectory line: one pass over the bytes,
 //! strings skipped 64 bytes at a time (`scorekit_kernels::json_string`: AVX-512 masks where
 //! the CPU has them, else a walk over SSE2 masks), nothing copied or unescaped but the few
-//! short strings the item keeps (and an assistant message that has `\u` escapes); for a
-//! re-check ([`parse_full`]) also the assistant messages, the prompt and the reference.
+//! short strings the item keeps (and an assistant message that has `\u` escapes). It serves
+//! the stored-flags reading ([`super::parse_stored`]) only: a re-check reads every line with
+//! serde_json ([`super::parse_full`]), which measured faster there than this reader's former
+//! re-check mode (notes-fastline.md, "MINT line reading").
 //!
 //! It is a fast path in front of [`super::record`], not a second parser: it answers only for
 //! lines it is sure serde_json would accept, with the values serde_json would give, and says
@@ -27,52 +29,7 @@ pub(crate) struct FastLine {
 
 /// Read `src` if it has the usual shape; `None` when serde_json must decide.
 pub(crate) fn parse(src: &str) -> Option<FastLine> {
-    read(src, false).map(|(facts, _)| facts)
-}
-
-/// What a re-check needs from one line: [`FastLine`], the task's `prompt` and `reference`,
-/// and the assistant messages' text, as serde_json reads them into
-/// [`super::parse_full`]'s record.
-#[derive(Debug, PartialEq)]
-pub(crate) struct FullLine {
-    pub facts: FastLine,
-    pub prompt: Option<String>,
-    pub reference: serde_json::Value,
-    pub assistant: Vec<String>,
-}
-
-/// Read `src` for a re-check if it has the usual shape; `None` when serde_json must decide.
-/// Only the assistant messages, the prompt and the reference are decoded.
-pub(crate) fn parse_full(src: &str) -> Option<FullLine> {
-    let (facts, extras) = read(src, true)?;
-    let extras = extras?;
-    let reference = match extras.reference {
-        // The value as serde_json reads it inside the line (checked above: nesting at most
-        // 64, so its recursion limit is not reached alone either).
-        Some((from, to)) => serde_json::from_str(src.get(from..to)?).ok()?,
-        None => serde_json::Value::Null,
-    };
-    Some(FullLine {
-        facts,
-        prompt: extras.prompt,
-        reference,
-        assistant: extras.assistant,
-    })
-}
-
-/// What [`parse_full`] reads besides the facts.
-#[derive(Default)]
-struct Extras {
-    prompt: Option<String>,
-    /// Where the raw JSON of `task.reference` lies, if it is there.
-    reference: Option<(usize, usize)>,
-    assistant: Vec<String>,
-}
-
-/// The facts of `src`, and with `full` the extras of a re-check.
-fn read(src: &str, full: bool) -> Option<(FastLine, Option<Extras>)> {
     let mut s = Scan::new(src.as_bytes());
-    s.full = full.then(Extras::default);
     let mut state = None;
     let mut task_id = None;
     s.ws();
@@ -99,7 +56,7 @@ fn read(src: &str, full: bool) -> Option<(FastLine, Option<Extras>)> {
         return None;
     }
     let (success, invalid_actions, history, terminate_reason) = state?;
-    let facts = FastLine {
+    Some(FastLine {
         task_id: task_id?,
         success,
         invalid_actions,
@@ -107,8 +64,7 @@ fn read(src: &str, full: bool) -> Option<(FastLine, Option<Extras>)> {
         escaped_underscore: history.escaped_underscore,
         python_tag: history.python_tag,
         terminate_reason,
-    };
-    Some((facts, s.full))
+    })
 }
 
 /// Deepest nesting read here; serde_json's own limit is 128.
@@ -137,8 +93,6 @@ struct Scan<'a> {
     i: usize,
     /// The string scan of this CPU.
     strings: StringScanner,
-    /// What a re-check needs, collected when asked for ([`parse_full`]).
-    full: Option<Extras>,
 }
 
 impl<'a> Scan<'a> {
@@ -147,7 +101,6 @@ impl<'a> Scan<'a> {
             b,
             i: 0,
             strings: StringScanner::new(),
-            full: None,
         }
     }
 
@@ -430,7 +383,6 @@ impl<'a> Scan<'a> {
     fn message(&mut self, depth: usize) -> Option<(bool, bool, bool)> {
         let mut role: Option<bool> = None;
         let mut flags: Option<(bool, bool)> = None;
-        let mut content = (0, 0);
         self.object(depth, |s, key, d| {
             match key {
                 b"role" => {
@@ -444,7 +396,6 @@ impl<'a> Scan<'a> {
                         return None;
                     }
                     let raw = s.string()?;
-                    content = (raw.from, raw.to);
                     // Only the assistant's content is searched (roles come first, as a rule).
                     flags = Some(if role == Some(false) {
                         (false, false)
@@ -457,13 +408,7 @@ impl<'a> Scan<'a> {
             Some(())
         })?;
         let (underscore, python) = flags?;
-        let assistant = role?;
-        if assistant {
-            if let Some(full) = &mut self.full {
-                full.assistant.push(decode(&self.b[content.0..content.1])?);
-            }
-        }
-        Some((assistant, underscore, python))
+        Some((role?, underscore, python))
     }
 
     /// `task`: its `task_id` (a string or an integer that fits u64; other numbers go to
@@ -490,12 +435,7 @@ impl<'a> Scan<'a> {
                     }
                     match s.peek()? {
                         b'n' => s.literal(b"null")?,
-                        b'"' => {
-                            let raw = s.string()?;
-                            if let Some(full) = &mut s.full {
-                                full.prompt = Some(decode(&s.b[raw.from..raw.to])?);
-                            }
-                        }
+                        b'"' => s.string().map(drop)?,
                         _ => return None,
                     }
                 }
@@ -503,11 +443,7 @@ impl<'a> Scan<'a> {
                     if std::mem::replace(&mut reference, true) {
                         return None;
                     }
-                    let from = s.i;
                     s.skip_value(d)?;
-                    if let Some(full) = &mut s.full {
-                        full.reference = Some((from, s.i));
-                    }
                 }
                 _ => s.skip_value(d)?,
             }
@@ -621,51 +557,12 @@ mod tests {
         })
     }
 
-    /// What serde_json reads for a re-check ([`super::super::parse_full`]'s record), in the
-    /// form of [`FullLine`].
-    fn serde_full_view(src: &str) -> Option<FullLine> {
-        use serde_json::Value;
-        let rec: super::super::Line = serde_json::from_str(src).ok()?;
-        let task_id = match &rec.task.task_id {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            _ => return None,
-        };
-        let assistant: Vec<String> = rec
-            .state
-            .history
-            .iter()
-            .filter(|m| m.role == "assistant")
-            .map(|m| m.content.clone())
-            .collect();
-        Some(FullLine {
-            facts: FastLine {
-                task_id,
-                success: rec.state.success,
-                invalid_actions: rec.state.agent_action_count.invalid_action,
-                history_len: rec.state.history.len() as u64,
-                escaped_underscore: assistant.iter().any(|m| m.contains("\\_")),
-                python_tag: assistant.iter().any(|m| m.contains("[PYTHON]")),
-                terminate_reason: rec.state.terminate_reason,
-            },
-            prompt: rec.task.prompt,
-            reference: rec.task.reference,
-            assistant,
-        })
-    }
-
-    /// Where the fast path answers, serde_json accepts the line and gives the same values,
-    /// for the stored flags and for a re-check; both answer for the same lines.
+    /// Where the fast path answers, serde_json accepts the line and gives the same values.
     fn check(src: &str) -> bool {
         let fast = parse(src);
         if fast.is_some() {
             assert_eq!(fast, serde_view(src), "line: {src}");
         }
-        let full = parse_full(src);
-        if full.is_some() {
-            assert_eq!(full, serde_full_view(src), "line: {src}");
-        }
-        assert_eq!(full.is_some(), fast.is_some(), "line: {src}");
         fast.is_some()
     }
 

@@ -241,34 +241,10 @@ pub struct Pending {
 }
 
 /// Read one non-blank line in full, for a re-check: the item (not yet re-checked) and what
-/// its re-check needs ([`fastline`] for the usual shape, else serde_json).
+/// its re-check needs, every line by serde_json (every error with its field). serde_json
+/// reads these lines, not [`fastline`], because it measured faster here than the
+/// hand-written reader's re-check mode did (notes-fastline.md, "MINT line reading").
 pub fn parse_full(
-    name: &str,
-    key: &FileKey,
-    line: usize,
-    row: usize,
-    src: &str,
-) -> Result<(Item, Pending), InputError> {
-    let Some(f) = fastline::parse_full(src) else {
-        return parse_full_serde(name, key, line, row, src);
-    };
-    let answers = f
-        .assistant
-        .iter()
-        .filter_map(|m| checkers::proposal(checkers::model_output(m)))
-        .collect();
-    Ok((
-        item(name, key, line, row, f.facts),
-        Pending {
-            prompt: f.prompt,
-            reference: f.reference,
-            answers,
-        },
-    ))
-}
-
-/// [`parse_full`] by serde_json: every line, and every error with its field.
-fn parse_full_serde(
     name: &str,
     key: &FileKey,
     line: usize,
@@ -620,11 +596,8 @@ mod tests {
             };
             for (row, (line, src)) in file.lines().enumerate() {
                 let fast = parse_stored(name, key, line, row + 1, src).unwrap();
-                let (full, pending) = parse_full(name, key, line, row + 1, src).unwrap();
+                let (full, _) = parse_full(name, key, line, row + 1, src).unwrap();
                 assert_eq!(fast, full, "{name}:{line}");
-                // The re-check's reading by the scanner equals serde_json's.
-                let serde = parse_full_serde(name, key, line, row + 1, src).unwrap();
-                assert_eq!((full, pending), serde, "{name}:{line}");
                 n += 1;
                 // `\_` outside the assistant's messages (prompts, observations) must not count.
                 underscore_elsewhere +=
@@ -705,14 +678,7 @@ mod tests {
             assert!(good.contains(from), "{from}");
             let src = good.replacen(from, to, 1);
             let fast = parse_stored("f.jsonl", &key, 3, 2, &src);
-            let full = parse_full("f.jsonl", &key, 3, 2, &src);
-            let serde = parse_full_serde("f.jsonl", &key, 3, 2, &src);
-            assert_eq!(
-                full.as_ref().map_err(ToString::to_string),
-                serde.as_ref().map_err(ToString::to_string),
-                "{src}"
-            );
-            let full = full.map(|(i, _)| i);
+            let full = parse_full("f.jsonl", &key, 3, 2, &src).map(|(i, _)| i);
             assert_eq!(fast, full, "{src}");
             if to.contains("a \\\\_") {
                 assert!(fast.unwrap().escaped_underscore, "{src}");
