@@ -4,7 +4,7 @@
 //! short strings the item keeps (and an assistant message that has `\u` escapes). It serves
 //! the stored-flags reading ([`super::parse_stored`]) only: a re-check reads every line with
 //! serde_json ([`super::parse_full`]), which measured faster there than this reader's former
-//! re-check mode (notes-fastline.md, "MINT line reading").
+//! re-check mode (BENCHMARKS.md §8, "Line reading").
 //!
 //! It is a fast path in front of [`super::record`], not a second parser: it answers only for
 //! lines it is sure serde_json would accept, with the values serde_json would give, and says

@@ -243,7 +243,7 @@ pub struct Pending {
 /// Read one non-blank line in full, for a re-check: the item (not yet re-checked) and what
 /// its re-check needs, every line by serde_json (every error with its field). serde_json
 /// reads these lines, not [`fastline`], because it measured faster here than the
-/// hand-written reader's re-check mode did (notes-fastline.md, "MINT line reading").
+/// hand-written reader's re-check mode did (BENCHMARKS.md §8, "Line reading").
 pub fn parse_full(
     name: &str,
     key: &FileKey,
