@@ -3,7 +3,8 @@
 //! exp, a peak-FLOP probe, sha256 of 16 streams in AVX-512 lanes ([`sha256_lanes`]), the ASCII
 //! test of the line reader ([`ascii`]), the JSON string scan of MINT's line reader
 //! ([`json_string`]), the bootstrap's generator and resample-counting kernel ([`resample`], for
-//! `scorekit-report`). `scorekit-native` builds the unpadded encoder on them and
+//! `scorekit-report`) and the training path's element-wise GELU and masked softmax ([`train`],
+//! for `scorekit-autograd`). `scorekit-native` builds the unpadded encoder on them and
 //! `scorekit-autograd` the training path. Each kernel has a measured reason in BENCHMARKS.md.
 //! `scorekit_runtime::engine::load_encoder` decides where they run; this crate only says whether
 //! the CPU can (`*_available`).
@@ -29,6 +30,7 @@ pub mod json_string;
 pub mod peak;
 pub mod resample;
 pub mod sha256_lanes;
+pub mod train;
 
 /// Whether this CPU can run the fast encoder's f32 kernels (x86-64 with AVX-512F).
 pub fn kernels_available() -> bool {
