@@ -220,3 +220,111 @@ fn the_lower_layers_build_without_the_model_stack() {
         }
     }
 }
+
+// ---------------------------------------------------------------- hand-written SIMD (issue 30)
+
+/// What marks hand-written SIMD in a source file: the `arch` module of std or core, and functions
+/// compiled for extra CPU features (the `target_` + `feature` attribute). Spelled in two pieces so
+/// that this file does not hold them.
+const SIMD_MARKS: [[&str; 2]; 3] = [
+    ["std::", "arch"],
+    ["core::", "arch"],
+    ["target_", "feature"],
+];
+
+/// Files outside scorekit-kernels that may still hold SIMD because their move into kernels is
+/// under way on another branch (issue 30: fastline.rs). An entry whose file no longer holds any
+/// fails the test, so that it is removed when the move lands.
+const SIMD_PENDING_MOVE: &[&str] = &["crates/suites/src/mint/fastline.rs"];
+
+/// Sentences for every file (path relative to the repository, text) outside crates/kernels that
+/// holds hand-written SIMD, and for every pending entry that holds none.
+fn simd_outside_kernels(files: &[(String, String)]) -> Vec<String> {
+    let marks: Vec<String> = SIMD_MARKS.iter().map(|m| m.concat()).collect();
+    let mut bad = Vec::new();
+    let mut pending_seen = BTreeSet::new();
+    for (path, text) in files {
+        let found: Vec<&str> = marks
+            .iter()
+            .filter(|m| text.contains(m.as_str()))
+            .map(String::as_str)
+            .collect();
+        if SIMD_PENDING_MOVE.contains(&path.as_str()) {
+            if !found.is_empty() {
+                pending_seen.insert(path.as_str());
+            }
+            continue;
+        }
+        if !found.is_empty() && !path.starts_with("crates/kernels/") {
+            bad.push(format!(
+                "{path} holds {}: hand-written SIMD belongs in crates/kernels",
+                found.join(", ")
+            ));
+        }
+    }
+    for p in SIMD_PENDING_MOVE {
+        if !pending_seen.contains(p) {
+            bad.push(format!(
+                "{p} holds no SIMD any more: remove it from SIMD_PENDING_MOVE"
+            ));
+        }
+    }
+    bad
+}
+
+/// Every .rs file of the workspace's crates (src/, tests/, crates/), relative path and text.
+fn workspace_sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for top in ["src", "tests", "crates"] {
+        for e in walkdir::WalkDir::new(repo().join(top))
+            .into_iter()
+            .filter_entry(|e| !matches!(e.file_name().to_str(), Some("target" | "data")))
+        {
+            let e = e.unwrap();
+            if e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "rs") {
+                let rel = e.path().strip_prefix(repo()).unwrap();
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                files.push((rel, std::fs::read_to_string(e.path()).unwrap()));
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn simd_lives_only_in_the_kernels_crate() {
+    let files = workspace_sources();
+    assert!(
+        files.iter().any(|(p, _)| p == "crates/kernels/src/gemm.rs"),
+        "the source walk found no kernels"
+    );
+    let bad = simd_outside_kernels(&files);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn simd_outside_the_kernels_crate_is_named() {
+    let intrinsics = ["use std::", "arch::x86_64::*;"].concat();
+    let feature = ["#[target_", "feature(enable = \"avx2\")]"].concat();
+    let mut files = workspace_sources();
+    files.retain(|(p, _)| !SIMD_PENDING_MOVE.contains(&p.as_str()));
+    files.push(("crates/report/src/fast.rs".into(), intrinsics.clone()));
+    files.push((
+        "src/commands/hot.rs".into(),
+        format!("{feature}\nfn f() {{}}"),
+    ));
+    files.push(("crates/kernels/src/new.rs".into(), intrinsics));
+    let mut want: Vec<String> = SIMD_PENDING_MOVE
+        .iter()
+        .map(|p| format!("{p} holds no SIMD any more: remove it from SIMD_PENDING_MOVE"))
+        .collect();
+    let named = |path: &str, mark: [&str; 2]| {
+        format!(
+            "{path} holds {}: hand-written SIMD belongs in crates/kernels",
+            mark.concat()
+        )
+    };
+    want.insert(0, named("src/commands/hot.rs", SIMD_MARKS[2]));
+    want.insert(0, named("crates/report/src/fast.rs", SIMD_MARKS[0]));
+    assert_eq!(simd_outside_kernels(&files), want);
+}
