@@ -232,40 +232,21 @@ const SIMD_MARKS: [[&str; 2]; 3] = [
     ["target_", "feature"],
 ];
 
-/// Files outside scorekit-kernels that may still hold SIMD because their move into kernels is
-/// under way on another branch (issue 30: fastline.rs). An entry whose file no longer holds any
-/// fails the test, so that it is removed when the move lands.
-const SIMD_PENDING_MOVE: &[&str] = &["crates/suites/src/mint/fastline.rs"];
-
 /// Sentences for every file (path relative to the repository, text) outside crates/kernels that
-/// holds hand-written SIMD, and for every pending entry that holds none.
+/// holds hand-written SIMD.
 fn simd_outside_kernels(files: &[(String, String)]) -> Vec<String> {
     let marks: Vec<String> = SIMD_MARKS.iter().map(|m| m.concat()).collect();
     let mut bad = Vec::new();
-    let mut pending_seen = BTreeSet::new();
     for (path, text) in files {
         let found: Vec<&str> = marks
             .iter()
             .filter(|m| text.contains(m.as_str()))
             .map(String::as_str)
             .collect();
-        if SIMD_PENDING_MOVE.contains(&path.as_str()) {
-            if !found.is_empty() {
-                pending_seen.insert(path.as_str());
-            }
-            continue;
-        }
         if !found.is_empty() && !path.starts_with("crates/kernels/") {
             bad.push(format!(
                 "{path} holds {}: hand-written SIMD belongs in crates/kernels",
                 found.join(", ")
-            ));
-        }
-    }
-    for p in SIMD_PENDING_MOVE {
-        if !pending_seen.contains(p) {
-            bad.push(format!(
-                "{p} holds no SIMD any more: remove it from SIMD_PENDING_MOVE"
             ));
         }
     }
@@ -307,24 +288,21 @@ fn simd_outside_the_kernels_crate_is_named() {
     let intrinsics = ["use std::", "arch::x86_64::*;"].concat();
     let feature = ["#[target_", "feature(enable = \"avx2\")]"].concat();
     let mut files = workspace_sources();
-    files.retain(|(p, _)| !SIMD_PENDING_MOVE.contains(&p.as_str()));
     files.push(("crates/report/src/fast.rs".into(), intrinsics.clone()));
     files.push((
         "src/commands/hot.rs".into(),
         format!("{feature}\nfn f() {{}}"),
     ));
     files.push(("crates/kernels/src/new.rs".into(), intrinsics));
-    let mut want: Vec<String> = SIMD_PENDING_MOVE
-        .iter()
-        .map(|p| format!("{p} holds no SIMD any more: remove it from SIMD_PENDING_MOVE"))
-        .collect();
     let named = |path: &str, mark: [&str; 2]| {
         format!(
             "{path} holds {}: hand-written SIMD belongs in crates/kernels",
             mark.concat()
         )
     };
-    want.insert(0, named("src/commands/hot.rs", SIMD_MARKS[2]));
-    want.insert(0, named("crates/report/src/fast.rs", SIMD_MARKS[0]));
+    let want = [
+        named("crates/report/src/fast.rs", SIMD_MARKS[0]),
+        named("src/commands/hot.rs", SIMD_MARKS[2]),
+    ];
     assert_eq!(simd_outside_kernels(&files), want);
 }
