@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("scorekit-core", &[]),
     ("scorekit-io", &["scorekit-core", "scorekit-kernels"]),
-    ("scorekit-report", &["scorekit-core"]),
+    // kernels has no candle (KEPT_OUT below): the bootstrap's resample-counting kernel is there,
+    // with every other hand-written SIMD of the workspace.
+    ("scorekit-report", &["scorekit-core", "scorekit-kernels"]),
     ("scorekit-sandbox", &["scorekit-core"]),
     (
         "scorekit-data",
@@ -217,4 +219,90 @@ fn the_lower_layers_build_without_the_model_stack() {
             assert!(!tree.contains(*b), "{krate} pulls in {b}");
         }
     }
+}
+
+// ---------------------------------------------------------------- hand-written SIMD (issue 30)
+
+/// What marks hand-written SIMD in a source file: the `arch` module of std or core, and functions
+/// compiled for extra CPU features (the `target_` + `feature` attribute). Spelled in two pieces so
+/// that this file does not hold them.
+const SIMD_MARKS: [[&str; 2]; 3] = [
+    ["std::", "arch"],
+    ["core::", "arch"],
+    ["target_", "feature"],
+];
+
+/// Sentences for every file (path relative to the repository, text) outside crates/kernels that
+/// holds hand-written SIMD.
+fn simd_outside_kernels(files: &[(String, String)]) -> Vec<String> {
+    let marks: Vec<String> = SIMD_MARKS.iter().map(|m| m.concat()).collect();
+    let mut bad = Vec::new();
+    for (path, text) in files {
+        let found: Vec<&str> = marks
+            .iter()
+            .filter(|m| text.contains(m.as_str()))
+            .map(String::as_str)
+            .collect();
+        if !found.is_empty() && !path.starts_with("crates/kernels/") {
+            bad.push(format!(
+                "{path} holds {}: hand-written SIMD belongs in crates/kernels",
+                found.join(", ")
+            ));
+        }
+    }
+    bad
+}
+
+/// Every .rs file of the workspace's crates (src/, tests/, crates/), relative path and text.
+fn workspace_sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    for top in ["src", "tests", "crates"] {
+        for e in walkdir::WalkDir::new(repo().join(top))
+            .into_iter()
+            .filter_entry(|e| !matches!(e.file_name().to_str(), Some("target" | "data")))
+        {
+            let e = e.unwrap();
+            if e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "rs") {
+                let rel = e.path().strip_prefix(repo()).unwrap();
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                files.push((rel, std::fs::read_to_string(e.path()).unwrap()));
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn simd_lives_only_in_the_kernels_crate() {
+    let files = workspace_sources();
+    assert!(
+        files.iter().any(|(p, _)| p == "crates/kernels/src/gemm.rs"),
+        "the source walk found no kernels"
+    );
+    let bad = simd_outside_kernels(&files);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn simd_outside_the_kernels_crate_is_named() {
+    let intrinsics = ["use std::", "arch::x86_64::*;"].concat();
+    let feature = ["#[target_", "feature(enable = \"avx2\")]"].concat();
+    let mut files = workspace_sources();
+    files.push(("crates/report/src/fast.rs".into(), intrinsics.clone()));
+    files.push((
+        "src/commands/hot.rs".into(),
+        format!("{feature}\nfn f() {{}}"),
+    ));
+    files.push(("crates/kernels/src/new.rs".into(), intrinsics));
+    let named = |path: &str, mark: [&str; 2]| {
+        format!(
+            "{path} holds {}: hand-written SIMD belongs in crates/kernels",
+            mark.concat()
+        )
+    };
+    let want = [
+        named("crates/report/src/fast.rs", SIMD_MARKS[0]),
+        named("src/commands/hot.rs", SIMD_MARKS[2]),
+    ];
+    assert_eq!(simd_outside_kernels(&files), want);
 }

@@ -294,6 +294,17 @@ pub(super) fn softmax_row<T: Real>(x: &[T], mask: &[T], scale: f64, y: &mut [T],
     if super::simd::masked_softmax_row(x, mask, scale, y) {
         return;
     }
+    softmax_row_plain(x, mask, scale, y, z);
+}
+
+/// [`softmax_row`]'s generic loop (f64, and the reference of the kernels crate's f32 loop).
+pub(super) fn softmax_row_plain<T: Real>(
+    x: &[T],
+    mask: &[T],
+    scale: f64,
+    y: &mut [T],
+    z: &mut [f64],
+) {
     let k = x.len();
     let mut max = f64::NEG_INFINITY;
     for j in 0..k {
@@ -394,17 +405,20 @@ pub(super) fn gelu_into<T: Real>(x: &[T], y: &mut [T]) {
     if vectorised {
         return;
     }
+    y.par_chunks_mut(ELEMS_PER_TASK)
+        .zip(x.par_chunks(ELEMS_PER_TASK))
+        .for_each(|(yc, xc)| gelu_plain(xc, yc));
+}
+
+/// [`gelu_into`]'s generic loop (f64, and the reference of the kernels crate's f32 loop).
+pub(super) fn gelu_plain<T: Real>(x: &[T], y: &mut [T]) {
     let half = T::from_f64(0.5);
     let one = T::from_f64(1.0);
     let r2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
-    y.par_chunks_mut(ELEMS_PER_TASK)
-        .zip(x.par_chunks(ELEMS_PER_TASK))
-        .for_each(|(yc, xc)| {
-            for (y, &v) in yc.iter_mut().zip(xc) {
-                // candle's formula and rounding order (`UnaryOpT for GeluErf`).
-                *y = (T::erf(v * r2) + one) * half * v;
-            }
-        });
+    for (y, &v) in y.iter_mut().zip(x) {
+        // candle's formula and rounding order (`UnaryOpT for GeluErf`).
+        *y = (T::erf(v * r2) + one) * half * v;
+    }
 }
 
 fn gelu_grad<T: Real>(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
@@ -428,19 +442,21 @@ pub(super) fn gelu_grad_into<T: Real>(x: &[T], d: &[T], dx: &mut [T]) {
     if vectorised {
         return;
     }
-    let inv_sqrt_2pi = 1.0 / (2.0 * std::f64::consts::PI).sqrt();
     dx.par_chunks_mut(ELEMS_PER_TASK)
         .zip(x.par_chunks(ELEMS_PER_TASK))
         .zip(d.par_chunks(ELEMS_PER_TASK))
-        .for_each(|((dxc, xc), dc)| {
-            for ((o, &v), &g) in dxc.iter_mut().zip(xc).zip(dc) {
-                let v = v.to_f64();
-                let cdf =
-                    0.5 * (1.0 + T::erf(T::from_f64(v * std::f64::consts::FRAC_1_SQRT_2)).to_f64());
-                let pdf = (-0.5 * v * v).exp() * inv_sqrt_2pi;
-                *o = T::from_f64(g.to_f64() * (cdf + v * pdf));
-            }
-        });
+        .for_each(|((dxc, xc), dc)| gelu_grad_plain(xc, dc, dxc));
+}
+
+/// [`gelu_grad_into`]'s generic loop (f64, and the reference of the kernels crate's f32 loop).
+pub(super) fn gelu_grad_plain<T: Real>(x: &[T], d: &[T], dx: &mut [T]) {
+    let inv_sqrt_2pi = 1.0 / (2.0 * std::f64::consts::PI).sqrt();
+    for ((o, &v), &g) in dx.iter_mut().zip(x).zip(d) {
+        let v = v.to_f64();
+        let cdf = 0.5 * (1.0 + T::erf(T::from_f64(v * std::f64::consts::FRAC_1_SQRT_2)).to_f64());
+        let pdf = (-0.5 * v * v).exp() * inv_sqrt_2pi;
+        *o = T::from_f64(g.to_f64() * (cdf + v * pdf));
+    }
 }
 
 impl CustomOp1 for GeluOp {

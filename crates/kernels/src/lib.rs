@@ -1,11 +1,16 @@
 //! scorekit's x86-64 CPU kernels, on plain slices (no tensors, no candle): packed f32, split-bf16
 //! AMX and int8 (VNNI / AMX-INT8) matrix products with fused epilogues, vectorised erf-GELU and
-//! exp, a peak-FLOP probe, sha256 of 16 streams in AVX-512 lanes ([`sha256_lanes`]) and the
-//! ASCII test of the line reader ([`ascii`]) and the JSON string scan of MINT's line reader
-//! ([`json_string`]). `scorekit-native` builds the unpadded encoder on them and
+//! exp, a peak-FLOP probe, sha256 of 16 streams in AVX-512 lanes ([`sha256_lanes`]), the ASCII
+//! test of the line reader ([`ascii`]), the JSON string scan of MINT's line reader
+//! ([`json_string`]), the bootstrap's generator and resample-counting kernel ([`resample`], for
+//! `scorekit-report`) and the training path's element-wise GELU and masked softmax ([`train`],
+//! for `scorekit-autograd`). `scorekit-native` builds the unpadded encoder on them and
 //! `scorekit-autograd` the training path. Each kernel has a measured reason in BENCHMARKS.md.
 //! `scorekit_runtime::engine::load_encoder` decides where they run; this crate only says whether
 //! the CPU can (`*_available`).
+//!
+//! All of scorekit's hand-written SIMD (`std::arch`) lives here, under the workspace's one lint
+//! policy; `tests/integration/layers.rs` fails on `std::arch` in any other crate.
 //!
 //! The AVX-512 intrinsics are stable since Rust 1.89; the crate's declared MSRV is older.
 #![allow(clippy::incompatible_msrv)]
@@ -23,7 +28,9 @@ pub mod gemm;
 pub mod int8;
 pub mod json_string;
 pub mod peak;
+pub mod resample;
 pub mod sha256_lanes;
+pub mod train;
 
 /// Whether this CPU can run the fast encoder's f32 kernels (x86-64 with AVX-512F).
 pub fn kernels_available() -> bool {

@@ -4,6 +4,7 @@
 //! on the number of threads, and a merge of shards recomputes exactly the single-run interval.
 
 use rayon::prelude::*;
+use scorekit_kernels::resample::{count_block, Xoshiro256, LANES};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
@@ -60,7 +61,8 @@ pub fn bootstrap_mean(values: &[f64], resamples: usize, seed: u64) -> Option<Est
 /// [`bootstrap_mean`] of 0/1 values given as booleans (a rate), with the same result bit for
 /// bit, faster: a resample's sum of 0.0/1.0 values is an exact integer, so it is counted in
 /// integers, and eight resamples' generators are stepped side by side, which the processor
-/// (and, with AVX2, its vector unit) runs in parallel instead of one dependent chain at a time.
+/// (and, with AVX2 or AVX-512, its vector unit) runs in parallel instead of one dependent chain at
+/// a time (`scorekit_kernels::resample::count_block`).
 pub fn bootstrap_rate(bits: &[bool], resamples: usize, seed: u64) -> Option<Estimate> {
     let n = bits.len();
     if n == 0 {
@@ -231,125 +233,6 @@ impl RateBootstrap {
     }
 }
 
-/// Resamples drawn side by side by [`bootstrap_rate`].
-const LANES: usize = 8;
-
-/// The counts of ones of resamples `first..first + LANES`.
-fn count_block(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") && !ones.is_empty() {
-            // SAFETY: the CPU supports AVX-512F (checked just above) and `ones` is not empty,
-            // the two requirements of `count_block_avx512`.
-            return unsafe { count_block_avx512(ones, seed, first) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of a
-            // `target_feature(enable = "avx2")` function.
-            return unsafe { count_block_avx2(ones, seed, first) };
-        }
-    }
-    count_block_lanes(ones, seed, first)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn count_block_avx2(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
-    count_block_lanes(ones, seed, first)
-}
-
-/// [`count_block_lanes`] with the eight generators in one AVX-512 register per state word:
-/// the multiplications by 5 and 9 as shift-and-add, the rotations as `vprolq`, the
-/// multiply-high by `n` from two 32×32→64 products (`vpmuludq`, exact for `n < 2^32` as in
-/// [`count_block_lanes`]), and the eight 0/1 values fetched by one gather.
-///
-/// # Safety
-/// The CPU must support AVX-512F, and `ones` must not be empty (its length is below 2^32, as
-/// [`bootstrap_rate`] ensures).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[allow(clippy::needless_range_loop)] // lane-wise filling of the four state words
-unsafe fn count_block_avx512(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
-    use std::arch::x86_64::*;
-    let n = ones.len() as u64;
-    let mut words = [[0u64; LANES]; 4];
-    for l in 0..LANES {
-        let g = Xoshiro256::new(seed, first + l as u64);
-        for (k, word) in g.0.iter().enumerate() {
-            words[k][l] = *word;
-        }
-    }
-    // SAFETY: (the loads) each `words[k]` is 8 u64, 64 bytes, the size of the unaligned load.
-    let load = |w: &[u64; LANES]| unsafe { _mm512_loadu_si512(w.as_ptr().cast()) };
-    let (mut s0, mut s1, mut s2, mut s3) = (
-        load(&words[0]),
-        load(&words[1]),
-        load(&words[2]),
-        load(&words[3]),
-    );
-    let nv = _mm512_set1_epi64(n as i64);
-    let mut counts = _mm256_setzero_si256();
-    for _ in 0..n {
-        let x = _mm512_add_epi64(s1, _mm512_slli_epi64::<2>(s1));
-        let x = _mm512_rol_epi64::<7>(x);
-        let r = _mm512_add_epi64(x, _mm512_slli_epi64::<3>(x));
-        let t = _mm512_slli_epi64::<17>(s1);
-        s2 = _mm512_xor_si512(s2, s0);
-        s3 = _mm512_xor_si512(s3, s1);
-        s1 = _mm512_xor_si512(s1, s2);
-        s0 = _mm512_xor_si512(s0, s3);
-        s2 = _mm512_xor_si512(s2, t);
-        s3 = _mm512_rol_epi64::<45>(s3);
-        let hi = _mm512_mul_epu32(_mm512_srli_epi64::<32>(r), nv);
-        let lo = _mm512_mul_epu32(r, nv);
-        let idx = _mm512_srli_epi64::<32>(_mm512_add_epi64(hi, _mm512_srli_epi64::<32>(lo)));
-        // SAFETY: every lane of `idx` is (r * n) >> 64 < n = ones.len(), an index into `ones`.
-        let v = unsafe { _mm512_i64gather_epi32::<4>(idx, ones.as_ptr().cast()) };
-        counts = _mm256_add_epi32(counts, v);
-    }
-    let mut out = [0u32; LANES];
-    // SAFETY: `out` is 8 u32, 32 bytes, the size of the unaligned store.
-    unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), counts) };
-    out.map(u64::from)
-}
-
-/// xoshiro256** as [`Xoshiro256`], `LANES` generators in struct-of-arrays form, and
-/// [`Xoshiro256::below`] computed from 32-bit halves (exact for `n < 2^32`), so that every
-/// step is a plain lane-wise operation the compiler can vectorise.
-#[inline(always)]
-#[allow(clippy::needless_range_loop)] // lane-wise indexing of several arrays is the point
-fn count_block_lanes(ones: &[u32], seed: u64, first: u64) -> [u64; LANES] {
-    let n = ones.len() as u64;
-    let mut s = [[0u64; LANES]; 4];
-    for l in 0..LANES {
-        let g = Xoshiro256::new(seed, first + l as u64);
-        for (k, word) in g.0.iter().enumerate() {
-            s[k][l] = *word;
-        }
-    }
-    let mut counts = [0u64; LANES];
-    for _ in 0..n {
-        let mut idx = [0usize; LANES];
-        for l in 0..LANES {
-            let r = (s[1][l].wrapping_mul(5)).rotate_left(7).wrapping_mul(9);
-            let t = s[1][l] << 17;
-            s[2][l] ^= s[0][l];
-            s[3][l] ^= s[1][l];
-            s[1][l] ^= s[2][l];
-            s[0][l] ^= s[3][l];
-            s[2][l] ^= t;
-            s[3][l] = s[3][l].rotate_left(45);
-            // (r * n) >> 64 with r = hi * 2^32 + lo: hi * n + (lo * n >> 32) < 2^64.
-            let hi = (r >> 32) * n + (((r & 0xFFFF_FFFF) * n) >> 32);
-            idx[l] = (hi >> 32) as usize;
-        }
-        for l in 0..LANES {
-            counts[l] += u64::from(ones[idx[l]]);
-        }
-    }
-    counts
-}
-
 /// Median (NaN when empty).
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -369,41 +252,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     let lo = pos.floor() as usize;
     let hi = pos.ceil() as usize;
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
-
-/// xoshiro256** seeded through splitmix64: small, fast, and stable across versions and platforms.
-struct Xoshiro256([u64; 4]);
-
-impl Xoshiro256 {
-    fn new(seed: u64, stream: u64) -> Self {
-        let mut sm = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
-        let mut next = || {
-            sm = sm.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = sm;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        Xoshiro256([next(), next(), next(), next()])
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        let s = &mut self.0;
-        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        result
-    }
-
-    /// Uniform in `0..n` by multiply-shift (bias below 2^-64 * n, irrelevant here).
-    fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
 }
 
 #[cfg(test)]
@@ -502,37 +350,6 @@ mod tests {
             }
         }
         assert!(bootstrap_rate(&[], 10, 0).is_none());
-    }
-
-    #[test]
-    fn below_from_halves_equals_the_wide_product() {
-        let mut g = Xoshiro256::new(1, 2);
-        for n in [1u64, 2, 3, 586, 4102, u32::MAX as u64] {
-            for _ in 0..1000 {
-                let r = g.next_u64();
-                let wide = ((r as u128 * n as u128) >> 64) as u64;
-                let halves = ((r >> 32) * n + (((r & 0xFFFF_FFFF) * n) >> 32)) >> 32;
-                assert_eq!(wide, halves, "r {r} n {n}");
-            }
-        }
-    }
-
-    #[test]
-    fn every_kernel_counts_the_same() {
-        let mut g = Xoshiro256::new(9, 9);
-        for n in [1usize, 2, 5, 63, 64, 65, 586, 1024, 4102] {
-            let ones: Vec<u32> = (0..n).map(|_| u32::from(g.below(3) == 0)).collect();
-            for first in [0u64, 8, 992] {
-                let want = count_block_lanes(&ones, 42, first);
-                assert_eq!(count_block(&ones, 42, first), want, "n {n} first {first}");
-                #[cfg(target_arch = "x86_64")]
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: AVX-512F checked just above; `ones` is not empty.
-                    let got = unsafe { count_block_avx512(&ones, 42, first) };
-                    assert_eq!(got, want, "avx512 n {n} first {first}");
-                }
-            }
-        }
     }
 
     #[test]
