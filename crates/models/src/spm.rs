@@ -169,7 +169,7 @@ impl SpmModel {
 /// (35,638 and 36,618 prefixes). prost parses slower (median of 201 runs, release: spiece.model
 /// 113 us against 33 us, spm.model 129 against 54), nothing beside building the tokenizer; its
 /// errors name the field (`ModelProto.pieces: buffer underflow`, to which `parse` adds "a
-/// truncated or corrupt file?") where the old reader gave the byte offset. The measurement and its commands: notes-simd.md on issue 30's branch.
+/// truncated or corrupt file?") where the old reader gave the byte offset. Measured in BENCHMARKS.md §10 ("spm.model with prost").
 pub mod proto {
     /// `ModelProto`: the vocabulary and the two specs read (self-test data and the
     /// denormaliser are skipped).
