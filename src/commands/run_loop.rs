@@ -53,7 +53,8 @@ pub fn resume<S: Suite>(out: &OutputArgs, doc: &MetricsDoc) -> Result<(OutputDir
 /// new items kept (and, for a slow suite, appended to items.jsonl as each is scored).
 pub struct Run<S: Suite> {
     dir: OutputDir,
-    out: OutputArgs,
+    /// `--json`: print metrics.json rather than the table.
+    json: bool,
     finished: HashSet<S::Key>,
     resumed: usize,
     items: Vec<S::Item>,
@@ -75,7 +76,7 @@ impl<S: Suite> Run<S> {
             resumed: items.len(),
             items,
             dir,
-            out: out.clone(),
+            json: out.json,
             writer: None,
         })
     }
@@ -151,7 +152,7 @@ impl<S: Suite> Run<S> {
             outputs,
             metrics_json,
             dir: self.dir,
-            json: self.out.json,
+            json: self.json,
         })
     }
 }

@@ -312,14 +312,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     doc.metrics
         .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));
     let table = report::story::table(&results, &coverage);
-    let letter = settings
-        .letter_judge()
-        .then(|| report::story::LetterProtocol {
-            prompt: settings.judge_prompt.clone().unwrap_or_default(),
-            decoding: settings.judge_decoding.clone().unwrap_or_default(),
-            pick: settings.judge_pick.clone().unwrap_or_default(),
-            option_orders: settings.judge_option_orders.clone(),
-        });
+    let letter = settings.letter_protocol();
     let report = report::story::report(doc, letter.as_ref(), &results, &coverage, &table);
     Ok(Outputs {
         report,

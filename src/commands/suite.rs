@@ -137,7 +137,7 @@ impl Suite for Grasp {
     /// The test (its rows and labels); the responses and the config beside them are the
     /// model's.
     fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
-        let s: GraspSettings = doc.suite_settings()?;
+        let s: Self::Settings = doc.suite_settings()?;
         Ok(vec![
             setting("test", &s.test),
             setting("scorer", &s.scorer),
@@ -167,14 +167,14 @@ impl Suite for Mint {
         // A run whose settings do not read pairs as not rechecked: `benchmark` reports the
         // settings error before any pairing.
         let rechecked = doc
-            .suite_settings::<MintSettings>()
+            .suite_settings::<Self::Settings>()
             .is_ok_and(|s| s.recheck);
         observe::mint(items, rechecked)
     }
     /// MINT's inputs are the trajectories themselves (model outputs); the instances are paired
     /// by task and id, and the verdict rule must agree.
     fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
-        let s: MintSettings = doc.suite_settings()?;
+        let s: Self::Settings = doc.suite_settings()?;
         Ok(vec![
             setting("recheck", &s.recheck),
             setting("tolerance", &s.tolerance),
@@ -202,7 +202,7 @@ impl Suite for Muse {
     }
     /// queries.json (inputs[0]), the gold flow, the alias table and the scoring rules.
     fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
-        let s: MuseSettings = doc.suite_settings()?;
+        let s: Self::Settings = doc.suite_settings()?;
         Ok(vec![
             input(doc, 0, "queries"),
             setting("flow", &s.flow),
@@ -235,7 +235,7 @@ impl Suite for Story {
     }
     /// The dataset (inputs[0]) and the judge and embedder.
     fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>> {
-        doc.suite_settings::<StorySettings>()?;
+        doc.suite_settings::<Self::Settings>()?;
         Ok(vec![input(doc, 0, "dataset"), models(doc)])
     }
 }

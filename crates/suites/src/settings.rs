@@ -73,9 +73,16 @@ impl StorySettings {
     /// The head of a judge whose verdicts are letters.
     pub const LETTER_HEAD: &'static str = "letter";
 
-    /// Whether the judge was a letter judge.
-    pub fn letter_judge(&self) -> bool {
-        self.judge_head.as_deref() == Some(Self::LETTER_HEAD)
+    /// The letter judge's protocol as recorded (report.md lists it); `None` for another judge.
+    pub fn letter_protocol(&self) -> Option<scorekit_report::story::LetterProtocol> {
+        (self.judge_head.as_deref() == Some(Self::LETTER_HEAD)).then(|| {
+            scorekit_report::story::LetterProtocol {
+                prompt: self.judge_prompt.clone().unwrap_or_default(),
+                decoding: self.judge_decoding.clone().unwrap_or_default(),
+                pick: self.judge_pick.clone().unwrap_or_default(),
+                option_orders: self.judge_option_orders.clone(),
+            }
+        })
     }
 }
 
