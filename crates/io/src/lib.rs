@@ -9,7 +9,7 @@ mod lines;
 mod record;
 mod text;
 
-pub use csv_reader::{read_csv, CsvRecord, CsvTable};
+pub use csv_reader::{read_csv, CsvRecord, CsvStream, CsvTable};
 pub use json::{read_json, read_jsonl, read_jsonl_str};
 pub use lines::{Buffered, LineStream};
 pub use record::{type_name, Record};
