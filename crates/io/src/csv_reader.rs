@@ -83,7 +83,7 @@ impl CsvStream {
             .flexible(false)
             .has_headers(true)
             .from_reader(tracked);
-        let header = reader.headers().map(|h| h.clone());
+        let header = reader.headers().cloned();
         let headers: Vec<String> = match header {
             Ok(h) => h.iter().map(|h| h.trim().to_string()).collect(),
             Err(e) => return Err(stream_error(path, &mut reader, e, "cannot read CSV header")),
@@ -271,7 +271,7 @@ impl<R: Read> Tracked<R> {
     fn line_at(&mut self, offset: u64) -> usize {
         let mut end = offset.max(self.passed);
         while let Some(&(pos, lf)) = self.terminators.front() {
-            if pos < end || pos == end {
+            if pos <= end {
                 // Before the record, or the run of terminators that starts at it.
                 if pos == end {
                     end += 1;
