@@ -75,6 +75,41 @@ pub fn read_corpus(path: &Path) -> Result<Vec<String>> {
 }
 
 /// Run `scorekit bench`.
+/// Which measured peak is the yardstick of a precision's utilisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeakKind {
+    /// The f32 FMA loop (`kernels::peak::measure`).
+    F32,
+    /// bf16 tile products (`kernels::amx::bf16_peak`).
+    Bf16Amx,
+}
+
+impl PeakKind {
+    /// On the CPU: f32 FMAs for f32, bf16 tile products for scorekit's bf16 AMX encoder; none
+    /// for int8, for candle's half types and on a GPU (nothing measures those).
+    pub fn of(
+        device: &candle_core::Device,
+        dtype: candle_core::DType,
+        int8: bool,
+        engine: &str,
+    ) -> Option<Self> {
+        match dtype {
+            _ if !device.is_cpu() || int8 => None,
+            candle_core::DType::F32 => Some(PeakKind::F32),
+            candle_core::DType::BF16 if engine.contains("bf16 AMX") => Some(PeakKind::Bf16Amx),
+            _ => None,
+        }
+    }
+
+    /// Measure it on `threads` threads (about 0.6 s); `None` where the CPU cannot run it.
+    pub fn measure(self, threads: usize) -> Option<runtime::kernels::peak::Peak> {
+        match self {
+            PeakKind::F32 => Some(runtime::kernels::peak::measure(threads, 0.6)),
+            PeakKind::Bf16Amx => runtime::kernels::amx::bf16_peak(threads, 0.6),
+        }
+    }
+}
+
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.repeats == 0 {
         return Err(Error::usage("--repeats must be at least 1"));
@@ -171,7 +206,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .map(|m| m.len())
         .unwrap_or(0);
     let threads = rayon::current_num_threads();
-    let peak = runtime::kernels::peak::measure(threads, 0.6);
+    let peak = PeakKind::of(device, dtype, margs.quantize, embedder.engine())
+        .and_then(|k| k.measure(threads));
     if let Some(path) = &args.save {
         let body = scorekit_report::npy_bytes(&last, embedder.dim());
         scorekit_report::atomic_write(path, &body)?;
@@ -201,13 +237,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "padded_tokens_per_s": padded_tokens as f64 / med,
         "gflop_padded": flops / 1e9,
         "gflops": gflops,
-        "peak_gflops": peak.gflops,
-        "peak_isa": peak.isa,
-        "peak_fraction": gflops / peak.gflops,
+        "peak_gflops": peak.map(|p| p.gflops),
+        "peak_isa": peak.map(|p| p.isa),
+        "peak_fraction": peak.map(|p| gflops / p.gflops),
         "gflop_real": flops_real / 1e9,
         "gflops_real": gflops_real,
-        "real_token_utilisation": gflops_real / peak.gflops,
-        "padded_equivalent_fraction": gflops / peak.gflops,
+        "real_token_utilisation": peak.map(|p| gflops_real / p.gflops),
+        "padded_equivalent_fraction": peak.map(|p| gflops / p.gflops),
         "load_s": load_s,
         "first_batch_s": first_batch_s,
         "peak_rss_bytes": peak_rss,
@@ -248,21 +284,28 @@ pub fn run(args: BenchArgs) -> Result<()> {
         real_tokens as f64 / med,
         padded_tokens as f64 / med
     );
-    println!(
-        "utilisation     {:.0}% of the measured peak {:.1} GFLOP/s ({} FMA loop, {} threads): {:.1} GFLOP/s on the real tokens' work ({:.1} GFLOP per pass)",
-        100.0 * gflops_real / peak.gflops,
-        peak.gflops,
-        peak.isa,
-        peak.threads,
-        gflops_real,
-        flops_real / 1e9
-    );
-    println!(
-        "padded-equiv.   {:.1} GFLOP/s = {:.0}% of the peak ({:.1} GFLOP of padded BERT work per pass: the rate a padded engine would need; for comparison with padded peers)",
-        gflops,
-        100.0 * gflops / peak.gflops,
-        flops / 1e9
-    );
+    match peak {
+        Some(peak) => {
+            println!(
+                "utilisation     {:.0}% of the measured peak {:.1} GFLOP/s ({} loop, {} threads): {:.1} GFLOP/s on the real tokens' work ({:.1} GFLOP per pass)",
+                100.0 * gflops_real / peak.gflops,
+                peak.gflops,
+                peak.isa,
+                peak.threads,
+                gflops_real,
+                flops_real / 1e9
+            );
+            println!(
+                "padded-equiv.   {:.1} GFLOP/s = {:.0}% of the peak ({:.1} GFLOP of padded BERT work per pass: the rate a padded engine would need; for comparison with padded peers)",
+                gflops,
+                100.0 * gflops / peak.gflops,
+                flops / 1e9
+            );
+        }
+        None => println!(
+            "utilisation     {gflops_real:.1} GFLOP/s on the real tokens' work, {gflops:.1} padded-equivalent (no peak is measured for this precision here)"
+        ),
+    }
     println!(
         "peak RSS        {:.0} MiB (VmHWM; weight file {:.0} MiB, ratio {:.2})",
         mb(peak_rss),

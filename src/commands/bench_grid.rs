@@ -7,8 +7,8 @@
 //! value is checked before a model is loaded. BENCHMARKS.md and README.md say how to read it.
 
 use crate::cli::{BenchArgs, DType as CliDType, Engine};
-use crate::commands::bench::{read_corpus, DEFAULT_CORPUS};
-use crate::commands::model_runtime::{dtype_of, ModelRuntime};
+use crate::commands::bench::{read_corpus, PeakKind, DEFAULT_CORPUS};
+use crate::commands::model_runtime::{dtype_of, engine_options, ModelRuntime};
 use candle_core::{DType, Device, Tensor};
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_core::process::{cpu_model_name, peak_rss_bytes, reset_peak_rss};
@@ -48,6 +48,24 @@ struct Spec {
 }
 
 /// A cell's engine: the encoder's own name, prefixed with `scorekit` where it lacks it.
+/// The CPU's measured peaks, GFLOP/s, of the precisions scorekit computes in, measured once
+/// before the cells.
+struct Peaks {
+    device: Device,
+    f32: Option<f64>,
+    bf16_amx: Option<f64>,
+}
+
+impl Peaks {
+    /// The peak of a cell's precision ([`PeakKind::of`]).
+    fn of(&self, dtype: DType, int8: bool, engine: &str) -> Option<f64> {
+        match PeakKind::of(&self.device, dtype, int8, engine)? {
+            PeakKind::F32 => self.f32,
+            PeakKind::Bf16Amx => self.bf16_amx,
+        }
+    }
+}
+
 fn engine_name(encoder: &str) -> String {
     if encoder.starts_with("scorekit") {
         encoder.to_string()
@@ -116,10 +134,13 @@ pub fn check_axes(args: &BenchArgs, device: &Device) -> Result<()> {
                 runtime::device_name(device)
             )));
         }
-        if r.engine == Engine::Native && dt != DType::F32 {
-            return Err(Error::usage(format!(
-                "--dtype {name}: --engine native runs f32 only"
-            )));
+        if r.engine == Engine::Native {
+            let opts = engine_options(&r.cell(1, None, Some(*d), false));
+            if let Err(why) = opts.native_dtype(dt) {
+                return Err(Error::usage(format!(
+                    "--dtype {name}: --engine native: {why}"
+                )));
+            }
         }
     }
     if r.quantize
@@ -332,7 +353,7 @@ fn measure_embedder(
     label: &str,
     spec: &Spec,
     warmup: usize,
-    peak: Option<f64>,
+    peaks: &Peaks,
 ) -> Result<BenchCell> {
     let hidden = indicatif::ProgressBar::hidden();
     let margs = args
@@ -381,7 +402,7 @@ fn measure_embedder(
         .1
         .bert;
     let dtype = dtype_label(rt.dtype, spec.int8);
-    let peak = peak.filter(|_| rt.device.is_cpu() && rt.dtype == DType::F32 && !spec.int8);
+    let peak = peaks.of(rt.dtype, spec.int8, embedder.engine());
     Ok(cell_of(
         Timings {
             load_s,
@@ -415,7 +436,7 @@ fn measure_judge(
     label: &str,
     spec: &Spec,
     warmup: usize,
-    peak: Option<f64>,
+    peaks: &Peaks,
 ) -> Result<BenchCell> {
     let hidden = indicatif::ProgressBar::hidden();
     let margs = args
@@ -463,7 +484,7 @@ fn measure_judge(
         pass_s.push(total);
     }
     let dtype = dtype_label(rt.dtype, spec.int8);
-    let peak = peak.filter(|_| rt.device.is_cpu() && rt.dtype == DType::F32 && !spec.int8);
+    let peak = peaks.of(rt.dtype, spec.int8, judge.engine());
     Ok(cell_of(
         Timings {
             load_s,
@@ -671,18 +692,29 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     let warmup = args.warmup.unwrap_or(DEFAULT_WARMUP);
     let threads = rayon::current_num_threads();
-    let peak = device
-        .is_cpu()
-        .then(|| runtime::kernels::peak::measure(threads, 0.6).gflops);
+    // Each precision's peak is measured once, before the cells (a cell picks its own).
+    let peaks = Peaks {
+        device: device.clone(),
+        f32: device
+            .is_cpu()
+            .then(|| PeakKind::F32.measure(threads))
+            .flatten()
+            .map(|p| p.gflops),
+        bf16_amx: device
+            .is_cpu()
+            .then(|| PeakKind::Bf16Amx.measure(threads))
+            .flatten()
+            .map(|p| p.gflops),
+    };
     let progress = scorekit_core::progress::bar(specs.len() as u64, "bench cells", args.json);
     let mut cells = Vec::new();
     for spec in &specs {
         let (c, texts) = &corpora[spec.corpus];
         progress.set_message(format!("{} bt {}", c.label, spec.batch_tokens));
         let cell = if is_judge {
-            measure_judge(args, &model, &pairs, &c.label, spec, warmup, peak)?
+            measure_judge(args, &model, &pairs, &c.label, spec, warmup, &peaks)?
         } else {
-            measure_embedder(args, &model, texts, &c.label, spec, warmup, peak)?
+            measure_embedder(args, &model, texts, &c.label, spec, warmup, &peaks)?
         };
         cells.push(cell);
         progress.inc(1);

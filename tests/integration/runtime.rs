@@ -784,6 +784,78 @@ fn half_precision_embeddings_are_finite_and_close_to_f32() {
     }
 }
 
+/// bf16 on scorekit's encoder (AMX-BF16 tile products, f32 accumulation, everything else f32)
+/// on the real MiniLM and the first 400 real endings: every embedding within cosine 0.999 of
+/// f32 and at least as close to f32, sentence by sentence on the worst one, as candle's bf16
+/// (bf16 weights and activations throughout). Without AMX-BF16, `--engine native` refuses
+/// bf16 naming the engine, and auto falls back to candle.
+#[test]
+fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
+    use scorekit::runtime::{EngineChoice, EngineOptions};
+    let dir = fixture_dir("all-MiniLM-L6-v2");
+    let endings = common::test_data("possible-stories:endings", "dataset/endings.jsonl");
+    let texts: Vec<String> = std::fs::read_to_string(&endings)
+        .unwrap()
+        .lines()
+        .flat_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["endings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["ending"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .take(400)
+        .collect();
+    let m = runtime::resolve(
+        dir.to_str().unwrap(),
+        &["config.json", "tokenizer.json", "model.safetensors"],
+        &ResolveOptions {
+            offline: true,
+            quiet: true,
+        },
+    )
+    .unwrap();
+    let cpu = candle_core::Device::Cpu;
+    let with = |dtype, engine| {
+        let opts = EngineOptions {
+            engine,
+            ..Default::default()
+        };
+        Embedder::load(&m, &cpu, dtype, None, &opts)
+    };
+    let native = with(candle_core::DType::BF16, EngineChoice::Native);
+    if !(runtime::kernels::kernels_available() && runtime::kernels::amx::available()) {
+        let e = native.err().expect("bf16 refused without AMX-BF16");
+        assert!(e.to_string().contains("AMX-BF16"), "{e}");
+        return;
+    }
+    let native = native.unwrap();
+    assert!(native.engine().contains("bf16 AMX"), "{}", native.engine());
+    let hidden = indicatif::ProgressBar::hidden();
+    let embed = |e: &Embedder| e.embed(&texts, 4096, &hidden).unwrap();
+    let f32s = embed(&with(candle_core::DType::F32, EngineChoice::Auto).unwrap());
+    let ours = embed(&native);
+    let candle = embed(&with(candle_core::DType::BF16, EngineChoice::Candle).unwrap());
+    let worst = |got: &[Vec<f32>]| {
+        got.iter()
+            .zip(&f32s)
+            .map(|(g, w)| cosine(g, w))
+            .fold(1.0f32, f32::min)
+    };
+    let (w_ours, w_candle) = (worst(&ours), worst(&candle));
+    eprintln!(
+        "worst cosine to f32 over {} endings: scorekit bf16 {w_ours}, candle bf16 {w_candle}",
+        texts.len()
+    );
+    assert!(w_ours >= 0.999, "scorekit bf16: worst cosine {w_ours}");
+    assert!(
+        w_ours >= w_candle,
+        "scorekit bf16 {w_ours} < candle bf16 {w_candle}"
+    );
+}
+
 /// `scorekit bench` with no `--input` measures the Possible Stories endings, taken from the data
 /// cache by their dataset name (no path into a project folder): the first sentences of the real
 /// file, counted as the file has them. A cache without the part is refused offline, naming it.

@@ -196,7 +196,18 @@ impl<T> std::fmt::Debug for AlignedBuf<T> {
 /// bf16 values, aligned for tile loads.
 type Bf16Buf = AlignedBuf<u16>;
 
-/// Wᵀ split into bf16 hi and lo, packed for the tile products.
+/// What one product of [`PackedSplit`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TileTerms {
+    /// f32 to ~2⁻¹⁷ relative: the four products of the bf16 hi and lo parts.
+    Split,
+    /// bf16 products with f32 accumulation (`torch.autocast`'s bf16 matmul): both operands
+    /// rounded to bf16 (8 significant bits), one tile product per step, half the weight bytes.
+    Bf16,
+}
+
+/// Wᵀ as bf16 tiles packed for the tile products: split into hi and lo ([`TileTerms::Split`])
+/// or rounded to bf16 ([`TileTerms::Bf16`], `lo` empty).
 #[derive(Debug, Clone)]
 pub struct PackedSplit {
     // Private, like every field here: the kernels read `hi` and `lo` as whole panels sized by
@@ -205,39 +216,73 @@ pub struct PackedSplit {
     n: usize,
     /// k rounded up to a multiple of 32.
     kp: usize,
+    terms: TileTerms,
     /// Panels of 16 columns (their count even), each kp/2 rows of 16 pairs (B[2r][j], B[2r+1][j]).
     hi: Bf16Buf,
+    /// As `hi` for [`TileTerms::Split`]; empty for [`TileTerms::Bf16`].
     lo: Bf16Buf,
 }
 
 impl PackedSplit {
-    /// From a PyTorch `Linear` weight (n rows of k).
+    /// From a PyTorch `Linear` weight (n rows of k), for f32 products (split bf16).
     pub fn from_nk(w: &[f32], n: usize, k: usize) -> Self {
+        Self::from_nk_as(w, n, k, TileTerms::Split)
+    }
+
+    /// From a PyTorch `Linear` weight (n rows of k), for the products `terms` names.
+    pub fn from_nk_as(w: &[f32], n: usize, k: usize, terms: TileTerms) -> Self {
         let kp = k.div_ceil(KT) * KT;
         let panels = n.div_ceil(2 * T) * 2;
         let (mut hi, mut lo) = (Bf16Buf::default(), Bf16Buf::default());
+        let two_parts = terms == TileTerms::Split;
         hi.zeroed(panels * kp * T);
-        lo.zeroed(panels * kp * T);
+        if two_parts {
+            lo.zeroed(panels * kp * T);
+        }
         // Panel by panel in parallel, writing each panel front to back.
-        hi.as_mut_slice()
-            .par_chunks_mut(kp * T)
-            .zip(lo.as_mut_slice().par_chunks_mut(kp * T))
-            .enumerate()
-            .for_each(|(p, (hp, lp))| {
-                let cols = T.min(n.saturating_sub(p * T));
-                // 64 k at a time: reads run along rows of w, writes stay in 4 KiB.
-                for k0 in (0..k).step_by(64) {
-                    let k1 = (k0 + 64).min(k);
-                    for jj in 0..cols {
-                        let src = &w[(p * T + jj) * k..][k0..k1];
-                        for (kk, &x) in (k0..k1).zip(src) {
-                            let at = (kk / 2) * 2 * T + jj * 2 + kk % 2;
-                            (hp[at], lp[at]) = split(x);
+        let pack_panel = |p: usize, hp: &mut [u16], mut lp: Option<&mut [u16]>| {
+            let cols = T.min(n.saturating_sub(p * T));
+            // 64 k at a time: reads run along rows of w, writes stay in 4 KiB.
+            for k0 in (0..k).step_by(64) {
+                let k1 = (k0 + 64).min(k);
+                for jj in 0..cols {
+                    let src = &w[(p * T + jj) * k..][k0..k1];
+                    for (kk, &x) in (k0..k1).zip(src) {
+                        let at = (kk / 2) * 2 * T + jj * 2 + kk % 2;
+                        match lp.as_deref_mut() {
+                            Some(lp) => (hp[at], lp[at]) = split(x),
+                            None => hp[at] = bf16_bits(x),
                         }
                     }
                 }
-            });
-        PackedSplit { k, n, kp, hi, lo }
+            }
+        };
+        // Panel by panel in parallel, writing each panel front to back.
+        if two_parts {
+            hi.as_mut_slice()
+                .par_chunks_mut(kp * T)
+                .zip(lo.as_mut_slice().par_chunks_mut(kp * T))
+                .enumerate()
+                .for_each(|(p, (hp, lp))| pack_panel(p, hp, Some(lp)));
+        } else {
+            hi.as_mut_slice()
+                .par_chunks_mut(kp * T)
+                .enumerate()
+                .for_each(|(p, hp)| pack_panel(p, hp, None));
+        }
+        PackedSplit {
+            k,
+            n,
+            kp,
+            terms,
+            hi,
+            lo,
+        }
+    }
+
+    /// What this packing's products compute.
+    pub fn terms(&self) -> TileTerms {
+        self.terms
     }
 
     /// out (m×n) = x (m×k)·Wᵀ + bias (+ out when `accumulate`), GELU when `gelu`.
@@ -327,7 +372,8 @@ impl PackedSplit {
         let (k, kp, n) = (self.k, self.kp, self.n);
         let mtiles = r.div_ceil(2 * T) * 2;
         let ktiles = kp / KT;
-        pack_a(x, k, r, mtiles, ktiles, ahi, alo);
+        let split = self.terms == TileTerms::Split;
+        pack_a(x, k, r, mtiles, ktiles, ahi, split.then_some(alo));
         configure_tiles();
         let mut tile_out = [0f32; 2 * T * 2 * T];
         let panels = n.div_ceil(2 * T) * 2;
@@ -344,15 +390,17 @@ impl PackedSplit {
             for pj in (0..panels).step_by(2) {
                 let (bh0, bl0) = (
                     self.hi.as_ptr().add(pj * panel),
-                    self.lo.as_ptr().add(pj * panel),
+                    self.lo.as_ptr().wrapping_add(pj * panel),
                 );
-                let (bh1, bl1) = (bh0.add(panel), bl0.add(panel));
+                let (bh1, bl1) = (bh0.add(panel), bl0.wrapping_add(panel));
                 for mi in (0..mtiles).step_by(2) {
+                    // `alo`, `bl0` and `bl1` are read only for split products; for bf16 they
+                    // are computed with wrapping arithmetic and never dereferenced.
                     let (ah0, al0) = (
                         ahi.as_ptr().add(mi * ktiles * T * KT),
-                        alo.as_ptr().add(mi * ktiles * T * KT),
+                        alo.as_ptr().wrapping_add(mi * ktiles * T * KT),
                     );
-                    let (ah1, al1) = (ah0.add(ktiles * T * KT), al0.add(ktiles * T * KT));
+                    let (ah1, al1) = (ah0.add(ktiles * T * KT), al0.wrapping_add(ktiles * T * KT));
                     let sums = partial
                         .as_mut_slice()
                         .as_mut_ptr()
@@ -370,16 +418,20 @@ impl PackedSplit {
                     for kt in kt0..kt1 {
                         let a = kt * T * KT;
                         let b = kt * T * KT; // 16 k-pair rows × 32 bf16 per k tile
-                        tile_step(
-                            ah0.add(a),
-                            ah1.add(a),
-                            al0.add(a),
-                            al1.add(a),
-                            bh0.add(b),
-                            bh1.add(b),
-                            bl0.add(b),
-                            bl1.add(b),
-                        );
+                        if split {
+                            tile_step(
+                                ah0.add(a),
+                                ah1.add(a),
+                                al0.add(a),
+                                al1.add(a),
+                                bh0.add(b),
+                                bh1.add(b),
+                                bl0.add(b),
+                                bl1.add(b),
+                            );
+                        } else {
+                            tile_step_bf16(ah0.add(a), ah1.add(a), bh0.add(b), bh1.add(b));
+                        }
                     }
                     if !last {
                         store_accumulators(sums as *mut u8, ldp * 4);
@@ -537,8 +589,82 @@ unsafe fn tile_step(
     );
 }
 
-/// Pack rows [0, r) of x (stride k) as `mtiles` × `ktiles` tiles of 16 rows × 32 k, hi and lo;
-/// rows ≥ r and k ≥ k are zeros.
+/// One 32-deep step of the 32×32 output block into tmm0..3 in plain bf16: the one product
+/// Ahi·Bhi per output tile.
+///
+/// # Safety
+/// As [`tile_step`], for the four pointers given.
+#[inline(always)]
+unsafe fn tile_step_bf16(ah0: *const u16, ah1: *const u16, bh0: *const u16, bh1: *const u16) {
+    asm!(
+        "tileloadd tmm4, [{ah0} + {s}]",
+        "tileloadd tmm6, [{bh0} + {s}]",
+        "tileloadd tmm7, [{bh1} + {s}]",
+        "tdpbf16ps tmm0, tmm4, tmm6",
+        "tileloadd tmm5, [{ah1} + {s}]",
+        "tdpbf16ps tmm1, tmm4, tmm7",
+        "tdpbf16ps tmm2, tmm5, tmm6",
+        "tdpbf16ps tmm3, tmm5, tmm7",
+        ah0 = in(reg) ah0,
+        ah1 = in(reg) ah1,
+        bh0 = in(reg) bh0,
+        bh1 = in(reg) bh1,
+        s = in(reg) 64usize,
+        options(nostack, readonly),
+    );
+}
+
+/// The measured peak of bf16 tile products on `threads` threads at once, about `seconds` long:
+/// four independent accumulators (`tdpbf16ps`, 16×16×32 multiply-adds each), best of 3
+/// rounds; `None` where AMX-BF16 is not [`available`]. The yardstick of bf16 products'
+/// utilisation, as [`crate::peak::measure`] is of f32's.
+pub fn bf16_peak(threads: usize, seconds: f64) -> Option<crate::peak::Peak> {
+    if !available() {
+        return None;
+    }
+    let threads = threads.max(1);
+    let run = |iters: usize| {
+        // SAFETY: AMX-BF16 is available (checked above) and the tile state granted, so this
+        // thread may configure its tiles; the products read and write tiles only, and the
+        // tiles are released on the same thread.
+        unsafe {
+            configure_tiles();
+            for _ in 0..iters {
+                asm!(
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                    options(nostack, nomem),
+                );
+            }
+            asm!("tilerelease", options(nostack, nomem));
+        }
+    };
+    let t = std::time::Instant::now();
+    run(100_000);
+    let per_iter = t.elapsed().as_secs_f64() / 1e5;
+    let iters = ((seconds / 3.0) / per_iter.max(1e-12)) as usize + 1;
+    let mut best = 0f64;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(move || run(iters));
+            }
+        });
+        let flops = (threads * iters * 4 * T * T * KT * 2) as f64;
+        best = best.max(flops / t.elapsed().as_secs_f64() / 1e9);
+    }
+    Some(crate::peak::Peak {
+        gflops: best,
+        threads,
+        isa: "amx-bf16",
+    })
+}
+
+/// Pack rows [0, r) of x (stride k) as `mtiles` × `ktiles` tiles of 16 rows × 32 k, hi and lo
+/// (hi alone, rounded to bf16, when `lo` is `None`); rows ≥ r and k ≥ k are zeros.
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512BW; `x` must hold at least `r * k` values (rows
@@ -553,15 +679,15 @@ unsafe fn pack_a(
     mtiles: usize,
     ktiles: usize,
     hi: &mut Bf16Buf,
-    lo: &mut Bf16Buf,
+    lo: Option<&mut Bf16Buf>,
 ) {
     let len = mtiles * ktiles * T * KT;
     hi.zeroed(len);
-    lo.zeroed(len);
-    let (hp, lp) = (
-        hi.as_mut_slice().as_mut_ptr(),
-        lo.as_mut_slice().as_mut_ptr(),
-    );
+    let hp = hi.as_mut_slice().as_mut_ptr();
+    let lp = lo.map(|lo| {
+        lo.zeroed(len);
+        lo.as_mut_slice().as_mut_ptr()
+    });
     for i in 0..r {
         let (mt, ii) = (i / T, i % T);
         let row = x.as_ptr().add(i * k);
@@ -580,7 +706,9 @@ unsafe fn pack_a(
                 let v = _mm512_maskz_loadu_ps(m, row.add(k0));
                 let (h, l) = split16(v);
                 _mm256_storeu_si256(hp.add(at + half * T) as *mut __m256i, h);
-                _mm256_storeu_si256(lp.add(at + half * T) as *mut __m256i, l);
+                if let Some(lp) = lp {
+                    _mm256_storeu_si256(lp.add(at + half * T) as *mut __m256i, l);
+                }
             }
         }
     }
@@ -649,6 +777,44 @@ mod tests {
                 }
             }
             eprintln!("{m}x{n}x{k}: worst |error| / Σ|a·w| = {worst:e}");
+        }
+    }
+
+    /// bf16 products are the products of the bf16-rounded operands, summed in f32: checked
+    /// against the same rounding summed in f64 (to f32 accumulation error), and against the
+    /// exact f32 product (to bf16's 2⁻⁸ relative per term).
+    #[test]
+    fn bf16_terms_are_products_of_rounded_operands() {
+        if !available() {
+            return;
+        }
+        let round = |x: f32| f32::from_bits((bf16_bits(x) as u32) << 16) as f64;
+        for &(m, n, k) in &[(1, 1, 1), (13, 33, 7), (100, 96, 513), (300, 50, 2500)] {
+            let a = crate::test_data::activations(m * k, 506.0);
+            let w = crate::test_data::weights(n * k);
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+            let b = PackedSplit::from_nk_as(&w, n, k, TileTerms::Bf16);
+            assert_eq!(b.terms(), TileTerms::Bf16);
+            let mut c = vec![0f32; m * n];
+            b.gemm(m, &a, &mut c, &bias, false, false);
+            let exact = naive(m, n, k, &a, &w);
+            for i in 0..m {
+                for j in 0..n {
+                    let (mut rounded, mut mag) = (0f64, 0f64);
+                    for kk in 0..k {
+                        let (x, y) = (a[i * k + kk], w[j * k + kk]);
+                        rounded += round(x) * round(y);
+                        mag += (x as f64 * y as f64).abs();
+                    }
+                    let got = c[i * n + j] as f64 - bias[j] as f64;
+                    assert!(
+                        (got - rounded).abs() <= mag * 1e-6 + 1e-6,
+                        "{m}x{n}x{k} at ({i},{j}): {got} vs rounded {rounded}"
+                    );
+                    let err = (got - exact[i * n + j]).abs();
+                    assert!(err <= mag * 2f64.powi(-7), "{m}x{n}x{k} at ({i},{j})");
+                }
+            }
         }
     }
 }

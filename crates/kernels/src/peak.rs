@@ -8,11 +8,12 @@ use std::time::Instant;
 /// Result of a peak measurement.
 #[derive(Debug, Clone, Copy)]
 pub struct Peak {
-    /// f32 GFLOP/s over all threads (an FMA counts as 2 FLOPs).
+    /// GFLOP/s over all threads (a multiply-add counts as 2 FLOPs).
     pub gflops: f64,
     /// Threads that ran the loop.
     pub threads: usize,
-    /// Which loop: "avx512", "avx2" or "scalar".
+    /// Which loop: "avx512", "avx2" or "scalar" (f32 FMAs), or "amx-bf16" (bf16 tile products,
+    /// `amx::bf16_peak`).
     pub isa: &'static str,
 }
 

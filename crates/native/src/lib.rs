@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use scorekit_encoder::NativeLayout;
 use scorekit_encoder::{Batch, Encoder, Hidden, Linear as HeadLinear};
 use scorekit_kernels::act;
-use scorekit_kernels::amx::{self, PackedSplit};
+use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
 use scorekit_kernels::gemm::{self, Epilogue, PackedB, SendPtr};
 use scorekit_kernels::int8::PackedI8;
 use std::collections::BTreeMap;
@@ -34,7 +34,8 @@ use std::path::Path;
 /// A weight matrix for y = x·Wᵀ + b.
 enum Weight {
     F32(PackedB),
-    /// f32 products as four split-bf16 tile products (AMX; ~2⁻¹⁷ relative per term).
+    /// AMX tile products: f32 as four split-bf16 products (~2⁻¹⁷ relative per term), or plain
+    /// bf16 products with f32 accumulation (`Products::bf16`).
     Split(PackedSplit),
     I8(PackedI8),
 }
@@ -46,13 +47,19 @@ pub struct Products {
     pub int8: bool,
     /// AMX tiles where the CPU has them.
     pub amx: bool,
+    /// bf16 products with f32 accumulation on AMX-BF16 tiles (`--dtype bf16`); everything
+    /// else (embeddings, LayerNorm, attention, GELU, residuals, heads) stays f32.
+    pub bf16: bool,
 }
 
 impl Weight {
     /// Pack a PyTorch `Linear` weight (n rows of k) for the products asked for: int8 when asked,
-    /// else split-bf16 AMX where allowed and available, else AVX-512 f32.
+    /// bf16 tiles when asked (`load_with` checked AMX-BF16), else split-bf16 AMX where allowed
+    /// and available, else AVX-512 f32.
     fn pack(w: &[f32], n: usize, k: usize, products: Products) -> Self {
-        if products.int8 {
+        if products.bf16 {
+            Weight::Split(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16))
+        } else if products.int8 {
             Weight::I8(PackedI8::from_nk_on(
                 w,
                 n,
@@ -379,6 +386,11 @@ impl FastBert {
         if products.int8 && !scorekit_kernels::int8::available() {
             return Err(err("int8 products need AVX-512 VNNI"));
         }
+        if products.bf16 && (products.int8 || !amx::available()) {
+            return Err(err(
+                "bf16 products need AMX-BF16 tiles (and exclude int8) in scorekit's encoder",
+            ));
+        }
         let st = if path.extension().is_some_and(|e| e == "safetensors") {
             StFile::open(path, &layout.prefixes)?
         } else {
@@ -467,6 +479,7 @@ impl FastBert {
                     k,
                     Products {
                         int8: false,
+                        bf16: false,
                         ..self.products
                     },
                 ),
@@ -495,6 +508,9 @@ impl FastBert {
         match self.layers.first().map(|l| &l.qkv.w) {
             Some(Weight::I8(p)) if p.on_tiles() => "scorekit encoder, int8 AMX products",
             Some(Weight::I8(_)) => "scorekit encoder, int8 VNNI products",
+            Some(Weight::Split(p)) if p.terms() == TileTerms::Bf16 => {
+                "scorekit encoder, bf16 AMX products (f32 accumulation)"
+            }
             Some(Weight::Split(_)) => "scorekit encoder, f32 as split-bf16 AMX products",
             _ => "scorekit encoder, f32 AVX-512",
         }

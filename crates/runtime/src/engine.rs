@@ -11,8 +11,8 @@ use std::path::Path;
 /// Which implementation runs the encoder (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EngineChoice {
-    /// scorekit's kernels where they apply (x86-64 CPU with AVX-512F, f32, a BERT-layout model with
-    /// erf-GELU), else candle's layers.
+    /// scorekit's kernels where they apply (x86-64 CPU with AVX-512F; f32, or bf16 on AMX-BF16
+    /// tiles; a BERT-layout model with erf-GELU), else candle's layers.
     #[default]
     Auto,
     /// scorekit's kernels; an error where they cannot run the model here.
@@ -43,6 +43,24 @@ impl Default for EngineOptions {
 }
 
 impl EngineOptions {
+    /// Whether the native kernels compute in `dtype` here with these options: f32 always; bf16
+    /// on AMX-BF16 tiles (AMX allowed and granted) and not with int8; nothing else.
+    pub fn native_dtype(&self, dtype: DType) -> std::result::Result<(), String> {
+        match dtype {
+            DType::F32 => Ok(()),
+            DType::BF16 if self.int8 => Err("int8 products take f32 activations, not bf16".into()),
+            DType::BF16 if !self.amx || !scorekit_kernels::amx::available() => Err(
+                "scorekit's kernels compute bf16 products on AMX-BF16 tiles only, which this CPU \
+                 lacks or the engine options turned off"
+                    .into(),
+            ),
+            DType::BF16 => Ok(()),
+            _ => Err(format!(
+                "scorekit's kernels run in f32 or bf16, not {dtype:?}"
+            )),
+        }
+    }
+
     /// Whether the native kernels could run a model of `cfg` on `device` in `dtype` with these
     /// options (`Ok(())`), else why not.
     pub fn native_fits(
@@ -57,9 +75,7 @@ impl EngineOptions {
         if !device.is_cpu() {
             return Err("scorekit's kernels run on the CPU".into());
         }
-        if dtype != DType::F32 {
-            return Err(format!("scorekit's kernels run in f32, not {dtype:?}"));
-        }
+        self.native_dtype(dtype)?;
         if cfg.native.is_none() {
             return Err(format!(
                 "scorekit's kernels do not run {} models",
@@ -114,6 +130,7 @@ pub fn load_encoder(
                 scorekit_native::Products {
                     int8: opts.int8,
                     amx: opts.amx,
+                    bf16: dtype == DType::BF16,
                 },
                 layout,
             )
