@@ -114,6 +114,10 @@ pub struct Dense {
 
 impl Dense {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        // The encoder's output may be f32 where the weights are not: scorekit's bf16 encoder
+        // computes bf16 products but hands f32 hidden states on. The head computes in its
+        // weights' dtype, as the encoder's own layers do.
+        let x = x.to_dtype(self.weight.dtype())?;
         let mut x = x.broadcast_matmul(&self.weight.t()?)?;
         if let Some(b) = &self.bias {
             x = x.broadcast_add(b)?;
