@@ -854,6 +854,36 @@ fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
         w_ours >= w_candle,
         "scorekit bf16 {w_ours} < candle bf16 {w_candle}"
     );
+
+    // A Dense head after the bf16 encoder (LaBSE's layout): the head takes the encoder's f32
+    // hidden states in its own dtype.
+    let t = tempfile::tempdir().unwrap();
+    tiny_cls(t.path());
+    let tiny = runtime::resolve(
+        t.path().to_str().unwrap(),
+        &["config.json", "tokenizer.json", "model.safetensors"],
+        &ResolveOptions {
+            offline: true,
+            quiet: true,
+        },
+    )
+    .unwrap();
+    let opts = EngineOptions {
+        engine: EngineChoice::Native,
+        ..Default::default()
+    };
+    let bf16 = Embedder::load(&tiny, &cpu, candle_core::DType::BF16, None, &opts).unwrap();
+    assert!(bf16.engine().contains("bf16 AMX"), "{}", bf16.engine());
+    let some = &texts[..8];
+    let got = bf16.embed(some, 4096, &hidden).unwrap();
+    let want = load(t.path()).embed(some, 4096, &hidden).unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            cosine(g, w) >= 0.99,
+            "tiny CLS + Dense in bf16: {}",
+            cosine(g, w)
+        );
+    }
 }
 
 /// `scorekit bench` with no `--input` measures the Possible Stories endings, taken from the data
