@@ -522,6 +522,22 @@ fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone(
     }
     let acc = m1["cyclic"]["accuracy"]["value"].as_f64().unwrap();
     assert!((acc - right as f64 / items.len() as f64).abs() < 1e-12);
+    // report.md names the letter protocol in both runs and the rotations' numbers apart.
+    let r0 = std::fs::read_to_string(reference.join("report.md")).unwrap();
+    let r1 = std::fs::read_to_string(cyclic.join("report.md")).unwrap();
+    for r in [&r0, &r1] {
+        assert!(r.contains("## Letter protocol"), "{r}");
+        assert!(
+            r.contains(m0["letter"]["judge_decoding"].as_str().unwrap()),
+            "{r}"
+        );
+    }
+    assert!(!r0.contains("## Cyclic option orders"), "{r0}");
+    assert!(r1.contains("## Cyclic option orders"), "{r1}");
+    assert!(
+        r1.contains(&format!("accuracy | {:.1}%", 100.0 * acc)),
+        "{r1}"
+    );
 
     // A scoring judge cannot be asked in other orders: refused before any model is loaded.
     let mc = tmp.path().join("mc");

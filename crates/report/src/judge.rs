@@ -188,6 +188,33 @@ pub fn eval_report(m: &Value) -> String {
         estimate(&m["consistency"]),
         m["consistency_definition"].as_str().unwrap_or(""),
     ) + &picks_section(m)
+        + &letter_section(m)
+}
+
+/// A letter judge's protocol (metrics.json `letter`) and, with `--option-orders cyclic`, the
+/// majority over rotations (metrics.json `cyclic`), reported apart from the reference numbers.
+fn letter_section(m: &Value) -> String {
+    let mut out = String::new();
+    if let Some(l) = m["letter"].as_object() {
+        let field = |k: &str| l.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        out += &format!(
+            "\n## Letter protocol\n\n- prompt: {}\n- decoding: {}\n- pick: {}\n",
+            field("judge_prompt"),
+            field("judge_decoding"),
+            field("judge_pick")
+        );
+    }
+    let c = &m["cyclic"];
+    if c.is_object() {
+        out += &format!(
+            "\n## Cyclic option orders (beyond the reference protocol)\n\n{}.\n\n| metric | value [95% CI] |\n|---|---|\n| accuracy | {} |\n| consistency | {} |\n| agreement of the rotations | {} |\n",
+            c["definition"].as_str().unwrap_or(""),
+            estimate(&c["accuracy"]),
+            estimate(&c["consistency"]),
+            pct(&c["agreement"]),
+        );
+    }
+    out
 }
 
 /// The pick distribution of `judge eval` (metrics.json `picks`) as a markdown table: each
