@@ -28,7 +28,8 @@ pub fn run(args: GraspArgs) -> Result<()> {
     let test = resolve_test(args.test, &args.responses[0])?;
     check_options(&args, test.kind)?;
     let file = &args.responses[0];
-    let (rows, lines, items) = read_and_score(file, test.kind, args.allow_unknown_scenes)?;
+    let (rows, lines, items) =
+        read_and_score(file, test.kind, args.allow_unknown_scenes, args.semantic)?;
     let located = locator(file, &lines);
     let out = &args.output;
     let opts = SummaryOptions {

@@ -4,12 +4,12 @@
 
 use crate::cli::{GraspArgs, GraspTest};
 use scorekit_core::error::{Error, InputError, Result};
-use scorekit_io::{read_csv, read_jsonl, read_text, Record};
+use scorekit_io::{read_jsonl, read_text, CsvStream, Record};
 use scorekit_report::MetricsDoc;
 use scorekit_suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
 use scorekit_suites::settings::GraspSettings;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The file upstream writes beside `results.csv`; its `test_name` selects the scorer.
@@ -23,7 +23,7 @@ pub(super) fn warn_names(
     file: &Path,
     lines: &[usize],
     names: &grasp::names::SceneCheck,
-    rows: &[Row],
+    items: &[grasp::Item],
 ) {
     let at = |row: usize| {
         format!(
@@ -35,10 +35,9 @@ pub(super) fn warn_names(
     if !names.renamed.is_empty() {
         let mut pairs: BTreeMap<String, usize> = BTreeMap::new();
         for (row, old) in &names.renamed {
-            let new = rows
-                .iter()
-                .find(|r| r.row == *row)
-                .map_or("", |r| r.scene.as_str());
+            let new = items
+                .binary_search_by_key(row, |i| i.row)
+                .map_or("", |at| items[at].scene.as_str());
             *pairs.entry(format!("{old} -> {new}")).or_default() += 1;
         }
         let v: Vec<String> = pairs
@@ -172,63 +171,69 @@ pub(super) fn locator<'a>(file: &'a Path, lines: &'a [usize]) -> impl Fn(RowIssu
     }
 }
 
-/// Read one results file, check its scene names against the test's (old names mapped, a typo
-/// refused: it would split a group) and score it: the rows, their lines and the items.
+/// Read one results file row by row, check each row's scene against the test's names (old names
+/// mapped, a typo refused: it would split a group) and score it as it is read: the items, the
+/// file line of every row, and the rows themselves only when `keep_rows` (`--semantic` re-reads
+/// the responses). A CSV file is streamed and a row's text is dropped once it is scored, so
+/// memory holds the items, not the file.
 pub(super) fn read_and_score(
     file: &Path,
     kind: TestKind,
     allow_unknown_scenes: bool,
+    keep_rows: bool,
 ) -> Result<(Vec<Row>, Vec<usize>, Vec<grasp::Item>)> {
-    let (mut rows, lines) = read_rows(file)?;
-    let (names, mut items) = {
-        let located = locator(file, &lines);
-        let names =
-            grasp::names::check_scenes(kind, &mut rows, allow_unknown_scenes).map_err(&located)?;
-        (names, grasp::score(kind, &rows).map_err(&located)?)
-    };
-    // A set, not `names.unknown.contains`: a scan of that list per item made 1M rows quadratic.
-    let unknown: HashSet<usize> = names.unknown.iter().copied().collect();
-    for it in &mut items {
-        it.renamed_from = names.renamed.get(&it.row).cloned();
-        it.unknown_scene = unknown.contains(&it.row);
+    let names = grasp::names::SceneNames::new(kind, allow_unknown_scenes);
+    let mut scorer = grasp::Scorer::new(kind);
+    let mut check = grasp::names::SceneCheck::default();
+    let (mut rows, mut lines, mut items) = (Vec::new(), Vec::new(), Vec::new());
+    for_each_row(file, &mut |mut row: Row, line: usize| -> Result<()> {
+        lines.push(line);
+        let located = |issue: RowIssue| -> Error {
+            InputError::field(file, line, issue.field, issue.message).into()
+        };
+        names.check(&mut row, &mut check).map_err(located)?;
+        let mut item = scorer.score(&row).map_err(located)?;
+        item.renamed_from = check.renamed.get(&row.row).cloned();
+        item.unknown_scene = check.unknown.last() == Some(&row.row);
+        items.push(item);
+        if keep_rows {
+            rows.push(row);
+        }
+        Ok(())
+    })?;
+    if items.is_empty() {
+        return Err(InputError::file(file, "no data rows to score").into());
     }
-    warn_names(file, &lines, &names, &rows);
+    warn_names(file, &lines, &check, &items);
     Ok((rows, lines, items))
 }
 
-pub(super) fn read_rows(path: &Path) -> Result<(Vec<Row>, Vec<usize>)> {
-    let (rows, lines) = if is_jsonl(path)? {
-        let records = read_jsonl(path)?;
-        let lines = records.iter().map(|r| r.line).collect();
-        let rows = records
-            .iter()
-            .map(jsonl_row)
-            .collect::<Result<Vec<_>, _>>()?;
-        (rows, lines)
-    } else {
-        let table = read_csv(path, &REQUIRED)?;
-        let col = |name: &str| table.column(name);
-        let (scene, gt, response) = (col("scene"), col("gt"), col("response"));
-        let video = col("video_file");
-        let mut lines = Vec::with_capacity(table.records.len());
-        let mut rows = Vec::with_capacity(table.records.len());
-        for mut rec in table.records {
-            let mut take = |i: Option<usize>| i.map(|i| std::mem::take(&mut rec.fields[i]));
-            rows.push(Row {
-                row: rec.row,
-                scene: take(scene).unwrap_or_default(),
-                gt: take(gt).unwrap_or_default(),
-                response: take(response).unwrap_or_default(),
-                video_file: take(video),
-            });
-            lines.push(rec.line);
+/// Hand every data row of a results file (CSV, or JSONL by extension or by a leading `{`) to
+/// `take`, with its file line, in file order; CSV one record at a time.
+fn for_each_row(path: &Path, take: &mut dyn FnMut(Row, usize) -> Result<()>) -> Result<()> {
+    if is_jsonl(path)? {
+        for record in read_jsonl(path)? {
+            let row = jsonl_row(&record)?;
+            take(row, record.line)?;
         }
-        (rows, lines)
-    };
-    if rows.is_empty() {
-        return Err(InputError::file(path, "no data rows to score").into());
+        return Ok(());
     }
-    Ok((rows, lines))
+    let mut csv = CsvStream::open(path, &REQUIRED)?;
+    let col = |name: &str| csv.column(name);
+    let (scene, gt, response) = (col("scene"), col("gt"), col("response"));
+    let video = col("video_file");
+    while let Some(mut rec) = csv.next_record()? {
+        let mut cell = |i: Option<usize>| i.map(|i| std::mem::take(&mut rec.fields[i]));
+        let row = Row {
+            row: rec.row,
+            scene: cell(scene).unwrap_or_default(),
+            gt: cell(gt).unwrap_or_default(),
+            response: cell(response).unwrap_or_default(),
+            video_file: cell(video),
+        };
+        take(row, rec.line)?;
+    }
+    Ok(())
 }
 
 fn is_jsonl(path: &Path) -> Result<bool> {

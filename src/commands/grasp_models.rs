@@ -53,7 +53,7 @@ pub fn run(args: GraspArgs) -> Result<()> {
         }
         check_options(&args, test.kind)?;
         // Read, checked and scored exactly as a single-file run.
-        let (_, _, mut scored) = read_and_score(file, test.kind, args.allow_unknown_scenes)?;
+        let (_, _, mut scored) = read_and_score(file, test.kind, args.allow_unknown_scenes, false)?;
         for it in &mut scored {
             it.model = Some(label.clone());
         }

@@ -144,7 +144,8 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
                     semantic::annotate(&mut item, by_name);
                 }
                 item
-            }),
+            })
+            .collect(),
     );
     let files = match matched {
         Some((_, _, file, _)) => vec![("semantic_descriptions.json".into(), file)],

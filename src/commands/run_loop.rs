@@ -106,10 +106,16 @@ impl<S: Suite> Run<S> {
     /// Scored items, kept for the end of the run: for suites that score in well under a second,
     /// whose unfinished run is simply scored again. Items the unfinished run finished are kept
     /// as it wrote them.
-    pub fn extend(&mut self, items: impl IntoIterator<Item = S::Item>) {
+    pub fn extend(&mut self, mut items: Vec<S::Item>) {
         let finished = &self.finished;
-        self.items
-            .extend(items.into_iter().filter(|i| !finished.contains(&S::key(i))));
+        items.retain(|i| !finished.contains(&S::key(i)));
+        if self.items.is_empty() {
+            // Taken whole, not copied item by item into a growing vector: GRASP's 1M items
+            // would be held twice at the peak.
+            self.items = items;
+        } else {
+            self.items.append(&mut items);
+        }
     }
 
     /// End the run with the suite's own outputs ([`Suite::outputs`]) and `files` beside them.

@@ -133,38 +133,64 @@ pub fn check_scenes(
     rows: &mut [Row],
     allow_unknown: bool,
 ) -> Result<SceneCheck, RowIssue> {
-    let known = known_scenes(test);
-    let renames = renames(test);
+    let names = SceneNames::new(test, allow_unknown);
     let mut out = SceneCheck::default();
     for r in rows.iter_mut() {
-        if known.contains_key(&r.scene) {
-            continue;
+        names.check(r, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// A test's scene names, to check rows one at a time as they are read ([`check_scenes`] over a
+/// whole file is the same check row after row).
+pub struct SceneNames {
+    test: TestKind,
+    known: BTreeMap<String, usize>,
+    renames: BTreeMap<String, String>,
+    allow_unknown: bool,
+}
+
+impl SceneNames {
+    /// The names of `test`; `allow_unknown` keeps an unknown scene as its own group.
+    pub fn new(test: TestKind, allow_unknown: bool) -> Self {
+        SceneNames {
+            test,
+            known: known_scenes(test),
+            renames: renames(test),
+            allow_unknown,
         }
-        if let Some(new) = renames.get(&r.scene) {
+    }
+
+    /// Check one row: an old name mapped in place (recorded in `out.renamed`), an unknown one
+    /// recorded in `out.unknown` or an issue naming the row.
+    pub fn check(&self, r: &mut Row, out: &mut SceneCheck) -> Result<(), RowIssue> {
+        if self.known.contains_key(&r.scene) {
+            return Ok(());
+        }
+        if let Some(new) = self.renames.get(&r.scene) {
             out.renamed
                 .insert(r.row, std::mem::replace(&mut r.scene, new.clone()));
-            continue;
+            return Ok(());
         }
-        if allow_unknown {
+        if self.allow_unknown {
             out.unknown.push(r.row);
-            continue;
+            return Ok(());
         }
-        let names: Vec<&str> = known.keys().map(String::as_str).collect();
-        let what = if test.is_open() {
+        let names: Vec<&str> = self.known.keys().map(String::as_str).collect();
+        let what = if self.test.is_open() {
             format!("{:?} has no open-ended question", r.scene)
         } else {
-            format!("{:?} is not a scene of {}", r.scene, test.name())
+            format!("{:?} is not a scene of {}", r.scene, self.test.name())
         };
-        return Err(RowIssue {
+        Err(RowIssue {
             row: r.row,
             field: "scene",
             message: format!(
                 "{what}; expected one of {} (--allow-unknown-scenes keeps it as its own group)",
                 names.join(", ")
             ),
-        });
+        })
     }
-    Ok(out)
 }
 
 #[cfg(test)]

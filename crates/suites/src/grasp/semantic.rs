@@ -172,7 +172,7 @@ pub fn read_answers<E>(
         for (k, a) in which {
             let item = &mut items[k];
             let sims = label_similarities(&item.scene, &desc, &desc_vecs, &vecs[a]);
-            item.semantic = Some(decide(&answers[a], &item.gt, &sims, th));
+            item.semantic = Some(Box::new(decide(&answers[a], &item.gt, &sims, th)));
         }
     }
     Ok(desc_vecs)
