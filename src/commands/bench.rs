@@ -80,7 +80,7 @@ pub fn read_corpus(path: &Path) -> Result<Vec<String>> {
 pub enum PeakKind {
     /// The f32 FMA loop (`kernels::peak::measure`).
     F32,
-    /// bf16 tile products (`kernels::amx::bf16_peak`).
+    /// bf16 tile products (`kernels::amx_bf16_peak`).
     Bf16Amx,
 }
 
@@ -105,7 +105,7 @@ impl PeakKind {
     pub fn measure(self, threads: usize) -> Option<runtime::kernels::peak::Peak> {
         match self {
             PeakKind::F32 => Some(runtime::kernels::peak::measure(threads, 0.6)),
-            PeakKind::Bf16Amx => runtime::kernels::amx::bf16_peak(threads, 0.6),
+            PeakKind::Bf16Amx => runtime::kernels::amx_bf16_peak(threads, 0.6),
         }
     }
 }

@@ -371,7 +371,7 @@ fn bf16_judge_picks_differ_from_f32_only_on_near_ties() {
     };
     let (_, f32s) = eval("f32");
     let (m, bf16s) = eval("bf16");
-    if scorekit::runtime::kernels::amx::available() {
+    if scorekit::runtime::kernels::amx_available() {
         assert!(m["engine"].as_str().unwrap().contains("bf16 AMX"), "{m}");
     }
     let (mut differ, mut worst) = (0, 0f64);

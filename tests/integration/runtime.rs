@@ -826,7 +826,7 @@ fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
         Embedder::load(&m, &cpu, dtype, None, &opts)
     };
     let native = with(candle_core::DType::BF16, EngineChoice::Native);
-    if !(runtime::kernels::kernels_available() && runtime::kernels::amx::available()) {
+    if !(runtime::kernels::kernels_available() && runtime::kernels::amx_available()) {
         let e = native.err().expect("bf16 refused without AMX-BF16");
         assert!(e.to_string().contains("AMX-BF16"), "{e}");
         return;

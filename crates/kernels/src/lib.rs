@@ -40,12 +40,25 @@ pub fn kernels_available() -> bool {
     false
 }
 
-/// Whether the f32 products run as split-bf16 AMX tile products here (see `amx`).
+/// Whether the f32 products run as split-bf16 AMX tile products here, and bf16 products as
+/// plain bf16 tile products (see `amx`).
 pub fn amx_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     return amx::available();
     #[cfg(not(target_arch = "x86_64"))]
     false
+}
+
+/// The measured peak of bf16 tile products (see `amx::bf16_peak`); `None` where AMX-BF16 is
+/// not available, and off x86-64.
+pub fn amx_bf16_peak(threads: usize, seconds: f64) -> Option<peak::Peak> {
+    #[cfg(target_arch = "x86_64")]
+    return amx::bf16_peak(threads, seconds);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (threads, seconds);
+        None
+    }
 }
 
 /// Whether `--quantize` runs on AMX-INT8 tiles here (else on AVX-512 VNNI).

@@ -49,7 +49,7 @@ impl EngineOptions {
         match dtype {
             DType::F32 => Ok(()),
             DType::BF16 if self.int8 => Err("int8 products take f32 activations, not bf16".into()),
-            DType::BF16 if !self.amx || !scorekit_kernels::amx::available() => Err(
+            DType::BF16 if !self.amx || !scorekit_kernels::amx_available() => Err(
                 "scorekit's kernels compute bf16 products on AMX-BF16 tiles only, which this CPU \
                  lacks or the engine options turned off"
                     .into(),
