@@ -50,8 +50,9 @@ fn fixture_dir(rel: &str) -> PathBuf {
     p
 }
 
-fn load(dir: &Path) -> Embedder {
-    let m = runtime::resolve(
+/// A model folder resolved offline.
+fn resolved(dir: &Path) -> runtime::ResolvedModel {
+    runtime::resolve(
         dir.to_str().unwrap(),
         &["config.json", "tokenizer.json", "model.safetensors"],
         &ResolveOptions {
@@ -59,7 +60,11 @@ fn load(dir: &Path) -> Embedder {
             quiet: true,
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+fn load(dir: &Path) -> Embedder {
+    let m = resolved(dir);
     Embedder::load(
         &m,
         &candle_core::Device::Cpu,
@@ -808,15 +813,7 @@ fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
         })
         .take(400)
         .collect();
-    let m = runtime::resolve(
-        dir.to_str().unwrap(),
-        &["config.json", "tokenizer.json", "model.safetensors"],
-        &ResolveOptions {
-            offline: true,
-            quiet: true,
-        },
-    )
-    .unwrap();
+    let m = resolved(&dir);
     let cpu = candle_core::Device::Cpu;
     let with = |dtype, engine| {
         let opts = EngineOptions {
@@ -859,15 +856,7 @@ fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
     // hidden states in its own dtype.
     let t = tempfile::tempdir().unwrap();
     tiny_cls(t.path());
-    let tiny = runtime::resolve(
-        t.path().to_str().unwrap(),
-        &["config.json", "tokenizer.json", "model.safetensors"],
-        &ResolveOptions {
-            offline: true,
-            quiet: true,
-        },
-    )
-    .unwrap();
+    let tiny = resolved(t.path());
     let opts = EngineOptions {
         engine: EngineChoice::Native,
         ..Default::default()
