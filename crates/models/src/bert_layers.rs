@@ -157,6 +157,7 @@ impl BertLayers {
         &self,
         x: &Tensor,
         mask: &Tensor,
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // the fused path borrows it
         mut train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
         #[cfg(target_arch = "x86_64")]
