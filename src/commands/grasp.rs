@@ -4,7 +4,7 @@
 use crate::cli::GraspArgs;
 use crate::commands::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, InputError, Result};
-use scorekit_report::{self as report, MetricsDoc, Outputs};
+use scorekit_report::{self as report, MetricsDoc, Outputs, StagedFile};
 use scorekit_suites::grasp::semantic::{self, Thresholds};
 use scorekit_suites::grasp::{self, Row, RowIssue, SummaryOptions};
 use serde_json::{json, Value};
@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::grasp_common::{
-    check_options, headline, locator, read_and_score, resolve_test, settings, summary_options,
-    ResolvedTest,
+    check_options, headline, locator, read_and_score, resolve_test, score_rows, settings,
+    summary_options, warn_names, ResolvedTest,
 };
 use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
@@ -28,9 +28,6 @@ pub fn run(args: GraspArgs) -> Result<()> {
     let test = resolve_test(args.test, &args.responses[0])?;
     check_options(&args, test.kind)?;
     let file = &args.responses[0];
-    let (rows, lines, items) =
-        read_and_score(file, test.kind, args.allow_unknown_scenes, args.semantic)?;
-    let located = locator(file, &lines);
     let out = &args.output;
     let opts = SummaryOptions {
         bootstrap: out.bootstrap,
@@ -44,38 +41,13 @@ pub fn run(args: GraspArgs) -> Result<()> {
     }
     let mut settings = settings(&test, &opts);
     settings.allow_unknown_scenes = args.allow_unknown_scenes;
-    // Rows are scored whole (pairs need their twins), then the shard keeps its own items.
-    let mut items: Vec<grasp::Item> = items
-        .into_iter()
-        .filter(|i| out.shard.contains(&shard_key(i)))
-        .collect();
-    let mut extra_files = Vec::new();
-    if args.semantic {
-        extra_files.push(read_semantic(
-            &args,
-            &rows,
-            &mut items,
-            &mut doc,
-            &mut settings,
-        )?);
-    }
-    drop(rows);
-    run_loop::record::<suite::Grasp>(&mut doc, out, &settings)?;
-    // The summary checks the rows (pairs): bad input stops the run before --out is touched.
-    let outputs = outputs_with(&mut doc, &mut items, &located)?;
-    // Scoring takes well under a second: an unfinished run's missing items are scored again.
-    let mut run = Run::<suite::Grasp>::resume(out, &doc)?;
-    run.extend(items);
-    let done = run.finish_with(&mut doc, extra_files, |_, _| Ok(outputs))?;
-    let items = &done.items;
-
-    let mismatches: Vec<usize> = items
-        .iter()
-        .filter(|i| i.gt_mismatch)
-        .map(|i| i.row)
-        .collect();
-    if !mismatches.is_empty() {
-        let rows = &mismatches;
+    let done = if args.semantic {
+        run_semantic(&args, &test, doc, settings)?
+    } else {
+        run_streamed(&args, &test, doc, &settings, opts)?
+    };
+    let rows = &done.gt_mismatch_rows;
+    if !rows.is_empty() {
         let shown: Vec<String> = rows.iter().take(10).map(|r| r.to_string()).collect();
         eprintln!(
             "warning: {} row(s) have a gt that contradicts the P_/IP_ scene prefix (rows {}{}); \
@@ -86,8 +58,101 @@ pub fn run(args: GraspArgs) -> Result<()> {
             if rows.len() > 10 { ", ..." } else { "" }
         );
     }
-    done.print();
+    done.run.print();
     Ok(())
+}
+
+/// A finished `scorekit grasp` and the rows whose gold label contradicts their scene prefix.
+struct Finished {
+    run: run_loop::Done<suite::Grasp>,
+    gt_mismatch_rows: Vec<usize>,
+}
+
+/// One results file without `--semantic`: every row is scored as it is read, its item written
+/// to the staged items.jsonl (when in the shard) and counted, and dropped; memory holds the
+/// counts and a byte per item and group, not the items. Bad input (a row, or an ambiguous pair)
+/// stops the run before `--out` is touched.
+fn run_streamed(
+    args: &GraspArgs,
+    test: &ResolvedTest,
+    mut doc: MetricsDoc,
+    settings: &GraspSettings,
+    opts: SummaryOptions,
+) -> Result<Finished> {
+    let (file, out) = (&args.responses[0], &args.output);
+    run_loop::record::<suite::Grasp>(&mut doc, out, settings)?;
+    let mut staged = StagedFile::create_near(&out.out, "items.jsonl")?;
+    let mut tally = grasp::Tally::new(test.kind, opts);
+    let notes = score_rows(
+        file,
+        test.kind,
+        args.allow_unknown_scenes,
+        &mut |_, item, line| {
+            if out.shard.contains(&shard_key(&item)) {
+                serde_json::to_writer(staged.writer(), &item).map_err(|e| {
+                    Error::Internal(anyhow::anyhow!("cannot write items.jsonl: {e}"))
+                })?;
+                staged.write_all(b"\n")?;
+                tally.add(&item, line);
+            }
+            Ok(())
+        },
+    )?;
+    warn_names(file, &notes);
+    let (summary, scenes) = tally.finish().map_err(|(issue, line)| {
+        Error::from(InputError::field(file, line, issue.field, issue.message))
+    })?;
+    let gt_mismatch_rows = summary.gt_mismatch_rows.clone();
+    let outputs = outputs_from(&mut doc, summary, scenes, None)?;
+    // Every row was scored again: an unfinished run's finished items are not kept apart.
+    let run = Run::<suite::Grasp>::resume(out, &doc)?;
+    Ok(Finished {
+        run: run.finish_staged(&mut doc, staged, outputs)?,
+        gt_mismatch_rows,
+    })
+}
+
+/// One results file with `--semantic`: the embedder reads every strict-invalid answer, so the
+/// rows and items are held.
+fn run_semantic(
+    args: &GraspArgs,
+    test: &ResolvedTest,
+    mut doc: MetricsDoc,
+    mut settings: GraspSettings,
+) -> Result<Finished> {
+    let (file, out) = (&args.responses[0], &args.output);
+    let (rows, lines, items) = read_and_score(file, test.kind, args.allow_unknown_scenes, true)?;
+    let located = locator(file, &lines);
+    // Rows are scored whole (pairs need their twins), then the shard keeps its own items.
+    let mut items: Vec<grasp::Item> = items
+        .into_iter()
+        .filter(|i| out.shard.contains(&shard_key(i)))
+        .collect();
+    let extra_files = vec![read_semantic(
+        args,
+        &rows,
+        &mut items,
+        &mut doc,
+        &mut settings,
+    )?];
+    drop(rows);
+    run_loop::record::<suite::Grasp>(&mut doc, out, &settings)?;
+    // The summary checks the rows (pairs): bad input stops the run before --out is touched.
+    let outputs = outputs_with(&mut doc, &mut items, &located)?;
+    // Scoring takes well under a second: an unfinished run's missing items are scored again.
+    let mut run = Run::<suite::Grasp>::resume(out, &doc)?;
+    run.extend(items);
+    let done = run.finish_with(&mut doc, extra_files, |_, _| Ok(outputs))?;
+    let gt_mismatch_rows = done
+        .items
+        .iter()
+        .filter(|i| i.gt_mismatch)
+        .map(|i| i.row)
+        .collect();
+    Ok(Finished {
+        run: done,
+        gt_mismatch_rows,
+    })
 }
 
 /// Metrics from items, the one place `scorekit grasp` and `scorekit merge` compute them: puts
@@ -121,6 +186,34 @@ fn outputs_with(
     }
     items.sort_by_key(|i| i.row);
     let settings: GraspSettings = doc.suite_settings()?;
+    let opts = summary_options(doc, &settings)?;
+    let mut tally = grasp::Tally::new(settings.kind()?, opts);
+    for it in items.iter() {
+        tally.add(it, 0);
+    }
+    let (summary, scenes) = tally.finish().map_err(|(issue, _)| located(issue))?;
+    let semantic = settings.semantic.then(|| {
+        (
+            semantic::summarize(items, opts.bootstrap, opts.seed),
+            semantic::reread_rows(items),
+        )
+    });
+    outputs_from(doc, summary, scenes, semantic)
+}
+
+/// metrics.json's numbers and the rendered files from a summary and its scene counts (and the
+/// semantic reading with its re-read rows, `--semantic`): the part of a GRASP run's outputs
+/// that needs no item.
+fn outputs_from(
+    doc: &mut MetricsDoc,
+    summary: grasp::Summary,
+    scenes: grasp::SceneCounts,
+    semantic: Option<(
+        semantic::SemanticSummary,
+        Vec<scorekit_report::grasp::RereadRow>,
+    )>,
+) -> Result<Outputs> {
+    let settings: GraspSettings = doc.suite_settings()?;
     let kind = settings.kind()?;
     let test = ResolvedTest {
         kind,
@@ -128,12 +221,7 @@ fn outputs_with(
         config: None,
         mode: settings.mode.clone(),
     };
-    let opts = summary_options(doc, &settings)?;
-    let summary = grasp::summarize(kind, items, &opts).map_err(located)?;
     doc.metrics = headline(&summary);
-    let semantic = settings
-        .semantic
-        .then(|| semantic::summarize(items, opts.bootstrap, opts.seed));
     doc.groups.clear();
     for (name, g) in &summary.groups {
         let mut v = serde_json::to_value(g).map_err(anyhow::Error::from)?;
@@ -142,7 +230,7 @@ fn outputs_with(
                 obj.insert("paired_accuracy".into(), json!(e));
             }
         }
-        if let (Some(s), Some(obj)) = (&semantic, v.as_object_mut()) {
+        if let (Some((s, _)), Some(obj)) = (&semantic, v.as_object_mut()) {
             if let Some(g) = s.groups.get(name) {
                 obj.insert("semantic_accuracy".into(), json!(g.semantic_accuracy));
                 obj.insert("semantic".into(), json!(g));
@@ -162,18 +250,9 @@ fn outputs_with(
         Path::new(&file),
     );
     // Rows per scene (expected by the test's config and present), renamed and unknown scenes.
-    let scenes = grasp::scene_rows(kind, items);
-    let mut renamed: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unknown: BTreeMap<String, usize> = BTreeMap::new();
-    for i in items.iter() {
-        if let Some(old) = &i.renamed_from {
-            *renamed.entry(format!("{old} -> {}", i.scene)).or_default() += 1;
-        }
-        if i.unknown_scene {
-            *unknown.entry(i.scene.clone()).or_default() += 1;
-        }
-    }
-    let scene_map: serde_json::Map<String, Value> = scenes
+    let scenes_rows = grasp::scene_rows_from(kind, &scenes.rows);
+    let (renamed, unknown) = (scenes.renamed, scenes.unknown);
+    let scene_map: serde_json::Map<String, Value> = scenes_rows
         .iter()
         .map(|s| {
             (
@@ -186,9 +265,13 @@ fn outputs_with(
         .insert("scene_rows".into(), Value::Object(scene_map));
     doc.metrics.insert("renamed_scenes".into(), json!(renamed));
     doc.metrics.insert("unknown_scenes".into(), json!(unknown));
-    report.push_str(&report::grasp::scenes_report(&scenes, &renamed, &unknown));
+    report.push_str(&report::grasp::scenes_report(
+        &scenes_rows,
+        &renamed,
+        &unknown,
+    ));
     let mut table = report::grasp::tables(&summary);
-    if let Some(s) = &semantic {
+    if let Some((s, reread)) = &semantic {
         let th: Option<Thresholds> = settings.semantic_thresholds;
         let strict: BTreeMap<String, f64> = summary
             .groups
@@ -201,7 +284,7 @@ fn outputs_with(
             .insert("semantic".into(), semantic::metrics_value(s, th));
         report.push_str(&report::grasp::semantic_report(
             s,
-            &semantic::reread_rows(items),
+            reread,
             &strict,
             summary.accuracy.value,
             th,

@@ -18,45 +18,40 @@ const CONFIG_NAME: &str = "test_config.yaml";
 /// Columns the scorer needs; `prompt` and `video_file` are optional (video_file pairs P/IP rows).
 const REQUIRED: [&str; 3] = ["scene", "gt", "response"];
 
+/// What the scene check of one file did, kept small: counts, and the lines to show.
+#[derive(Debug, Default)]
+pub(super) struct NameNotes {
+    /// `old -> new` -> rows mapped from an old upstream name.
+    renamed: BTreeMap<String, usize>,
+    /// The file line of the first mapped row.
+    first_renamed: Option<usize>,
+    /// Rows with a scene the test does not know, and the lines of the first five.
+    unknown: usize,
+    unknown_lines: Vec<usize>,
+}
+
 /// One stderr line for mapped old scene names and one for unknown scenes kept as groups.
-pub(super) fn warn_names(
-    file: &Path,
-    lines: &[usize],
-    names: &grasp::names::SceneCheck,
-    items: &[grasp::Item],
-) {
-    let at = |row: usize| {
-        format!(
-            "{}:{}",
-            file.display(),
-            lines.get(row.wrapping_sub(1)).copied().unwrap_or(0)
-        )
-    };
-    if !names.renamed.is_empty() {
-        let mut pairs: BTreeMap<String, usize> = BTreeMap::new();
-        for (row, old) in &names.renamed {
-            let new = items
-                .binary_search_by_key(row, |i| i.row)
-                .map_or("", |at| items[at].scene.as_str());
-            *pairs.entry(format!("{old} -> {new}")).or_default() += 1;
-        }
-        let v: Vec<String> = pairs
+pub(super) fn warn_names(file: &Path, notes: &NameNotes) {
+    let at = |line: usize| format!("{}:{line}", file.display());
+    if let Some(first) = notes.first_renamed {
+        let v: Vec<String> = notes
+            .renamed
             .iter()
             .map(|(k, n)| format!("{k} ({n} rows)"))
             .collect();
         eprintln!(
             "warning: old upstream scene names mapped to the current ones: {} (first at {}; renamed_from in items.jsonl)",
             v.join(", "),
-            at(*names.renamed.keys().next().expect("non-empty"))
+            at(first)
         );
     }
-    if !names.unknown.is_empty() {
-        let shown: Vec<String> = names.unknown.iter().take(5).map(|r| at(*r)).collect();
+    if notes.unknown > 0 {
+        let shown: Vec<String> = notes.unknown_lines.iter().map(|&l| at(l)).collect();
         eprintln!(
             "warning: {} row(s) have a scene the test does not know, kept as their own group(s) (--allow-unknown-scenes): {}{}",
-            names.unknown.len(),
+            notes.unknown,
             shown.join(", "),
-            if names.unknown.len() > 5 { ", ..." } else { "" }
+            if notes.unknown > 5 { ", ..." } else { "" }
         );
     }
 }
@@ -171,41 +166,72 @@ pub(super) fn locator<'a>(file: &'a Path, lines: &'a [usize]) -> impl Fn(RowIssu
     }
 }
 
-/// Read one results file row by row, check each row's scene against the test's names (old names
-/// mapped, a typo refused: it would split a group) and score it as it is read: the items, the
-/// file line of every row, and the rows themselves only when `keep_rows` (`--semantic` re-reads
-/// the responses). A CSV file is streamed and a row's text is dropped once it is scored, so
-/// memory holds the items, not the file.
+/// Read one results file, check its scene names (old names mapped, a typo refused: it would
+/// split a group) and score it: the rows (only when `keep_rows`: `--semantic` re-reads the
+/// responses), the file line of every row, and the items. [`score_rows`] collected.
 pub(super) fn read_and_score(
     file: &Path,
     kind: TestKind,
     allow_unknown_scenes: bool,
     keep_rows: bool,
 ) -> Result<(Vec<Row>, Vec<usize>, Vec<grasp::Item>)> {
-    let names = grasp::names::SceneNames::new(kind, allow_unknown_scenes);
-    let mut scorer = grasp::Scorer::new(kind);
-    let mut check = grasp::names::SceneCheck::default();
     let (mut rows, mut lines, mut items) = (Vec::new(), Vec::new(), Vec::new());
-    for_each_row(file, &mut |mut row: Row, line: usize| -> Result<()> {
+    let notes = score_rows(file, kind, allow_unknown_scenes, &mut |row, item, line| {
         lines.push(line);
-        let located = |issue: RowIssue| -> Error {
-            InputError::field(file, line, issue.field, issue.message).into()
-        };
-        names.check(&mut row, &mut check).map_err(located)?;
-        let mut item = scorer.score(&row).map_err(located)?;
-        item.renamed_from = check.renamed.get(&row.row).cloned();
-        item.unknown_scene = check.unknown.last() == Some(&row.row);
         items.push(item);
         if keep_rows {
             rows.push(row);
         }
         Ok(())
     })?;
-    if items.is_empty() {
+    warn_names(file, &notes);
+    Ok((rows, lines, items))
+}
+
+/// Read one results file row by row, check each row's scene against the test's names and
+/// score it as it is read, handing `sink` the row, its item and its file line, in file order.
+/// A CSV file is streamed, so nothing here grows with the file but the notes' counts. Returns
+/// what the scene check did, for [`warn_names`]; a file with no data row is an input error.
+pub(super) fn score_rows(
+    file: &Path,
+    kind: TestKind,
+    allow_unknown_scenes: bool,
+    sink: &mut dyn FnMut(Row, grasp::Item, usize) -> Result<()>,
+) -> Result<NameNotes> {
+    let names = grasp::names::SceneNames::new(kind, allow_unknown_scenes);
+    let mut scorer = grasp::Scorer::new(kind);
+    let mut check = grasp::names::SceneCheck::default();
+    let mut notes = NameNotes::default();
+    let mut any = false;
+    for_each_row(file, &mut |mut row: Row, line: usize| -> Result<()> {
+        any = true;
+        let located = |issue: RowIssue| -> Error {
+            InputError::field(file, line, issue.field, issue.message).into()
+        };
+        names.check(&mut row, &mut check).map_err(located)?;
+        let mut item = scorer.score(&row).map_err(located)?;
+        // The check's records are moved into the notes at once: they stay small.
+        if let Some(old) = check.renamed.remove(&row.row) {
+            *notes
+                .renamed
+                .entry(format!("{old} -> {}", row.scene))
+                .or_default() += 1;
+            notes.first_renamed.get_or_insert(line);
+            item.renamed_from = Some(old);
+        }
+        if check.unknown.pop() == Some(row.row) {
+            notes.unknown += 1;
+            if notes.unknown_lines.len() < 5 {
+                notes.unknown_lines.push(line);
+            }
+            item.unknown_scene = true;
+        }
+        sink(row, item, line)
+    })?;
+    if !any {
         return Err(InputError::file(file, "no data rows to score").into());
     }
-    warn_names(file, &lines, &check, &items);
-    Ok((rows, lines, items))
+    Ok(notes)
 }
 
 /// Hand every data row of a results file (CSV, or JSONL by extension or by a leading `{`) to

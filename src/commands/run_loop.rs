@@ -161,11 +161,31 @@ impl<S: Suite> Run<S> {
             json: self.json,
         })
     }
+
+    /// End a run whose items went to `staged` as they were scored (none is held) and whose
+    /// `outputs` were computed from their counts: items.jsonl is `staged` as written. An
+    /// unfinished run's finished items are not taken over: every item was scored again.
+    pub fn finish_staged(
+        self,
+        doc: &mut MetricsDoc,
+        staged: StagedFile,
+        outputs: Outputs,
+    ) -> Result<Done<S>> {
+        let metrics_json = doc.to_json();
+        self.dir.finish_staged(staged, &outputs, &metrics_json)?;
+        Ok(Done {
+            items: Vec::new(),
+            outputs,
+            metrics_json,
+            dir: self.dir,
+            json: self.json,
+        })
+    }
 }
 
 /// A finished run: its items in the single-run order and what it wrote.
 pub struct Done<S: Suite> {
-    /// The items, in the single-run order.
+    /// The items, in the single-run order (none after [`Run::finish_staged`]).
     pub items: Vec<S::Item>,
     /// The outputs written.
     pub outputs: Outputs,

@@ -99,10 +99,15 @@ pub struct Item {
 /// Rows per scene: what the test's config expects (upstream's default video count) and how
 /// many came, for every known scene and every other scene among the items.
 pub fn scene_rows(test: TestKind, items: &[Item]) -> Vec<SceneRows> {
-    let mut came: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut came: BTreeMap<String, usize> = BTreeMap::new();
     for i in items {
-        *came.entry(&i.scene).or_default() += 1;
+        *count_of(&mut came, &i.scene) += 1;
     }
+    scene_rows_from(test, &came)
+}
+
+/// [`scene_rows`] from the rows counted per scene ([`SceneCounts::rows`]).
+pub fn scene_rows_from(test: TestKind, came: &BTreeMap<String, usize>) -> Vec<SceneRows> {
     let known = names::known_scenes(test);
     let mut out: Vec<SceneRows> = known
         .iter()
@@ -114,7 +119,7 @@ pub fn scene_rows(test: TestKind, items: &[Item]) -> Vec<SceneRows> {
         .collect();
     out.extend(
         came.iter()
-            .filter(|(s, _)| !known.contains_key(**s))
+            .filter(|(s, _)| !known.contains_key(s.as_str()))
             .map(|(s, n)| SceneRows {
                 scene: s.to_string(),
                 expected: None,
@@ -303,14 +308,6 @@ fn rate(values: &[f64], opts: &SummaryOptions) -> Estimate {
     })
 }
 
-fn hit(v: Verdict) -> f64 {
-    if v == Verdict::Correct {
-        1.0
-    } else {
-        0.0
-    }
-}
-
 fn frac(a: usize, b: usize) -> f64 {
     if b == 0 {
         0.0
@@ -325,162 +322,326 @@ pub fn summarize(
     items: &[Item],
     opts: &SummaryOptions,
 ) -> Result<Summary, RowIssue> {
-    let mut by_test: BTreeMap<&str, Vec<&Item>> = BTreeMap::new();
+    let mut tally = Tally::new(test, *opts);
     for it in items {
-        by_test.entry(it.test.as_str()).or_default().push(it);
+        tally.add(it, 0);
     }
-    let groups = by_test
-        .iter()
-        .map(|(name, rows)| {
-            let g = if test.is_open() {
-                Group::Open(open_group(name, rows, opts))
-            } else {
-                Group::Binary(binary_group(rows, opts))
-            };
-            (name.to_string(), g)
-        })
-        .collect();
-    let count = |v: Verdict| items.iter().filter(|i| i.verdict == v).count();
-    let all: Vec<f64> = items.iter().map(|i| hit(i.verdict)).collect();
-    let pairwise = if opts.pairwise {
-        Some(pairwise(items, opts)?)
-    } else {
-        None
-    };
-    Ok(Summary {
-        test,
-        accuracy: rate(&all, opts),
-        n: items.len(),
-        correct: count(Verdict::Correct),
-        wrong: count(Verdict::False),
-        invalid: count(Verdict::Invalid),
-        gt_mismatch_rows: items
-            .iter()
-            .filter(|i| i.gt_mismatch)
-            .map(|i| i.row)
-            .collect(),
-        groups,
-        pairwise,
-    })
+    tally.finish().map(|(s, _)| s).map_err(|(issue, _)| issue)
 }
 
-fn binary_group(rows: &[&Item], opts: &SummaryOptions) -> BinaryGroup {
-    let mut pos = AnswerCounts::default();
-    let mut neg = AnswerCounts::default();
-    let (mut all, mut pos_hits, mut neg_hits) = (Vec::new(), Vec::new(), Vec::new());
-    for it in rows {
-        let (counts, hits) = if it.gt == "yes" {
-            (&mut pos, &mut pos_hits)
-        } else {
-            (&mut neg, &mut neg_hits)
-        };
-        counts.n += 1;
-        match it.parsed {
-            Parsed::Answer(Answer::Yes) => counts.yes += 1,
-            Parsed::Answer(Answer::No) => counts.no += 1,
-            _ => counts.invalid += 1,
+/// Every metric of [`summarize`], gathered one item at a time in the single-run order, so a run
+/// can score and write its items as it reads them: what it keeps is counts and one byte per
+/// item and group (the bootstrap resamples outcomes by position), plus a slot per Level 2 pair
+/// with `pairwise`. [`summarize`] is this over a slice.
+pub struct Tally {
+    test: TestKind,
+    opts: SummaryOptions,
+    counts: VerdictCounts,
+    /// Hits (1) and misses (0) of every item, in order.
+    all: Vec<u8>,
+    groups: BTreeMap<String, GroupTally>,
+    gt_mismatch_rows: Vec<usize>,
+    pairs: Option<PairTally>,
+    scenes: SceneCounts,
+}
+
+/// Rows per scene, and the renamed and unknown scenes, counted as items pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SceneCounts {
+    /// Rows per scene (as scored: current names).
+    pub rows: BTreeMap<String, usize>,
+    /// `old -> new` -> rows, for scenes mapped from an old upstream name.
+    pub renamed: BTreeMap<String, usize>,
+    /// Scene -> rows, for scenes the test does not know (`--allow-unknown-scenes`).
+    pub unknown: BTreeMap<String, usize>,
+}
+
+enum GroupTally {
+    Binary {
+        pos: AnswerCounts,
+        neg: AnswerCounts,
+        all: Vec<u8>,
+        pos_hits: Vec<u8>,
+        neg_hits: Vec<u8>,
+        gt_mismatches: usize,
+    },
+    Open {
+        labels: BTreeMap<String, VerdictCounts>,
+        all: Vec<u8>,
+    },
+}
+
+/// One side of a Level 2 pair as seen: its row and whether it was correct.
+#[derive(Clone, Copy)]
+struct PairSide {
+    row: usize,
+    correct: bool,
+}
+
+/// (test, video index) -> the P and IP rows seen; and the first index that came twice on one
+/// side.
+#[derive(Default)]
+struct PairTally {
+    slots: BTreeMap<(String, String), [Option<PairSide>; 2]>,
+    duplicate: Option<(RowIssue, usize)>,
+}
+
+impl Tally {
+    /// Nothing counted yet, for `test` with `opts` (`opts.pairwise` keeps the pair slots).
+    pub fn new(test: TestKind, opts: SummaryOptions) -> Self {
+        Tally {
+            test,
+            opts,
+            counts: VerdictCounts::default(),
+            all: Vec::new(),
+            groups: BTreeMap::new(),
+            gt_mismatch_rows: Vec::new(),
+            pairs: opts.pairwise.then(PairTally::default),
+            scenes: SceneCounts::default(),
         }
-        hits.push(hit(it.verdict));
-        all.push(hit(it.verdict));
     }
-    let n = rows.len();
-    BinaryGroup {
-        accuracy: rate(&all, opts),
-        acc_pos: rate(&pos_hits, opts),
-        acc_neg: rate(&neg_hits, opts),
-        n,
-        correct: pos.yes + neg.no,
-        invalid: pos.invalid + neg.invalid,
-        pos,
-        neg,
-        chance: 0.5,
-        constant_answer: frac(pos.n.max(neg.n), n),
-        gt_mismatches: rows.iter().filter(|i| i.gt_mismatch).count(),
-    }
-}
 
-fn open_group(scene: &str, rows: &[&Item], opts: &SummaryOptions) -> OpenGroup {
-    let mut labels: BTreeMap<String, VerdictCounts> = BTreeMap::new();
-    for it in rows {
-        let c = labels.entry(it.gt.clone()).or_default();
-        c.n += 1;
+    /// Count the next item of the single-run order; `line` is its file line (0 where unknown),
+    /// named by a pairing issue.
+    pub fn add(&mut self, it: &Item, line: usize) {
+        let h = u8::from(it.verdict == Verdict::Correct);
+        self.counts.n += 1;
         match it.verdict {
-            Verdict::Correct => c.correct += 1,
-            Verdict::False => c.wrong += 1,
-            Verdict::Invalid => c.invalid += 1,
+            Verdict::Correct => self.counts.correct += 1,
+            Verdict::False => self.counts.wrong += 1,
+            Verdict::Invalid => self.counts.invalid += 1,
+        }
+        self.all.push(h);
+        if it.gt_mismatch {
+            self.gt_mismatch_rows.push(it.row);
+        }
+        let open = self.test.is_open();
+        let group = match self.groups.get_mut(it.test.as_str()) {
+            Some(g) => g,
+            None => self.groups.entry(it.test.clone()).or_insert(if open {
+                GroupTally::Open {
+                    labels: BTreeMap::new(),
+                    all: Vec::new(),
+                }
+            } else {
+                GroupTally::Binary {
+                    pos: AnswerCounts::default(),
+                    neg: AnswerCounts::default(),
+                    all: Vec::new(),
+                    pos_hits: Vec::new(),
+                    neg_hits: Vec::new(),
+                    gt_mismatches: 0,
+                }
+            }),
+        };
+        match group {
+            GroupTally::Binary {
+                pos,
+                neg,
+                all,
+                pos_hits,
+                neg_hits,
+                gt_mismatches,
+            } => {
+                let (counts, hits) = if it.gt == "yes" {
+                    (pos, pos_hits)
+                } else {
+                    (neg, neg_hits)
+                };
+                counts.n += 1;
+                match it.parsed {
+                    Parsed::Answer(Answer::Yes) => counts.yes += 1,
+                    Parsed::Answer(Answer::No) => counts.no += 1,
+                    _ => counts.invalid += 1,
+                }
+                hits.push(h);
+                all.push(h);
+                *gt_mismatches += usize::from(it.gt_mismatch);
+            }
+            GroupTally::Open { labels, all } => {
+                let c = match labels.get_mut(it.gt.as_str()) {
+                    Some(c) => c,
+                    None => labels.entry(it.gt.clone()).or_default(),
+                };
+                c.n += 1;
+                match it.verdict {
+                    Verdict::Correct => c.correct += 1,
+                    Verdict::False => c.wrong += 1,
+                    Verdict::Invalid => c.invalid += 1,
+                }
+                all.push(h);
+            }
+        }
+        if let Some(pairs) = &mut self.pairs {
+            pairs.add(it, line);
+        }
+        let scenes = &mut self.scenes;
+        *count_of(&mut scenes.rows, &it.scene) += 1;
+        if let Some(old) = &it.renamed_from {
+            *scenes
+                .renamed
+                .entry(format!("{old} -> {}", it.scene))
+                .or_default() += 1;
+        }
+        if it.unknown_scene {
+            *count_of(&mut scenes.unknown, &it.scene) += 1;
         }
     }
-    for c in labels.values_mut() {
-        c.accuracy = frac(c.correct, c.n);
-    }
-    let sum = |f: fn(&VerdictCounts) -> usize| labels.values().map(f).sum::<usize>();
-    let all: Vec<f64> = rows.iter().map(|i| hit(i.verdict)).collect();
-    OpenGroup {
-        accuracy: rate(&all, opts),
-        n: rows.len(),
-        correct: sum(|c| c.correct),
-        wrong: sum(|c| c.wrong),
-        invalid: sum(|c| c.invalid),
-        chance: open_labels(scene).map_or(0.0, |l| 1.0 / l.len() as f64),
-        labels,
+
+    /// The summary and the scene counts; a Level 2 index that came twice on one side (with
+    /// `pairwise`) is an issue naming its row, and the file line it was added with.
+    pub fn finish(self) -> Result<(Summary, SceneCounts), (RowIssue, usize)> {
+        let opts = &self.opts;
+        let groups = self
+            .groups
+            .into_iter()
+            .map(|(name, g)| {
+                let g = match g {
+                    GroupTally::Binary {
+                        pos,
+                        neg,
+                        all,
+                        pos_hits,
+                        neg_hits,
+                        gt_mismatches,
+                    } => Group::Binary(BinaryGroup {
+                        accuracy: rate_of(&all, opts),
+                        acc_pos: rate_of(&pos_hits, opts),
+                        acc_neg: rate_of(&neg_hits, opts),
+                        n: all.len(),
+                        correct: pos.yes + neg.no,
+                        invalid: pos.invalid + neg.invalid,
+                        pos,
+                        neg,
+                        chance: 0.5,
+                        constant_answer: frac(pos.n.max(neg.n), all.len()),
+                        gt_mismatches,
+                    }),
+                    GroupTally::Open { mut labels, all } => {
+                        for c in labels.values_mut() {
+                            c.accuracy = frac(c.correct, c.n);
+                        }
+                        let sum =
+                            |f: fn(&VerdictCounts) -> usize| labels.values().map(f).sum::<usize>();
+                        Group::Open(OpenGroup {
+                            accuracy: rate_of(&all, opts),
+                            n: all.len(),
+                            correct: sum(|c| c.correct),
+                            wrong: sum(|c| c.wrong),
+                            invalid: sum(|c| c.invalid),
+                            chance: open_labels(&name).map_or(0.0, |l| 1.0 / l.len() as f64),
+                            labels,
+                        })
+                    }
+                };
+                (name, g)
+            })
+            .collect();
+        let pairwise = match self.pairs {
+            Some(p) => Some(p.finish(opts)?),
+            None => None,
+        };
+        let c = self.counts;
+        Ok((
+            Summary {
+                test: self.test,
+                accuracy: rate_of(&self.all, opts),
+                n: c.n,
+                correct: c.correct,
+                wrong: c.wrong,
+                invalid: c.invalid,
+                gt_mismatch_rows: self.gt_mismatch_rows,
+                groups,
+                pairwise,
+            },
+            self.scenes,
+        ))
     }
 }
 
-/// Pair a `P_` row with the `IP_` row of the same test and video index; a pair scores 1 only if
-/// both are correct. A (test, index, prefix) that occurs twice cannot be paired: error.
-fn pairwise(items: &[Item], opts: &SummaryOptions) -> Result<Pairwise, RowIssue> {
-    // (test, index) -> [P row, IP row], as positions in `items`.
-    let mut slots: BTreeMap<(&str, &str), [Option<usize>; 2]> = BTreeMap::new();
-    for (pos, it) in items.iter().enumerate() {
+/// The count of `key` in `map`, allocating the key only the first time it is seen.
+fn count_of<'m>(map: &'m mut BTreeMap<String, usize>, key: &str) -> &'m mut usize {
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), 0);
+    }
+    map.get_mut(key).expect("inserted above")
+}
+
+/// [`rate`] of hits kept as bytes (0 or 1, converted exactly).
+fn rate_of(hits: &[u8], opts: &SummaryOptions) -> Estimate {
+    let values: Vec<f64> = hits.iter().map(|&h| f64::from(h)).collect();
+    rate(&values, opts)
+}
+
+impl PairTally {
+    /// Pair a `P_` row with the `IP_` row of the same test and video index; a (test, index,
+    /// prefix) that occurs twice cannot be paired: the first such row is the issue.
+    fn add(&mut self, it: &Item, line: usize) {
         let Some(index) = it.pair_index.as_deref() else {
-            continue;
+            return;
         };
         let side = match level2_gold(&it.scene) {
             Some(true) => 0,
             Some(false) => 1,
-            None => continue,
+            None => return,
         };
-        let slot = &mut slots.entry((it.test.as_str(), index)).or_default()[side];
-        if let Some(first) = *slot {
-            return Err(RowIssue {
-                row: it.row,
-                field: "video_file",
-                message: format!(
-                    "--pairwise: {} video index {index} also on row {}; cannot pair P and IP rows",
-                    it.scene, items[first].row
-                ),
-            });
+        if self.duplicate.is_some() {
+            return;
         }
-        *slot = Some(pos);
+        let key = (it.test.clone(), index.to_string());
+        let slot = &mut self.slots.entry(key).or_default()[side];
+        if let Some(PairSide { row: first, .. }) = *slot {
+            self.duplicate = Some((
+                RowIssue {
+                    row: it.row,
+                    field: "video_file",
+                    message: format!(
+                        "--pairwise: {} video index {index} also on row {first}; cannot pair P and IP rows",
+                        it.scene
+                    ),
+                },
+                line,
+            ));
+            return;
+        }
+        *slot = Some(PairSide {
+            row: it.row,
+            correct: it.verdict == Verdict::Correct,
+        });
     }
-    let mut unpaired_rows = Vec::new();
-    let mut per_test: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for ((test, _), slot) in &slots {
-        match slot {
-            [Some(p), Some(ip)] => {
-                let both =
-                    items[*p].verdict == Verdict::Correct && items[*ip].verdict == Verdict::Correct;
-                per_test
-                    .entry(test)
-                    .or_default()
-                    .push(if both { 1.0 } else { 0.0 });
+
+    /// A pair scores 1 only if both rows are correct.
+    fn finish(self, opts: &SummaryOptions) -> Result<Pairwise, (RowIssue, usize)> {
+        if let Some(d) = self.duplicate {
+            return Err(d);
+        }
+        let mut unpaired_rows = Vec::new();
+        let mut per_test: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for ((test, _), slot) in &self.slots {
+            match slot {
+                [Some(p), Some(ip)] => {
+                    per_test
+                        .entry(test)
+                        .or_default()
+                        .push(if p.correct && ip.correct { 1.0 } else { 0.0 });
+                }
+                [Some(x), None] | [None, Some(x)] => unpaired_rows.push(x.row),
+                [None, None] => {}
             }
-            [Some(x), None] | [None, Some(x)] => unpaired_rows.push(items[*x].row),
-            [None, None] => {}
         }
+        unpaired_rows.sort_unstable();
+        let all: Vec<f64> = per_test.values().flatten().copied().collect();
+        Ok(Pairwise {
+            paired_accuracy: rate(&all, opts),
+            pairs: all.len(),
+            both_correct: all.iter().filter(|&&x| x == 1.0).count(),
+            unpaired_rows,
+            groups: per_test
+                .iter()
+                .map(|(t, v)| (t.to_string(), rate(v, opts)))
+                .collect(),
+        })
     }
-    unpaired_rows.sort_unstable();
-    let all: Vec<f64> = per_test.values().flatten().copied().collect();
-    Ok(Pairwise {
-        paired_accuracy: rate(&all, opts),
-        pairs: all.len(),
-        both_correct: all.iter().filter(|&&x| x == 1.0).count(),
-        unpaired_rows,
-        groups: per_test
-            .iter()
-            .map(|(t, v)| (t.to_string(), rate(v, opts)))
-            .collect(),
-    })
 }
 
 /// The key `--shard` splits by: a Level 2 row goes with its P_/IP_ twin (test and video
@@ -748,6 +909,52 @@ mod tests {
         let e = summarize(TestKind::Level2, &items, &opts).unwrap_err();
         assert_eq!((e.row, e.field), (2, "video_file"));
         assert!(e.message.contains("row 1"), "{}", e.message);
+    }
+
+    /// Fed one item at a time, the tally names the line a duplicate pair came with, and counts
+    /// the scenes (renamed and unknown too) as `scene_rows` does from the items.
+    #[test]
+    fn tally_names_the_line_of_a_duplicate_and_counts_scenes() {
+        let opts = SummaryOptions {
+            pairwise: true,
+            ..NO_BOOT
+        };
+        let dup = [
+            row(1, "P_Gravity", "yes", "yes", Some("v/P_Gravity/000.mp4")),
+            row(2, "P_Gravity", "yes", "no", Some("v/P_Gravity/000.mp4")),
+        ];
+        let mut tally = Tally::new(TestKind::Level2, opts);
+        for (it, line) in score(TestKind::Level2, &dup).unwrap().iter().zip([7, 9]) {
+            tally.add(it, line);
+        }
+        let Err((e, line)) = tally.finish() else {
+            panic!("a duplicate pair is an issue")
+        };
+        assert_eq!((e.row, e.field, line), (2, "video_file", 9));
+
+        let rows = [
+            row(1, "P_Gravity", "yes", "yes", None),
+            row(2, "P_Gravity", "yes", "no", None),
+            row(3, "IP_Gravty", "no", "no", None),
+        ];
+        let mut items = score(TestKind::Level2, &rows).unwrap();
+        items[1].renamed_from = Some("P_OldGravity".into());
+        items[2].unknown_scene = true;
+        let mut tally = Tally::new(TestKind::Level2, NO_BOOT);
+        for it in &items {
+            tally.add(it, 0);
+        }
+        let (summary, scenes) = tally.finish().ok().unwrap();
+        assert_eq!(
+            summary,
+            summarize(TestKind::Level2, &items, &NO_BOOT).unwrap()
+        );
+        assert_eq!(
+            scene_rows_from(TestKind::Level2, &scenes.rows),
+            scene_rows(TestKind::Level2, &items)
+        );
+        assert_eq!(scenes.renamed["P_OldGravity -> P_Gravity"], 1);
+        assert_eq!(scenes.unknown["IP_Gravty"], 1);
     }
 
     #[test]
