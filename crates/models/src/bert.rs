@@ -10,8 +10,7 @@
 //! the relatives need: a position offset (RoBERTa) and a projection (ELECTRA's embedding size).
 
 use super::bert_layers::{BertLayers, Norm, Train};
-use super::NativeLayout;
-use super::{
+use crate::arch::{
     bad, usize_field, Activation, Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder,
 };
 use crate::weights;
@@ -19,6 +18,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{embedding, Embedding, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use scorekit_core::error::Result;
+use scorekit_encoder::NativeLayout;
 use scorekit_encoder::{Batch, Encoder, Hidden, Linear};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -144,7 +144,7 @@ pub fn bert_layout_config(
         ));
     }
     let pos_offset = position_offset(&bert, roberta_positions);
-    super::default(&mut raw, "embedding_size", bert.hidden_size.into());
+    crate::arch::default(&mut raw, "embedding_size", bert.hidden_size.into());
     Ok(ModelConfig {
         model_type,
         erf_gelu: hidden_act == HiddenAct::Gelu,

@@ -6,7 +6,7 @@
 use super::bert::bert_layout_config;
 use super::bert_layers::Train;
 use super::deberta_v2_layers::{DebertaSpec, DebertaV2Encoder};
-use super::{
+use crate::arch::{
     bad, Activation, Architecture, HeadDropouts, HeadKind, HeadLayout, ModelConfig,
     TrainableEncoder,
 };
@@ -26,16 +26,16 @@ impl Architecture for DebertaV2 {
     }
 
     fn config(&self, mut raw: Map<String, Value>, path: &Path) -> Result<ModelConfig> {
-        let hidden = super::usize_field(&raw, "hidden_size", path)?;
+        let hidden = crate::arch::usize_field(&raw, "hidden_size", path)?;
         // `transformers` writes these only when they differ from its defaults.
-        super::default(&mut raw, "pooler_hidden_size", hidden.into());
-        super::default(&mut raw, "pooler_dropout", 0.0.into());
-        super::default(&mut raw, "pooler_hidden_act", "gelu".into());
-        super::default(&mut raw, "relative_attention", false.into());
-        super::default(&mut raw, "max_relative_positions", (-1).into());
-        super::default(&mut raw, "position_biased_input", true.into());
-        super::default(&mut raw, "pos_att_type", Value::Array(vec![]));
-        super::default(&mut raw, "type_vocab_size", 0.into());
+        crate::arch::default(&mut raw, "pooler_hidden_size", hidden.into());
+        crate::arch::default(&mut raw, "pooler_dropout", 0.0.into());
+        crate::arch::default(&mut raw, "pooler_hidden_act", "gelu".into());
+        crate::arch::default(&mut raw, "relative_attention", false.into());
+        crate::arch::default(&mut raw, "max_relative_positions", (-1).into());
+        crate::arch::default(&mut raw, "position_biased_input", true.into());
+        crate::arch::default(&mut raw, "pos_att_type", Value::Array(vec![]));
+        crate::arch::default(&mut raw, "type_vocab_size", 0.into());
         if raw.get("pooler_hidden_act").and_then(Value::as_str) != Some("gelu") {
             return Err(bad(path, "pooler_hidden_act: only \"gelu\" is supported"));
         }

@@ -7,7 +7,7 @@
 use super::bert::{
     bert_layout_config, check_bert_layout, embedding_size, native_layout, CandleBert,
 };
-use super::{Activation, Architecture, HeadKind, HeadLayout, ModelConfig};
+use crate::arch::{Activation, Architecture, HeadKind, HeadLayout, ModelConfig};
 use candle_nn::VarBuilder;
 use scorekit_core::error::Result;
 use scorekit_encoder::Encoder;
@@ -27,7 +27,7 @@ impl Architecture for Electra {
 
     fn config(&self, mut raw: Map<String, Value>, path: &Path) -> Result<ModelConfig> {
         // ElectraConfig's defaults where they differ from BertConfig's.
-        super::default(&mut raw, "embedding_size", 128.into());
+        crate::arch::default(&mut raw, "embedding_size", 128.into());
         let mut cfg = bert_layout_config(raw, path, "electra.", false)?;
         // The native encoder has no projection: it runs ELECTRA where there is none.
         if embedding_size(&cfg) == cfg.bert.hidden_size {

@@ -4,7 +4,7 @@
 //! sequence-classification heads). Every head reads [`Hidden`] in whichever layout the engine
 //! produced (unpadded, first tokens only, or padded with a mask).
 
-use super::{Activation, HeadLayout};
+use crate::arch::{Activation, HeadLayout};
 use candle_core::{DType, IndexOp, Result, Tensor, D};
 use scorekit_encoder::{Encoder, Hidden, Linear};
 

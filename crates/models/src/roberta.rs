@@ -4,7 +4,7 @@
 use super::bert::{
     bert_layout_config, check_bert_layout, native_layout, position_offset, CandleBert,
 };
-use super::{Activation, Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder};
+use crate::arch::{Activation, Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder};
 use anyhow::anyhow;
 use candle_nn::VarBuilder;
 use scorekit_core::error::Result;

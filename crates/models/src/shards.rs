@@ -5,7 +5,7 @@
 //! the converted copy, 2.0x the weights in peak RSS); PyTorch shards are read lazily, one tensor at
 //! a time.
 
-use crate::bad;
+use crate::arch::bad;
 use candle_core::pickle::PthTensors;
 use candle_core::{DType, Device, Shape, Tensor};
 use candle_nn::var_builder::SimpleBackend;

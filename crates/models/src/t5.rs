@@ -14,7 +14,7 @@
 //! LayerNorms without bias, `{encoder,decoder}.final_layer_norm`, and `lm_head.weight` when the
 //! head is not tied (Flan), else the embeddings scaled by `d_model^-0.5`.
 
-use crate::{bad, parse};
+use crate::arch::{bad, parse};
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::{linear_no_bias, Linear, VarBuilder};
 use scorekit_core::error::Result;

@@ -3,7 +3,7 @@
 //! but the `model_type` it answers to is RoBERTa's (`roberta.rs`).
 
 use super::roberta::Roberta;
-use super::{Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder};
+use crate::arch::{Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder};
 use candle_nn::VarBuilder;
 use scorekit_core::error::Result;
 use scorekit_encoder::Encoder;
