@@ -10,7 +10,7 @@ use crate::tokenize::TextTokenizer;
 use anyhow::Context;
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::error::{Error, InputError, Result, Setting};
 use scorekit_encoder::Tokens;
 use scorekit_encoder::{run_batched, Encoder};
 use scorekit_models::heads::{Dense, Head, SentenceHead};
@@ -375,11 +375,11 @@ impl Embedder {
         // Never hand NaN/inf embeddings to a scorer (they would serialise as null and poison
         // every cosine): a model that overflows in this dtype is a failure, said loudly.
         if rows.iter().flatten().any(|v| !v.is_finite()) {
-            return Err(anyhow::anyhow!(
-                "the model produced non-finite embeddings in {:?}; rerun with --dtype f32",
-                self.dtype
-            )
-            .into());
+            return Err(Error::setting(
+                Setting::Dtype,
+                Some(format!("{:?}", self.dtype).to_lowercase()),
+                "the model produced non-finite embeddings in this float type; rerun in f32",
+            ));
         }
         Ok(rows)
     }
