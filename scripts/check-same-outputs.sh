@@ -11,7 +11,8 @@
 # plans, story Dissimilarity with all-MiniLM-L6-v2 on the test split), MINT --recheck (also on a
 # folder with an incomplete configuration, a misplaced results.jsonl and a stray file), GRASP on
 # results files built from the real prompts (level1-binary cot, level1-open, level2 --pairwise),
-# the story run with the tiny BERT judge the tests use, and two-shard runs of MINT and MuSE put
+# the story run with the tiny BERT judge the tests use, GRASP on a synthetic Level 2 file with
+# unknown scene names and on two models at once, and two-shard runs of MINT, MuSE and GRASP put
 # back together by `scorekit merge`.
 #
 # Environment: PROFILE=release (default) or dev; OLD_TARGET_DIR, the old revision's own cargo
@@ -80,14 +81,21 @@ run muse muse "${MUSE[@]}"
 run grasp-level1-binary grasp --responses "$IN/grasp/level1-binary/results.csv" --bootstrap 500
 run grasp-level1-open grasp --responses "$IN/grasp/level1-open/results.csv"
 run grasp-level2-pairwise grasp --responses "$IN/grasp/level2/results.csv" --pairwise
+# GRASP's streamed path with unknown scene names kept, and its in-memory path (two models).
+python3 scripts/bench/grasp_rows.py "$IN/grasp-synthetic.csv" 4000 >/dev/null
+run grasp-unknown-scenes grasp --responses "$IN/grasp-synthetic.csv" --test level2 \
+  --allow-unknown-scenes --pairwise
+run grasp-two-models grasp --responses "$IN/grasp/level1-binary/results.csv" \
+  "$IN/grasp/level1-binary/results.csv" --labels A,B
 run story-minilm story "${STORY[@]}" --embedder "$MINILM" --skip-judge
 run story-tiny-judge story "${STORY[@]}" --judge "$IN/judge" --skip-embedder
 for s in 0 1; do
   run "mint-shard$s" mint "${MINT[@]}" --shard "$s/2"
   run "muse-shard$s" muse "${MUSE[@]}" --shard "$s/2"
+  run "grasp-shard$s" grasp --responses "$IN/grasp/level2/results.csv" --pairwise --shard "$s/2"
 done
 for side in old new; do
-  for suite in mint muse; do
+  for suite in mint muse grasp; do
     "$WORK/scorekit-$side" merge --parts "$WORK/$side/$suite-shard0" "$WORK/$side/$suite-shard1" \
       --out "$WORK/$side/$suite-merged" --force >"$WORK/$side/$suite-merged.stdout"
   done
