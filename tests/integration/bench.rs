@@ -419,7 +419,8 @@ fn bad_axis_values_are_refused_before_loading() {
         (vec!["--repeats", "0"], "--repeats"),
         (vec!["--engine", "native", "--dtype", "f16"], "--dtype f16"),
     ];
-    if !scorekit::runtime::kernels::amx_available() {
+    use scorekit::runtime::kernels::{amx_available, bf16dot_available};
+    if !(amx_available() || bf16dot_available()) {
         cases.push((
             vec!["--engine", "native", "--dtype", "bf16"],
             "--dtype bf16",

@@ -789,11 +789,11 @@ fn half_precision_embeddings_are_finite_and_close_to_f32() {
     }
 }
 
-/// bf16 on scorekit's encoder (AMX-BF16 tile products, f32 accumulation, everything else f32)
-/// on the real MiniLM and the first 400 real endings: every embedding within cosine 0.999 of
-/// f32 and at least as close to f32, sentence by sentence on the worst one, as candle's bf16
-/// (bf16 weights and activations throughout). Without AMX-BF16, `--engine native` refuses
-/// bf16 naming the engine, and auto falls back to candle.
+/// bf16 on scorekit's encoder (AMX-BF16 tile products, else AVX512-BF16; f32 accumulation,
+/// everything else f32) on the real MiniLM and the first 400 real endings: every embedding
+/// within cosine 0.999 of f32 and at least as close to f32, on the worst sentence, as candle's
+/// bf16 (bf16 weights and activations throughout); with both, each path on its own. Without
+/// either, `--engine native` refuses bf16 naming why, and auto falls back to candle.
 #[test]
 fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
     use scorekit::runtime::{EngineChoice, EngineOptions};
@@ -815,21 +815,35 @@ fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
         .collect();
     let m = resolved(&dir);
     let cpu = candle_core::Device::Cpu;
-    let with = |dtype, engine| {
+    let with_amx = |dtype, engine, amx| {
         let opts = EngineOptions {
             engine,
+            amx,
             ..Default::default()
         };
         Embedder::load(&m, &cpu, dtype, None, &opts)
     };
+    let with = |dtype, engine| with_amx(dtype, engine, true);
     let native = with(candle_core::DType::BF16, EngineChoice::Native);
-    if !(runtime::kernels::kernels_available() && runtime::kernels::amx_available()) {
-        let e = native.err().expect("bf16 refused without AMX-BF16");
-        assert!(e.to_string().contains("AMX-BF16"), "{e}");
+    let k = &runtime::kernels::kernels_available;
+    let (tiles, dot) = (
+        k() && runtime::kernels::amx_available(),
+        k() && runtime::kernels::bf16dot_available(),
+    );
+    if !(tiles || dot) {
+        let e = native
+            .err()
+            .expect("bf16 refused without AMX-BF16 or AVX512-BF16");
+        assert!(e.to_string().contains("AVX512-BF16"), "{e}");
         return;
     }
     let native = native.unwrap();
-    assert!(native.engine().contains("bf16 AMX"), "{}", native.engine());
+    let kind = if tiles {
+        "bf16 AMX"
+    } else {
+        "bf16 AVX512-BF16"
+    };
+    assert!(native.engine().contains(kind), "{}", native.engine());
     let hidden = indicatif::ProgressBar::hidden();
     let embed = |e: &Embedder| e.embed(&texts, 4096, &hidden).unwrap();
     let f32s = embed(&with(candle_core::DType::F32, EngineChoice::Auto).unwrap());
@@ -841,6 +855,19 @@ fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
             .map(|(g, w)| cosine(g, w))
             .fold(1.0f32, f32::min)
     };
+    if tiles && dot {
+        // Without AMX the same products run on AVX512-BF16: the same rounding, the same sums
+        // up to their order.
+        let no_tiles = with_amx(candle_core::DType::BF16, EngineChoice::Native, false).unwrap();
+        assert!(
+            no_tiles.engine().contains("bf16 AVX512-BF16"),
+            "{}",
+            no_tiles.engine()
+        );
+        let w_dot = worst(&embed(&no_tiles));
+        eprintln!("worst cosine to f32, bf16 on AVX512-BF16: {w_dot}");
+        assert!(w_dot >= 0.999, "AVX512-BF16: worst cosine {w_dot}");
+    }
     let (w_ours, w_candle) = (worst(&ours), worst(&candle));
     eprintln!(
         "worst cosine to f32 over {} endings: scorekit bf16 {w_ours}, candle bf16 {w_candle}",
@@ -862,7 +889,7 @@ fn bf16_on_amx_tiles_tracks_f32_on_real_minilm() {
         ..Default::default()
     };
     let bf16 = Embedder::load(&tiny, &cpu, candle_core::DType::BF16, None, &opts).unwrap();
-    assert!(bf16.engine().contains("bf16 AMX"), "{}", bf16.engine());
+    assert!(bf16.engine().contains(kind), "{}", bf16.engine());
     let some = &texts[..8];
     let got = bf16.embed(some, 4096, &hidden).unwrap();
     let want = load(t.path()).embed(some, 4096, &hidden).unwrap();

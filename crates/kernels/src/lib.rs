@@ -23,6 +23,8 @@ pub mod act;
 pub mod amx;
 pub mod ascii;
 #[cfg(target_arch = "x86_64")]
+pub mod bf16dot;
+#[cfg(target_arch = "x86_64")]
 pub mod gemm;
 #[cfg(target_arch = "x86_64")]
 pub mod int8;
@@ -59,6 +61,14 @@ pub fn amx_bf16_peak(threads: usize, seconds: f64) -> Option<peak::Peak> {
         let _ = (threads, seconds);
         None
     }
+}
+
+/// Whether bf16 products can run on AVX512-BF16 (`vdpbf16ps`) here, for CPUs without AMX.
+pub fn bf16dot_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return bf16dot::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 /// Whether `--quantize` runs on AMX-INT8 tiles here (else on AVX-512 VNNI).

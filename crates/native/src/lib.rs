@@ -25,6 +25,7 @@ use scorekit_encoder::NativeLayout;
 use scorekit_encoder::{Batch, Encoder, Hidden, Linear as HeadLinear};
 use scorekit_kernels::act;
 use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
+use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
 use scorekit_kernels::gemm::{self, Epilogue, PackedB, SendPtr};
 use scorekit_kernels::int8::PackedI8;
 use std::collections::BTreeMap;
@@ -37,6 +38,8 @@ enum Weight {
     /// AMX tile products: f32 as four split-bf16 products (~2⁻¹⁷ relative per term), or plain
     /// bf16 products with f32 accumulation (`Products::bf16`).
     Split(PackedSplit),
+    /// bf16 products on AVX512-BF16 (`vdpbf16ps`), for CPUs without AMX tiles.
+    Bf16Dot(PackedBf16Dot),
     I8(PackedI8),
 }
 
@@ -47,18 +50,21 @@ pub struct Products {
     pub int8: bool,
     /// AMX tiles where the CPU has them.
     pub amx: bool,
-    /// bf16 products with f32 accumulation on AMX-BF16 tiles (`--dtype bf16`); everything
-    /// else (embeddings, LayerNorm, attention, GELU, residuals, heads) stays f32.
+    /// bf16 products with f32 accumulation (`--dtype bf16`): on AMX-BF16 tiles where `amx`
+    /// allows and the CPU has them, else on AVX512-BF16; everything else (embeddings,
+    /// LayerNorm, attention, GELU, residuals, heads) stays f32.
     pub bf16: bool,
 }
 
 impl Weight {
     /// Pack a PyTorch `Linear` weight (n rows of k) for the products asked for: int8 when asked,
-    /// bf16 tiles when asked (`load_with` checked AMX-BF16), else split-bf16 AMX where allowed
-    /// and available, else AVX-512 f32.
+    /// bf16 when asked (tiles where allowed and available, else AVX512-BF16, which `load_with`
+    /// checked), else split-bf16 AMX where allowed and available, else AVX-512 f32.
     fn pack(w: &[f32], n: usize, k: usize, products: Products) -> Self {
-        if products.bf16 {
+        if products.bf16 && products.amx && amx::available() {
             Weight::Split(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16))
+        } else if products.bf16 {
+            Weight::Bf16Dot(PackedBf16Dot::from_nk(w, n, k))
         } else if products.int8 {
             Weight::I8(PackedI8::from_nk_on(
                 w,
@@ -98,6 +104,7 @@ impl Linear {
                 true,
             ),
             Weight::Split(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
+            Weight::Bf16Dot(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
             Weight::I8(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
         }
     }
@@ -386,9 +393,11 @@ impl FastBert {
         if products.int8 && !scorekit_kernels::int8::available() {
             return Err(err("int8 products need AVX-512 VNNI"));
         }
-        if products.bf16 && (products.int8 || !amx::available()) {
+        if products.bf16
+            && (products.int8 || !(products.amx && amx::available() || bf16dot::available()))
+        {
             return Err(err(
-                "bf16 products need AMX-BF16 tiles (and exclude int8) in scorekit's encoder",
+                "bf16 products need AMX-BF16 tiles or AVX512-BF16 (and exclude int8) in scorekit's encoder",
             ));
         }
         let st = if path.extension().is_some_and(|e| e == "safetensors") {
@@ -512,6 +521,9 @@ impl FastBert {
                 "scorekit encoder, bf16 AMX products (f32 accumulation)"
             }
             Some(Weight::Split(_)) => "scorekit encoder, f32 as split-bf16 AMX products",
+            Some(Weight::Bf16Dot(_)) => {
+                "scorekit encoder, bf16 AVX512-BF16 products (f32 accumulation)"
+            }
             _ => "scorekit encoder, f32 AVX-512",
         }
     }

@@ -12,7 +12,7 @@ use std::path::Path;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EngineChoice {
     /// scorekit's kernels where they apply (x86-64 CPU with AVX-512F; f32, or bf16 on AMX-BF16
-    /// tiles; a BERT-layout model with erf-GELU), else candle's layers.
+    /// tiles or AVX512-BF16; a BERT-layout model with erf-GELU), else candle's layers.
     #[default]
     Auto,
     /// scorekit's kernels; an error where they cannot run the model here.
@@ -44,16 +44,22 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// Whether the native kernels compute in `dtype` here with these options: f32 always; bf16
-    /// on AMX-BF16 tiles (AMX allowed and granted) and not with int8; nothing else.
+    /// on AMX-BF16 tiles (AMX allowed and granted) or with AVX512-BF16, not with int8; nothing
+    /// else.
     pub fn native_dtype(&self, dtype: DType) -> std::result::Result<(), String> {
         match dtype {
             DType::F32 => Ok(()),
             DType::BF16 if self.int8 => Err("int8 products take f32 activations, not bf16".into()),
-            DType::BF16 if !self.amx || !scorekit_kernels::amx_available() => Err(
-                "scorekit's kernels compute bf16 products on AMX-BF16 tiles only, which this CPU \
-                 lacks or the engine options turned off"
-                    .into(),
-            ),
+            DType::BF16
+                if !(self.amx && scorekit_kernels::amx_available()
+                    || scorekit_kernels::bf16dot_available()) =>
+            {
+                Err(
+                    "scorekit's kernels compute bf16 products on AMX-BF16 tiles or with \
+                     AVX512-BF16, and this CPU has neither (or AMX was turned off)"
+                        .into(),
+                )
+            }
             DType::BF16 => Ok(()),
             _ => Err(format!(
                 "scorekit's kernels run in f32 or bf16, not {dtype:?}"
