@@ -91,7 +91,7 @@ fn request_tile_state() -> bool {
 
 /// Round f32 bits to bf16 bits, to nearest even (finite inputs).
 #[inline]
-fn bf16_bits(x: f32) -> u16 {
+pub(crate) fn bf16_bits(x: f32) -> u16 {
     let b = x.to_bits();
     ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
 }

@@ -11,6 +11,7 @@
 //! Unsafe code: AVX-512F/BW and AVX512-BF16 intrinsics, reached only after [`available`]; raw
 //! pointers into buffers whose sizes the packing fixes, each function stating what it needs.
 
+use super::amx::bf16_bits;
 use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
@@ -27,17 +28,10 @@ pub fn available() -> bool {
         && std::arch::is_x86_feature_detected!("avx512bf16")
 }
 
-/// bf16 bits of `x`, rounded to nearest even (finite inputs).
-#[inline]
-fn bf16_bits(x: f32) -> u32 {
-    let b = x.to_bits();
-    (b + 0x7fff + ((b >> 16) & 1)) >> 16
-}
-
-/// The pair (lo, hi) as `vdpbf16ps` reads one lane: `lo` in bits 0–15.
+/// The pair (lo, hi) rounded to bf16 as `vdpbf16ps` reads one lane: `lo` in bits 0–15.
 #[inline]
 fn pair(lo: f32, hi: f32) -> u32 {
-    bf16_bits(lo) | (bf16_bits(hi) << 16)
+    u32::from(bf16_bits(lo)) | (u32::from(bf16_bits(hi)) << 16)
 }
 
 /// Wᵀ rounded to bf16 and packed for `vdpbf16ps`.
@@ -180,7 +174,7 @@ mod tests {
         if !available() {
             return;
         }
-        let round = |x: f32| f32::from_bits(bf16_bits(x) << 16) as f64;
+        let round = |x: f32| f32::from_bits(u32::from(bf16_bits(x)) << 16) as f64;
         for &(m, n, k) in &[(1, 1, 1), (13, 33, 7), (9, 96, 513), (70, 40, 1024)] {
             let a = crate::test_data::activations(m * k, 506.0);
             let w = crate::test_data::weights(n * k);
