@@ -331,11 +331,13 @@ fn eval_reports_accuracy_and_consistency_on_the_test_split() {
         .contains("consistency"));
 }
 
-/// `judge eval --dtype bf16` on scorekit's bf16 AMX encoder against f32, on the 671 test
-/// questions: every pick that differs is a near-tie of the f32 scores (the bf16 pick's f32
-/// score within 1% of the largest |score| of the best: bf16 keeps 8 significant bits, ~0.4%),
-/// counted and printed; the engine is
-/// named in metrics.json. Without AMX-BF16 the bf16 run is candle's, and the same holds.
+/// `judge eval --dtype bf16` on scorekit's bf16 encoder (AMX tiles, else AVX512-BF16) against
+/// f32, on the 671 test questions: at most a tenth of the picks differ, and every pick that
+/// differs is a near-tie of the f32 scores (the bf16 pick's f32 score within 2⁻⁸ of the largest
+/// |score| of the best: bf16's rounding of one value). The tiny judge's four scores lie within
+/// ~0.65% of each other, so a wrong path (random picks) fails both. Counted and printed; the
+/// engine is named in metrics.json. Where neither instruction set exists the bf16 run is
+/// candle's (bf16 throughout, a coarser reading): nothing to hold it to, so it is not checked.
 #[test]
 fn bf16_judge_picks_differ_from_f32_only_on_near_ties() {
     let tmp = tempfile::tempdir().unwrap();
@@ -371,8 +373,12 @@ fn bf16_judge_picks_differ_from_f32_only_on_near_ties() {
     };
     let (_, f32s) = eval("f32");
     let (m, bf16s) = eval("bf16");
+    let engine = m["engine"].as_str().unwrap();
     if scorekit::runtime::kernels::amx_available() {
-        assert!(m["engine"].as_str().unwrap().contains("bf16 AMX"), "{m}");
+        assert!(engine.contains("bf16 AMX"), "{m}");
+    }
+    if !engine.starts_with("scorekit encoder, bf16") {
+        return;
     }
     let (mut differ, mut worst) = (0, 0f64);
     for (a, b) in f32s.iter().zip(&bf16s) {
@@ -391,11 +397,16 @@ fn bf16_judge_picks_differ_from_f32_only_on_near_ties() {
         let gap = (hi - s[b["pick"].as_u64().unwrap() as usize]) / scale;
         worst = worst.max(gap);
         assert!(
-            gap <= 0.01,
+            gap <= 2f64.powi(-8),
             "question {}: not a near-tie ({gap}): {s:?}",
             a["question_id"]
         );
     }
+    assert!(
+        differ * 10 <= f32s.len(),
+        "{differ} of {} picks differ",
+        f32s.len()
+    );
     eprintln!("bf16 vs f32: {differ} of {} picks differ; the largest f32 gap of a changed pick is {worst:.2e} of the largest |score|", f32s.len());
 }
 
