@@ -96,6 +96,8 @@ impl PeakKind {
         match dtype {
             _ if !device.is_cpu() || int8 => None,
             candle_core::DType::F32 => Some(PeakKind::F32),
+            // The engine as it names itself (`FastBert::engine` in scorekit-native): the bf16
+            // tiles are measured; bf16 on AVX512-BF16 has no probe of its own.
             candle_core::DType::BF16 if engine.contains("bf16 AMX") => Some(PeakKind::Bf16Amx),
             _ => None,
         }

@@ -47,7 +47,6 @@ struct Spec {
     batch_tokens: usize,
 }
 
-/// A cell's engine: the encoder's own name, prefixed with `scorekit` where it lacks it.
 /// The CPU's measured peaks, GFLOP/s, of the precisions scorekit computes in, measured once
 /// before the cells.
 struct Peaks {
@@ -66,6 +65,7 @@ impl Peaks {
     }
 }
 
+/// A cell's engine: the encoder's own name, prefixed with `scorekit` where it lacks it.
 fn engine_name(encoder: &str) -> String {
     if encoder.starts_with("scorekit") {
         encoder.to_string()
@@ -692,19 +692,19 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     let warmup = args.warmup.unwrap_or(DEFAULT_WARMUP);
     let threads = rayon::current_num_threads();
-    // Each precision's peak is measured once, before the cells (a cell picks its own).
+    // Each precision's peak is measured once, before the cells (a cell picks its own); the
+    // bf16 one only where a cell computes in bf16.
+    let measure = |kind: PeakKind, wanted: bool| {
+        (device.is_cpu() && wanted)
+            .then(|| kind.measure(threads))
+            .flatten()
+            .map(|p| p.gflops)
+    };
+    let bf16_cells = specs.iter().any(|s| dtype_of(s.dtype) == Some(DType::BF16));
     let peaks = Peaks {
         device: device.clone(),
-        f32: device
-            .is_cpu()
-            .then(|| PeakKind::F32.measure(threads))
-            .flatten()
-            .map(|p| p.gflops),
-        bf16_amx: device
-            .is_cpu()
-            .then(|| PeakKind::Bf16Amx.measure(threads))
-            .flatten()
-            .map(|p| p.gflops),
+        f32: measure(PeakKind::F32, true),
+        bf16_amx: measure(PeakKind::Bf16Amx, bf16_cells),
     };
     let progress = scorekit_core::progress::bar(specs.len() as u64, "bench cells", args.json);
     let mut cells = Vec::new();

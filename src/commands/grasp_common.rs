@@ -6,6 +6,7 @@ use crate::cli::{GraspArgs, GraspTest};
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::{read_jsonl, read_text, CsvStream, Record};
 use scorekit_report::MetricsDoc;
+use scorekit_suites::grasp::names::SceneStatus;
 use scorekit_suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
 use scorekit_suites::settings::GraspSettings;
 use serde_json::{json, Value};
@@ -200,7 +201,6 @@ pub(super) fn score_rows(
 ) -> Result<NameNotes> {
     let names = grasp::names::SceneNames::new(kind, allow_unknown_scenes);
     let mut scorer = grasp::Scorer::new(kind);
-    let mut check = grasp::names::SceneCheck::default();
     let mut notes = NameNotes::default();
     let mut any = false;
     for_each_row(file, &mut |mut row: Row, line: usize| -> Result<()> {
@@ -208,23 +208,25 @@ pub(super) fn score_rows(
         let located = |issue: RowIssue| -> Error {
             InputError::field(file, line, issue.field, issue.message).into()
         };
-        names.check(&mut row, &mut check).map_err(located)?;
+        let status = names.check(&mut row).map_err(located)?;
         let mut item = scorer.score(&row).map_err(located)?;
-        // The check's records are moved into the notes at once: they stay small.
-        if let Some(old) = check.renamed.remove(&row.row) {
-            *notes
-                .renamed
-                .entry(format!("{old} -> {}", row.scene))
-                .or_default() += 1;
-            notes.first_renamed.get_or_insert(line);
-            item.renamed_from = Some(old);
-        }
-        if check.unknown.pop() == Some(row.row) {
-            notes.unknown += 1;
-            if notes.unknown_lines.len() < 5 {
-                notes.unknown_lines.push(line);
+        match status {
+            SceneStatus::Known => {}
+            SceneStatus::Renamed(old) => {
+                *notes
+                    .renamed
+                    .entry(format!("{old} -> {}", row.scene))
+                    .or_default() += 1;
+                notes.first_renamed.get_or_insert(line);
+                item.renamed_from = Some(old);
             }
-            item.unknown_scene = true;
+            SceneStatus::Unknown => {
+                notes.unknown += 1;
+                if notes.unknown_lines.len() < 5 {
+                    notes.unknown_lines.push(line);
+                }
+                item.unknown_scene = true;
+            }
         }
         sink(row, item, line)
     })?;

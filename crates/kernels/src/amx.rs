@@ -111,15 +111,22 @@ fn split(x: f32) -> (u16, u16) {
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
-    let round = |v: __m512i| -> __m512i {
-        let lsb = _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(1));
-        let r = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(0x7fff)), lsb);
-        _mm512_srli_epi32(r, 16)
-    };
-    let hi = round(_mm512_castps_si512(x));
+    let hi = round_bits16(_mm512_castps_si512(x));
     let hi_f = _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16));
-    let lo = round(_mm512_castps_si512(_mm512_sub_ps(x, hi_f)));
+    let lo = round_bits16(_mm512_castps_si512(_mm512_sub_ps(x, hi_f)));
     (_mm512_cvtepi32_epi16(hi), _mm512_cvtepi32_epi16(lo))
+}
+
+/// [`bf16_bits`] on 16 lanes of f32 bits: the bf16 bits in the low half of each lane.
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn round_bits16(v: __m512i) -> __m512i {
+    let lsb = _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(1));
+    let r = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(0x7fff)), lsb);
+    _mm512_srli_epi32(r, 16)
 }
 
 /// One 64-byte line: a tile row, aligned to a cache line.
@@ -641,21 +648,8 @@ pub fn bf16_peak(threads: usize, seconds: f64) -> Option<crate::peak::Peak> {
             asm!("tilerelease", options(nostack, nomem));
         }
     };
-    let t = std::time::Instant::now();
-    run(100_000);
-    let per_iter = t.elapsed().as_secs_f64() / 1e5;
-    let iters = ((seconds / 3.0) / per_iter.max(1e-12)) as usize + 1;
-    let mut best = 0f64;
-    for _ in 0..3 {
-        let t = std::time::Instant::now();
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(move || run(iters));
-            }
-        });
-        let flops = (threads * iters * 4 * T * T * KT * 2) as f64;
-        best = best.max(flops / t.elapsed().as_secs_f64() / 1e9);
-    }
+    let flops_per_iter = (4 * T * T * KT * 2) as f64;
+    let best = crate::peak::best_rate(threads, seconds, 100_000, flops_per_iter, run);
     Some(crate::peak::Peak {
         gflops: best,
         threads,
@@ -704,11 +698,16 @@ unsafe fn pack_a(
                     ((1u32 << (k - k0)) - 1) as __mmask16
                 };
                 let v = _mm512_maskz_loadu_ps(m, row.add(k0));
-                let (h, l) = split16(v);
+                let h = match lp {
+                    Some(lp) => {
+                        let (h, l) = split16(v);
+                        _mm256_storeu_si256(lp.add(at + half * T) as *mut __m256i, l);
+                        h
+                    }
+                    // bf16 products: the rounding alone, no low part to compute.
+                    None => _mm512_cvtepi32_epi16(round_bits16(_mm512_castps_si512(v))),
+                };
                 _mm256_storeu_si256(hp.add(at + half * T) as *mut __m256i, h);
-                if let Some(lp) = lp {
-                    _mm256_storeu_si256(lp.add(at + half * T) as *mut __m256i, l);
-                }
             }
         }
     }

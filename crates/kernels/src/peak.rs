@@ -65,6 +65,35 @@ unsafe fn fma_loop_avx2(iters: usize) -> f32 {
     out.iter().sum()
 }
 
+/// GFLOP/s of `run(iters)` (`flops_per_iter` each iteration) on `threads` threads at once, for
+/// about `seconds`: calibrated with `calibrate_iters` iterations on one thread, then the best of
+/// 3 rounds of all threads together. The one timing loop of every peak probe.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn best_rate<R: Send>(
+    threads: usize,
+    seconds: f64,
+    calibrate_iters: usize,
+    flops_per_iter: f64,
+    run: impl Fn(usize) -> R + Copy + Send,
+) -> f64 {
+    let t = Instant::now();
+    std::hint::black_box(run(calibrate_iters));
+    let per_iter = t.elapsed().as_secs_f64() / calibrate_iters as f64;
+    let iters = ((seconds / 3.0) / per_iter.max(1e-12)) as usize + 1;
+    let mut best = 0f64;
+    for _ in 0..3 {
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(move || std::hint::black_box(run(iters)));
+            }
+        });
+        let flops = threads as f64 * iters as f64 * flops_per_iter;
+        best = best.max(flops / t.elapsed().as_secs_f64() / 1e9);
+    }
+    best
+}
+
 /// Run the FMA loop on `threads` threads for about `seconds`; returns GFLOP/s summed.
 pub fn measure(threads: usize, seconds: f64) -> Peak {
     let threads = threads.max(1);
@@ -91,23 +120,7 @@ pub fn measure(threads: usize, seconds: f64) -> Peak {
                     }
                 }
             };
-            // Calibrate on one thread, then run all threads together, best of 3 rounds.
-            let t = Instant::now();
-            std::hint::black_box(run(1_000_000));
-            let per_iter = t.elapsed().as_secs_f64() / 1e6;
-            let iters = ((seconds / 3.0) / per_iter.max(1e-12)) as usize + 1;
-            let mut best = 0f64;
-            for _ in 0..3 {
-                let t = Instant::now();
-                std::thread::scope(|s| {
-                    for _ in 0..threads {
-                        s.spawn(move || std::hint::black_box(run(iters)));
-                    }
-                });
-                let secs = t.elapsed().as_secs_f64();
-                let flops = (threads * iters * 12 * lanes * 2) as f64;
-                best = best.max(flops / secs / 1e9);
-            }
+            let best = best_rate(threads, seconds, 1_000_000, (12 * lanes * 2) as f64, run);
             return Peak {
                 gflops: best,
                 threads,

@@ -501,7 +501,7 @@ mod tests {
     /// `SHA_LANE_KIB` KiB (default 64) each, hashed over and over: a timing probe, run by hand
     /// (`cargo test --release --lib sha256_lanes_speed -- --ignored --nocapture`).
     #[test]
-    #[ignore = "timing probe, run by hand"]
+    #[ignore = "timing probe, run by hand: cargo test --release -p scorekit-kernels sha256_lanes_speed -- --ignored --nocapture (BENCHMARKS.md)"]
     fn sha256_lanes_speed() {
         let kib: usize = std::env::var("SHA_LANE_KIB")
             .ok()

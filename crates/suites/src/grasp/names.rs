@@ -136,9 +136,26 @@ pub fn check_scenes(
     let names = SceneNames::new(test, allow_unknown);
     let mut out = SceneCheck::default();
     for r in rows.iter_mut() {
-        names.check(r, &mut out)?;
+        match names.check(r)? {
+            SceneStatus::Known => {}
+            SceneStatus::Renamed(old) => {
+                out.renamed.insert(r.row, old);
+            }
+            SceneStatus::Unknown => out.unknown.push(r.row),
+        }
     }
     Ok(out)
+}
+
+/// What the check found of one row's scene.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SceneStatus {
+    /// A scene of the test.
+    Known,
+    /// An old upstream name, now mapped to the current one; the old name.
+    Renamed(String),
+    /// A scene the test does not know, kept as its own group (`allow_unknown`).
+    Unknown,
 }
 
 /// A test's scene names, to check rows one at a time as they are read ([`check_scenes`] over a
@@ -161,20 +178,20 @@ impl SceneNames {
         }
     }
 
-    /// Check one row: an old name mapped in place (recorded in `out.renamed`), an unknown one
-    /// recorded in `out.unknown` or an issue naming the row.
-    pub fn check(&self, r: &mut Row, out: &mut SceneCheck) -> Result<(), RowIssue> {
+    /// Check one row: an old name is mapped in place, an unknown one kept or an issue naming
+    /// the row.
+    pub fn check(&self, r: &mut Row) -> Result<SceneStatus, RowIssue> {
         if self.known.contains_key(&r.scene) {
-            return Ok(());
+            return Ok(SceneStatus::Known);
         }
         if let Some(new) = self.renames.get(&r.scene) {
-            out.renamed
-                .insert(r.row, std::mem::replace(&mut r.scene, new.clone()));
-            return Ok(());
+            return Ok(SceneStatus::Renamed(std::mem::replace(
+                &mut r.scene,
+                new.clone(),
+            )));
         }
         if self.allow_unknown {
-            out.unknown.push(r.row);
-            return Ok(());
+            return Ok(SceneStatus::Unknown);
         }
         let names: Vec<&str> = self.known.keys().map(String::as_str).collect();
         let what = if self.test.is_open() {
