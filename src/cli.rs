@@ -141,6 +141,9 @@ pub struct JudgeTrainArgs {
     /// auto, cpu, cuda, cuda:N, metal or metal:N.
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Precision of the products (default: bf16-mixed on CUDA, f32 elsewhere; docs/judge.md).
+    #[arg(long, value_name = "P")]
+    pub precision: Option<Precision>,
     /// Continue the run in --out from its last checkpoint.
     #[arg(long)]
     pub resume: bool,
@@ -247,6 +250,17 @@ pub struct OutputArgs {
     /// folders with `scorekit merge`.
     #[arg(long, value_name = "I/N", default_value = "0/1")]
     pub shard: scorekit_core::shard::Shard,
+}
+
+/// Precision of a training run's products (`judge train --precision`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Precision {
+    /// Everything in f32.
+    F32,
+    /// Products in bf16 with f32 sums; master weights, AdamW, LayerNorm, softmax, GELU and the
+    /// loss in f32 (PyTorch's bf16 autocast).
+    #[value(name = "bf16-mixed")]
+    Bf16Mixed,
 }
 
 /// Float type of the weights and activations (`--dtype`).

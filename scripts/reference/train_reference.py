@@ -23,6 +23,11 @@ the questions use are kept: `<name>.rows`, ids in reference.json).
 
 Run: /work/venv-dev/bin/python scripts/reference/train_reference.py [NAME...]   (from the repository
 root; names, e.g. deberta_mc, rebuild only those references and leave the committed others as they are)
+
+With --bf16 first, it writes <name>_bf16/ instead: the same recipe in float32 with every forward
+pass and loss under `torch.autocast("cpu", dtype=torch.bfloat16)` (f32 master weights, AdamW and
+clipping in f32, no loss scaling), the yardstick of `judge train --precision bf16-mixed`; the
+final logits are computed in f32 without autocast, as scorekit's evaluation runs.
 """
 import importlib.util
 import json
@@ -49,12 +54,15 @@ def main():
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     rows = [json.loads(l) for l in open(DATA)][:QUESTIONS]
-    for name in sys.argv[1:] or ["bert_mc", "roberta_mc", "deberta_mc"]:
-        for dtype in [torch.float32, torch.float64]:
-            run(name, rows, dtype)
+    args = sys.argv[1:]
+    bf16 = args[:1] == ["--bf16"]
+    args = args[1:] if bf16 else args
+    for name in args or ["bert_mc", "roberta_mc", "deberta_mc"]:
+        for dtype in [torch.float32] if bf16 else [torch.float32, torch.float64]:
+            run(name, rows, dtype, bf16)
 
 
-def run(name, rows, dtype):
+def run(name, rows, dtype, bf16=False):
     fixture = os.path.join(ROOT, "tests", "data", "story", name)
     cfg = AutoConfig.from_pretrained(fixture)
     cfg._attn_implementation = "eager"
@@ -107,8 +115,9 @@ def run(name, rows, dtype):
             losses = []
             for qs in g:
                 kw, labels = batch(qs)
-                logits = model(**kw).logits
-                loss = torch.nn.functional.cross_entropy(logits, labels)
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                    logits = model(**kw).logits
+                    loss = torch.nn.functional.cross_entropy(logits, labels)
                 (loss / len(g)).backward()
                 losses.append(loss.item())
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), RECIPE["max_grad_norm"]).item()
@@ -129,16 +138,19 @@ def run(name, rows, dtype):
             tensors[n + ".rows"] = t[used].contiguous()
         else:
             tensors[n] = t.contiguous()
-    out = os.path.join(ROOT, "tests", "data", "train", name + ("_f64" if dtype == torch.float64 else ""))
+    suffix = "_bf16" if bf16 else "_f64" if dtype == torch.float64 else ""
+    out = os.path.join(ROOT, "tests", "data", "train", name + suffix)
     os.makedirs(out, exist_ok=True)
     save_file(tensors, os.path.join(out, "final.safetensors"))
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump({"recipe": RECIPE, "warmup_steps": warmup, "total_steps": total,
                    "ids": [q[0] for q in questions], "type_ids": [q[1] for q in questions],
                    "labels": [q[2] for q in questions], "steps": steps, "final_logits": final_logits,
-                   "word_embedding_rows": used, "dtype": str(dtype), "torch": torch.__version__,
+                   "word_embedding_rows": used, "dtype": str(dtype),
+                   "autocast": "torch.autocast('cpu', dtype=torch.bfloat16)" if bf16 else None,
+                   "torch": torch.__version__,
                    "transformers": __import__("transformers").__version__}, f)
-    print(name, dtype, [round(s["loss"], 6) for s in steps], [round(s["grad_norm"], 4) for s in steps])
+    print(name, dtype, "bf16 autocast" if bf16 else "", [round(s["loss"], 6) for s in steps], [round(s["grad_norm"], 4) for s in steps])
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ use scorekit_runtime::train::model::{Dropouts, McModel};
 use scorekit_runtime::train::trainer::{
     argmax, predict, Control, Event, Example, Recipe, StepLog, Trainer,
 };
+use scorekit_runtime::train::Precision;
 use scorekit_runtime::{self as runtime, ResolveOptions};
 use scorekit_suites::judge_data::{self, Parsed};
 use scorekit_suites::letter;
@@ -236,6 +237,11 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
         shuffle: !a.no_shuffle,
         seed: a.seed,
         dropouts: a.dropout.map_or(model.config_dropouts, Dropouts::all),
+        precision: match a.precision {
+            Some(crate::cli::Precision::F32) => Precision::F32,
+            Some(crate::cli::Precision::Bf16Mixed) => Precision::Bf16Mixed,
+            None => runtime::train::trainer::default_precision(&device),
+        },
     };
     let mut trainer =
         Trainer::new(&model, recipe.clone(), data.len()).map_err(|e| anyhow!("optimiser: {e}"))?;
@@ -388,6 +394,7 @@ fn train(a: JudgeTrainArgs) -> Result<()> {
         "recipe": recipe,
         "max_length": tok.max_length,
         "device": runtime::device_name(&device),
+        "precision": recipe.precision,
         "encoder_dropout": "applied with the recipe's probabilities (scorekit's seeded masks)",
         "total_steps": total,
         "warmup_steps": trainer.schedule.warmup,

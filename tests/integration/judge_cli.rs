@@ -162,13 +162,34 @@ fn round_trip(name: &str, class: &str, strip_head: bool) {
 
 #[test]
 fn resume_ends_with_the_weights_of_an_uninterrupted_run() {
+    resume_in_precision("f32", "bf16-mixed");
+}
+
+/// bf16-mixed keeps f32 masters and AdamW moments in its checkpoints: the same promise.
+#[test]
+fn bf16_mixed_resume_ends_with_the_weights_of_an_uninterrupted_run() {
+    resume_in_precision("bf16-mixed", "f32");
+}
+
+/// A run in `precision` stopped after 4 steps and resumed ends as the uninterrupted one; resuming
+/// it in `other` precision is refused; training.json records the precision.
+fn resume_in_precision(precision: &str, other_precision: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let judge = tmp.path().join("base");
     build_judge("roberta_mc", &judge, true);
     let train = lines(tmp.path(), "dev", 0, 20, "train.jsonl");
     let j = judge.to_str().unwrap();
     // Seeded shuffle and dropout on: the resumed run must restore the generator and position.
-    let extra = ["--epochs", "2", "--dropout", "0.1", "--eval-every", "1000"];
+    let extra = [
+        "--epochs",
+        "2",
+        "--dropout",
+        "0.1",
+        "--eval-every",
+        "1000",
+        "--precision",
+        precision,
+    ];
     let whole = tmp.path().join("whole");
     let r = run(&train_args(j, &train, whole.to_str().unwrap(), &extra));
     assert!(r.status.success(), "{}", stderr(&r));
@@ -189,11 +210,19 @@ fn resume_ends_with_the_weights_of_an_uninterrupted_run() {
     let r = run(&train_args(j, &train, p, &other));
     assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
     assert!(stderr(&r).contains("another recipe"), "{}", stderr(&r));
+    let mut other = extra[..6].to_vec();
+    other.extend(["--resume", "--precision", other_precision]);
+    let r = run(&train_args(j, &train, p, &other));
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(stderr(&r).contains("another recipe"), "{}", stderr(&r));
     let mut again = extra.to_vec();
     again.push("--resume");
     let r = run(&train_args(j, &train, p, &again));
     assert!(r.status.success(), "{}", stderr(&r));
     assert_same_training(&whole, &parts, 6);
+    let training = read_json(&whole.join("training.json"));
+    assert_eq!(training["precision"], precision);
+    assert_eq!(training["recipe"]["precision"], precision);
 }
 
 /// A real kill -9 (not `--stop-after`): the child is killed once a checkpoint of step 3 or later

@@ -7,8 +7,10 @@
 #[cfg(target_arch = "x86_64")]
 pub mod bert_block;
 pub mod ops;
+pub mod precision;
 pub mod rng;
 mod simd;
 mod sink;
 
+pub use precision::Precision;
 pub use sink::GradSink;

@@ -18,7 +18,7 @@ use candle_transformers::models::bert::{Config, HiddenAct};
 use scorekit_autograd::bert_block;
 use scorekit_autograd::ops;
 use scorekit_autograd::rng::SplitMix;
-use scorekit_autograd::GradSink;
+use scorekit_autograd::{GradSink, Precision};
 
 /// Dropout probabilities of a training run and the generator of its masks.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,8 @@ pub struct Train {
     /// Gradients of weights used inside fused layers (`train::bert_block`), which the trainer
     /// adds to candle's.
     pub grads: GradSink,
+    /// The precision of the products (`judge train --precision`).
+    pub precision: Precision,
 }
 
 impl Train {
@@ -162,7 +164,7 @@ impl BertLayers {
     ) -> candle_core::Result<Tensor> {
         #[cfg(target_arch = "x86_64")]
         if let Some(tr) = train.as_deref_mut() {
-            if self.fusable(x) {
+            if self.fusable(x, tr.precision) {
                 return self.forward_fused(x.clone(), mask, tr);
             }
         }
@@ -179,6 +181,7 @@ impl BertLayers {
     ) -> candle_core::Result<Tensor> {
         let mut x = x.clone();
         let is_train = train.is_some();
+        let precision = train.as_ref().map_or(Precision::F32, |t| t.precision);
         let mut drop = |t: Tensor, attention: bool| match train.as_deref_mut() {
             Some(tr) => {
                 let p = if attention { tr.attention } else { tr.hidden };
@@ -190,7 +193,7 @@ impl BertLayers {
         // candle's layers, whose numbers the scoring engines are compared against.
         let lin = |l: &Linear, x: &Tensor| -> candle_core::Result<Tensor> {
             if is_train {
-                ops::linear(x, l.weight(), l.bias())
+                precision.linear(x, l.weight(), l.bias())
             } else {
                 l.forward(x)
             }
@@ -207,14 +210,20 @@ impl BertLayers {
             let v = split(lin(&l.value, &x)?)?;
             let probs = if is_train {
                 let scale = 1.0 / (self.head_size as f64).sqrt();
-                ops::masked_softmax(&q.matmul(&k.t()?)?, mask, scale)?
+                let scores = precision.matmul(&q, &k.t()?)?;
+                match precision {
+                    Precision::F32 => ops::masked_softmax(&scores, mask, scale)?,
+                    // Autocast scales the bf16 scores in bf16 (`matmul(q, kᵀ) * scaling`):
+                    // one more rounding, forward and backward.
+                    p => ops::masked_softmax(&p.round(&(scores * scale)?)?, mask, 1.0)?,
+                }
             } else {
                 let scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
                 candle_nn::ops::softmax(&scores.broadcast_add(mask)?, D::Minus1)?
             };
             let probs = drop(probs, true)?;
-            let ctx = probs
-                .matmul(&v)?
+            let ctx = precision
+                .matmul(&probs, &v)?
                 .transpose(1, 2)?
                 .contiguous()?
                 .flatten_from(D::Minus2)?;
@@ -233,11 +242,12 @@ impl BertLayers {
         Ok(x)
     }
 
-    /// Whether training can run the fused layers of `train::bert_block` on `x`: f32 on a
-    /// CPU with AVX-512, erf-GELU, LayerNorms with biases.
+    /// Whether training can run the fused layers of `train::bert_block` on `x`: f32 products
+    /// and activations on a CPU with AVX-512, erf-GELU, LayerNorms with biases.
     #[cfg(target_arch = "x86_64")]
-    fn fusable(&self, x: &Tensor) -> bool {
-        x.device().is_cpu()
+    fn fusable(&self, x: &Tensor, precision: Precision) -> bool {
+        precision == Precision::F32
+            && x.device().is_cpu()
             && x.dtype() == DType::F32
             && scorekit_kernels::kernels_available()
             && matches!(self.act, HiddenAct::Gelu)
@@ -363,8 +373,9 @@ mod tests {
             attention: 0.15,
             rng: SplitMix::new(seed),
             grads: GradSink::default(),
+            precision: Precision::F32,
         };
-        assert!(layers.fusable(x.as_tensor()));
+        assert!(layers.fusable(x.as_tensor(), tr.precision));
         let y = if fused {
             layers.forward(x.as_tensor(), mask, Some(&mut tr)).unwrap()
         } else {

@@ -26,7 +26,7 @@ use super::bert_layers::{Norm, Train};
 use candle_core::{Device, Module, Tensor, D};
 use candle_nn::{embedding, linear, linear_no_bias, Embedding, Linear, VarBuilder};
 use candle_transformers::models::bert::HiddenAct;
-use scorekit_autograd::ops;
+use scorekit_autograd::{ops, Precision};
 
 /// What the DeBERTa-v2 layers need from config.json (with the defaults of `transformers`).
 #[derive(Debug, Clone, PartialEq)]
@@ -180,6 +180,16 @@ impl Mode<'_> {
         self.train.is_some()
     }
 
+    /// The precision of the products (f32 when scoring).
+    fn precision(&self) -> Precision {
+        self.train.as_ref().map_or(Precision::F32, |t| t.precision)
+    }
+
+    /// `a · b` in the run's precision.
+    fn matmul(&self, a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
+        self.precision().matmul(a, b)
+    }
+
     /// Dropout on hidden states (`hidden_dropout_prob`).
     fn hidden(&mut self, x: Tensor) -> candle_core::Result<Tensor> {
         match self.train.as_deref_mut() {
@@ -199,7 +209,7 @@ impl Mode<'_> {
     /// A linear layer: the fused differentiable one in training, candle's when scoring.
     fn linear(&self, l: &Linear, x: &Tensor) -> candle_core::Result<Tensor> {
         if self.is_train() {
-            ops::linear(x, l.weight(), l.bias())
+            self.precision().linear(x, l.weight(), l.bias())
         } else {
             l.forward(x)
         }
@@ -368,7 +378,7 @@ impl DebertaV2Encoder {
         let v = split(mode.linear(&l.value, x)?)?;
         let scale = attention_scale(d, self.spec.scale_factor());
         // As `transformers`: the keys divided by the scale, then the product.
-        let mut scores = q.matmul(&(k.t()? / scale)?)?;
+        let mut scores = mode.matmul(&q, &(k.t()? / scale)?)?;
         if let Some((table, c2p_idx, p2c_idx)) = rel {
             let table = mode.hidden(table.clone())?;
             let rows = table.dim(0)?;
@@ -384,13 +394,16 @@ impl DebertaV2Encoder {
             if self.spec.c2p {
                 let proj = l.pos_key.as_ref().unwrap_or(&l.key);
                 let pos_k = per_head(mode.linear(proj, &table)?)?;
-                let c2p = q.matmul(&pos_k.t()?)?.gather(c2p_idx, D::Minus1)?;
+                let c2p = mode.matmul(&q, &pos_k.t()?)?.gather(c2p_idx, D::Minus1)?;
                 bias = Some((c2p / scale)?);
             }
             if self.spec.p2c {
                 let proj = l.pos_query.as_ref().unwrap_or(&l.query);
                 let pos_q = per_head(mode.linear(proj, &table)?)?;
-                let p2c = k.matmul(&pos_q.t()?)?.gather(p2c_idx, D::Minus1)?.t()?;
+                let p2c = mode
+                    .matmul(&k, &pos_q.t()?)?
+                    .gather(p2c_idx, D::Minus1)?
+                    .t()?;
                 let p2c = (p2c / scale)?;
                 bias = Some(match bias {
                     Some(c2p) => (c2p + p2c)?,
@@ -407,8 +420,8 @@ impl DebertaV2Encoder {
             candle_nn::ops::softmax(&scores.broadcast_add(mask)?, D::Minus1)?
         };
         let probs = mode.attention(probs)?;
-        let ctx = probs
-            .matmul(&v)?
+        let ctx = mode
+            .matmul(&probs, &v)?
             .transpose(1, 2)?
             .contiguous()?
             .flatten_from(D::Minus2)?;

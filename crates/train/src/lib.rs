@@ -14,3 +14,5 @@ pub mod keep_best;
 pub mod model;
 pub mod schedule;
 pub mod trainer;
+
+pub use scorekit_autograd::Precision;

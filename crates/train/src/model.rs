@@ -7,6 +7,7 @@ use anyhow::anyhow;
 use candle_core::{DType, Device, IndexOp, Module, Tensor, Var};
 use candle_nn::{Linear, VarBuilder, VarMap};
 use scorekit_autograd::rng::SplitMix;
+use scorekit_autograd::Precision;
 use scorekit_core::error::{Error, Result};
 use scorekit_models::bert_layers::Train;
 use scorekit_models::{
@@ -159,7 +160,14 @@ impl McModel {
         if let Some((t, d)) = train.as_mut() {
             first = t.dropout(&first, d.pooler)?;
         }
-        let x = self.first.forward(&first)?;
+        // f32 runs keep candle's layers (the numbers of the parity tests); bf16-mixed runs the
+        // head's products in bf16 as autocast does.
+        let precision = train.as_ref().map(|(t, _)| t.precision);
+        let head = |l: &Linear, x: &Tensor| match precision {
+            Some(p @ Precision::Bf16Mixed) => p.linear(x, l.weight(), l.bias()),
+            _ => l.forward(x),
+        };
+        let x = head(&self.first, &first)?;
         // Training: the fused erf-GELU, whose backward is exact (candle's rounds 1/√(2π)).
         let mut x = match self.act {
             Activation::Tanh => x.tanh()?,
@@ -169,7 +177,7 @@ impl McModel {
         if let Some((t, d)) = train {
             x = t.dropout(&x, d.classifier)?;
         }
-        self.second.forward(&x)?.reshape((rows / choices, choices))
+        head(&self.second, &x)?.reshape((rows / choices, choices))
     }
 }
 

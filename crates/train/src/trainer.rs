@@ -12,7 +12,7 @@ use super::model::{Dropouts, McModel};
 use super::schedule::{clip_coefficient, grad_norm, LinearSchedule};
 use candle_core::{Result, Tensor};
 use scorekit_autograd::rng::SplitMix;
-use scorekit_autograd::GradSink;
+use scorekit_autograd::{GradSink, Precision};
 use scorekit_encoder::Batch;
 use scorekit_encoder::Tokens;
 use scorekit_models::bert_layers::Train;
@@ -52,6 +52,9 @@ pub struct Recipe {
     pub seed: u64,
     /// Dropout probabilities.
     pub dropouts: Dropouts,
+    /// The precision of the products. Absent from runs recorded before bf16 trained: f32.
+    #[serde(default)]
+    pub precision: Precision,
 }
 
 impl Recipe {
@@ -208,6 +211,7 @@ impl<'m> Trainer<'m> {
             attention: self.recipe.dropouts.attention,
             rng: SplitMix::new(self.pos.rng),
             grads: GradSink::default(),
+            precision: self.recipe.precision,
         };
         for qs in micro {
             let loss = self.loss(data, qs, &mut train)?;
@@ -268,6 +272,18 @@ impl<'m> Trainer<'m> {
             Some((train, &self.recipe.dropouts)),
         )?;
         candle_nn::loss::cross_entropy(&logits, &labels)
+    }
+}
+
+/// The precision `judge train` uses on `device` unless told: bf16-mixed on CUDA (the tensor
+/// cores multiply bf16 at ~15x their f32 rate), f32 elsewhere: on the CPU, scorekit's bf16
+/// products run on the f32 kernel (BENCHMARKS.md "Judge training": no faster, so f32 keeps the
+/// exact numbers at the same speed), and candle's Metal bf16 products are not measured.
+pub fn default_precision(device: &candle_core::Device) -> Precision {
+    if device.is_cuda() {
+        Precision::Bf16Mixed
+    } else {
+        Precision::F32
     }
 }
 
