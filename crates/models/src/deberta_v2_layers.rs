@@ -376,9 +376,18 @@ impl DebertaV2Encoder {
         let q = split(mode.linear(&l.query, x)?)?;
         let k = split(mode.linear(&l.key, x)?)?;
         let v = split(mode.linear(&l.value, x)?)?;
-        let scale = attention_scale(d, self.spec.scale_factor());
+        let precision = mode.precision();
+        // Autocast keeps these element-wise results in bf16, and `transformers` divides by the
+        // scale cast to the scores' dtype (`scale.to(dtype=...)`): bf16-mixed rounds both.
+        let round = |t: Tensor| precision.round(&t);
+        let scale = match precision {
+            Precision::F32 => attention_scale(d, self.spec.scale_factor()),
+            Precision::Bf16Mixed => {
+                half::bf16::from_f64(attention_scale(d, self.spec.scale_factor())).to_f64()
+            }
+        };
         // As `transformers`: the keys divided by the scale, then the product.
-        let mut scores = mode.matmul(&q, &(k.t()? / scale)?)?;
+        let mut scores = mode.matmul(&q, &round((k.t()? / scale)?)?)?;
         if let Some((table, c2p_idx, p2c_idx)) = rel {
             let table = mode.hidden(table.clone())?;
             let rows = table.dim(0)?;
@@ -395,7 +404,7 @@ impl DebertaV2Encoder {
                 let proj = l.pos_key.as_ref().unwrap_or(&l.key);
                 let pos_k = per_head(mode.linear(proj, &table)?)?;
                 let c2p = mode.matmul(&q, &pos_k.t()?)?.gather(c2p_idx, D::Minus1)?;
-                bias = Some((c2p / scale)?);
+                bias = Some(round((c2p / scale)?)?);
             }
             if self.spec.p2c {
                 let proj = l.pos_query.as_ref().unwrap_or(&l.query);
@@ -404,14 +413,14 @@ impl DebertaV2Encoder {
                     .matmul(&k, &pos_q.t()?)?
                     .gather(p2c_idx, D::Minus1)?
                     .t()?;
-                let p2c = (p2c / scale)?;
+                let p2c = round((p2c / scale)?)?;
                 bias = Some(match bias {
-                    Some(c2p) => (c2p + p2c)?,
+                    Some(c2p) => round((c2p + p2c)?)?,
                     None => p2c,
                 });
             }
             if let Some(bias) = bias {
-                scores = (scores + bias)?;
+                scores = round((scores + bias)?)?;
             }
         }
         let probs = if mode.is_train() {
