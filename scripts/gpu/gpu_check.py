@@ -15,7 +15,7 @@ Steps (each logged in full under --out; a short table is printed last):
   5. judge shape: a RoBERTa-large multiple-choice model timed through `scorekit story --skip-embedder`
      vs PyTorch f16 on the same (document, question + option) pairs;
   6. judge training: the same RoBERTa-large-shaped judge trained for --train-steps optimiser steps by
-     `scorekit judge train` and by PyTorch (AdamW, clip 1.0, dropout 0, file order, 8 questions a step,
+     `scorekit judge train` and by PyTorch, in f32 and in bf16-mixed (PyTorch: bf16 autocast) (AdamW, clip 1.0, dropout 0, file order, 8 questions a step,
      f32 without TF32) on the same batches: questions/s side by side and the loss of every step
      compared (relative tolerance --train-loss-tol). `--train-only` runs steps 0, 1 and 6 alone.
 A scorekit command that is not available yet is reported as such; the rest still runs.
@@ -1090,75 +1090,72 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
     train_file = work / "train-questions.jsonl"
     train_file.write_text("".join(json.dumps(q) + "\n" for q in qs))
 
-    # scorekit: file order, dropout 0, no warm-up, no decay schedule surprises (linear to 0 over `steps`).
-    out = work / "train-out"
-    rc, dt, text = sk.run("judge-train", [
-        "judge", "train", "--base", str(judge), "--train", str(train_file), "--out", str(out),
-        "--max-steps", str(steps), "--batch-questions", str(per_step), "--grad-accum", "1", "--lr", str(lr),
-        "--weight-decay", "0.01", "--warmup-ratio", "0", "--max-grad-norm", "1.0", "--no-shuffle",
-        "--dropout", "0", "--max-length", str(max_len), "--eval-every", "1000000", "--device", dev,
-        "--quiet", "--force", "--offline"], timeout=900)
-    why = Scorekit.missing(rc, text)
-    if rc != 0 or not (out / "training.json").exists():
-        rows.append({"test": "train", "engine": "scorekit judge train", "status": "n/a" if why else "ERROR",
-                     "detail": why or text.strip()[-200:]})
-        LOG(f"train scorekit: {rows[-1]['status']} {rows[-1]['detail']}")
-        return
-    tj = json.loads((out / "training.json").read_text())
-    sk_loss = [s["loss"] for s in tj["steps"]]
-    sk_secs = tj.get("step_seconds") or []
+    def sk_train(precision):
+        """scorekit: file order, dropout 0, no warm-up, linear decay to 0 over `steps`."""
+        out = work / f"train-out-{precision}"
+        rc, dt, text = sk.run(f"judge-train-{precision}", [
+            "judge", "train", "--base", str(judge), "--train", str(train_file), "--out", str(out),
+            "--max-steps", str(steps), "--batch-questions", str(per_step), "--grad-accum", "1", "--lr", str(lr),
+            "--weight-decay", "0.01", "--warmup-ratio", "0", "--max-grad-norm", "1.0", "--no-shuffle",
+            "--dropout", "0", "--max-length", str(max_len), "--eval-every", "1000000", "--device", dev,
+            "--precision", precision, "--quiet", "--force", "--offline"], timeout=900)
+        why = Scorekit.missing(rc, text)
+        if rc != 0 or not (out / "training.json").exists():
+            rows.append({"test": "train", "engine": f"scorekit judge train {precision}",
+                         "status": "n/a" if why else "ERROR", "detail": why or text.strip()[-200:]})
+            LOG(f"train scorekit {precision}: {rows[-1]['status']} {rows[-1]['detail']}")
+            return None
+        tj = json.loads((out / "training.json").read_text())
+        return [s["loss"] for s in tj["steps"]], tj.get("step_seconds") or []
 
-    # PyTorch: the same recipe and batches (pairs as the story judge builds them, padded per step).
-    if dev.startswith("cuda"):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-    cfg = RobertaConfig.from_pretrained(str(judge))
-    cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0.0
-    cfg.classifier_dropout = 0.0
-    cfg._attn_implementation = "eager"
-    model = RobertaForMultipleChoice.from_pretrained(str(judge), config=cfg, torch_dtype=torch.float32).to(dev)
-    model.train()
-    tok = Tokenizer.from_file(str(judge / "tokenizer.json"))
-    tok.no_padding()
-    tok.enable_truncation(max_len, strategy="longest_first")
-    no_decay = lambda n: "bias" in n or "LayerNorm.weight" in n
-    params = list(model.named_parameters())
-    opt = torch.optim.AdamW([{"params": [p for n, p in params if not no_decay(n)], "weight_decay": 0.01},
-                             {"params": [p for n, p in params if no_decay(n)], "weight_decay": 0.0}], lr=lr)
-    sched = get_linear_schedule_with_warmup(opt, 0, steps)
-    if dev.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
-    pt_loss, pt_secs = [], []
-    for s in range(steps):
-        batch = qs[s * per_step:(s + 1) * per_step]
-        enc = tok.encode_batch([(q["document"], q["question"] + " " + o) for q in batch for o in q["options"]])
-        L = max(len(e.ids) for e in enc)
-        ids = torch.full((len(enc), L), 1, dtype=torch.long)
-        mask = torch.zeros((len(enc), L), dtype=torch.long)
-        for i, e in enumerate(enc):
-            ids[i, :len(e.ids)] = torch.tensor(e.ids)
-            mask[i, :len(e.ids)] = 1
-        n_opt = len(batch[0]["options"])
-        labels = torch.tensor([q["gold_label"] for q in batch])
-        sync(dev)
-        t = time.perf_counter()
-        loss = model(input_ids=ids.view(len(batch), n_opt, L).to(dev),
-                     attention_mask=mask.view(len(batch), n_opt, L).to(dev), labels=labels.to(dev)).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step(); sched.step(); opt.zero_grad()
-        pt_loss.append(loss.item())
-        sync(dev)
-        pt_secs.append(time.perf_counter() - t)
-    mem = torch.cuda.max_memory_allocated() / 2**30 if dev.startswith("cuda") else float("nan")
-    del model, opt
-
-    worst = max((abs(a - b) / abs(b) for a, b in zip(sk_loss, pt_loss)), default=float("nan"))
-    ok = len(sk_loss) == len(pt_loss) == steps and worst <= args.train_loss_tol
-    rows.append({"test": "train loss", "engine": "scorekit judge train vs PyTorch", "status": "PASS" if ok else "FAIL",
-                 "detail": f"{steps} steps, worst relative loss difference {worst:.2e} (limit {args.train_loss_tol}); "
-                           f"scorekit {[round(x, 5) for x in sk_loss]}, PyTorch {[round(x, 5) for x in pt_loss]}"})
-    LOG(f"train loss: {rows[-1]['status']} {rows[-1]['detail']}")
+    def pt_train(bf16):
+        """PyTorch: the same recipe and batches (pairs as the story judge builds them, padded per
+        step); bf16: forward and loss under torch.autocast (f32 masters, no loss scaling)."""
+        if dev.startswith("cuda"):
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        cfg = RobertaConfig.from_pretrained(str(judge))
+        cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0.0
+        cfg.classifier_dropout = 0.0
+        cfg._attn_implementation = "eager"
+        model = RobertaForMultipleChoice.from_pretrained(str(judge), config=cfg, torch_dtype=torch.float32).to(dev)
+        model.train()
+        tok = Tokenizer.from_file(str(judge / "tokenizer.json"))
+        tok.no_padding()
+        tok.enable_truncation(max_len, strategy="longest_first")
+        no_decay = lambda n: "bias" in n or "LayerNorm.weight" in n
+        params = list(model.named_parameters())
+        opt = torch.optim.AdamW([{"params": [p for n, p in params if not no_decay(n)], "weight_decay": 0.01},
+                                 {"params": [p for n, p in params if no_decay(n)], "weight_decay": 0.0}], lr=lr)
+        sched = get_linear_schedule_with_warmup(opt, 0, steps)
+        if dev.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        losses, secs = [], []
+        for s in range(steps):
+            batch = qs[s * per_step:(s + 1) * per_step]
+            enc = tok.encode_batch([(q["document"], q["question"] + " " + o) for q in batch for o in q["options"]])
+            L = max(len(e.ids) for e in enc)
+            ids = torch.full((len(enc), L), 1, dtype=torch.long)
+            mask = torch.zeros((len(enc), L), dtype=torch.long)
+            for i, e in enumerate(enc):
+                ids[i, :len(e.ids)] = torch.tensor(e.ids)
+                mask[i, :len(e.ids)] = 1
+            n_opt = len(batch[0]["options"])
+            labels = torch.tensor([q["gold_label"] for q in batch])
+            sync(dev)
+            t = time.perf_counter()
+            with torch.autocast(dev.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
+                loss = model(input_ids=ids.view(len(batch), n_opt, L).to(dev),
+                             attention_mask=mask.view(len(batch), n_opt, L).to(dev), labels=labels.to(dev)).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step(); sched.step(); opt.zero_grad()
+            losses.append(loss.item())
+            sync(dev)
+            secs.append(time.perf_counter() - t)
+        mem = torch.cuda.max_memory_allocated() / 2**30 if dev.startswith("cuda") else float("nan")
+        del model, opt
+        return losses, secs, mem
 
     def speed(engine, secs, detail):
         # The first step (allocation, kernel compilation) is left out.
@@ -1170,11 +1167,39 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
         LOG(f"train speed {engine}: {per_step / med:.2f} questions/s ({med:.3f} s/step)  {detail}")
         return med
 
-    a = speed("scorekit judge train f32", sk_secs, "step_seconds of training.json")
-    b = speed("PyTorch f32 eager (same batches)", pt_secs, f"peak memory {mem:.1f} GiB")
-    rows.append({"test": "train speed", "engine": "ratio", "status": "ok",
-                 "detail": f"scorekit / PyTorch time per step = {a / b:.2f}"})
-    LOG(f"train speed ratio scorekit/PyTorch: {a / b:.2f}")
+    def rel(a, b):
+        return [abs(x - y) / abs(y) for x, y in zip(a, b)]
+
+    pt = {}
+    for precision in ["f32", "bf16-mixed"]:
+        ours = sk_train(precision)
+        pt[precision] = pt_train(precision == "bf16-mixed")
+        if ours is None:
+            continue
+        sk_loss, sk_secs = ours
+        pt_loss, pt_secs, mem = pt[precision]
+        if precision == "f32":
+            worst = max(rel(sk_loss, pt_loss), default=float("nan"))
+            ok = len(sk_loss) == len(pt_loss) == steps and worst <= args.train_loss_tol
+            detail = f"worst relative loss difference {worst:.2e} (limit {args.train_loss_tol})"
+        else:
+            # bf16 has no exact reference: PyTorch's own bf16-vs-f32 spread is the yardstick
+            # (tests/integration/train.rs `bf16_yardstick`; root mean square over the steps, limit 2x).
+            rms = lambda v: math.sqrt(sum(x * x for x in v) / max(1, len(v)))
+            ours_d, spread = rms(rel(sk_loss, pt_loss)), rms(rel(pt_loss, pt["f32"][0]))
+            ok = len(sk_loss) == len(pt_loss) == steps and ours_d <= 2 * spread
+            detail = f"rms relative loss difference to PyTorch bf16 autocast {ours_d:.2e}, PyTorch bf16 vs f32 {spread:.2e} (limit 2x)"
+        rows.append({"test": f"train loss {precision}", "engine": "scorekit judge train vs PyTorch",
+                     "status": "PASS" if ok else "FAIL",
+                     "detail": f"{steps} steps, {detail}; scorekit {[round(x, 5) for x in sk_loss]}, "
+                               f"PyTorch {[round(x, 5) for x in pt_loss]}"})
+        LOG(f"train loss {precision}: {rows[-1]['status']} {rows[-1]['detail']}")
+        a = speed(f"scorekit judge train {precision}", sk_secs, "step_seconds of training.json")
+        b = speed(f"PyTorch {'bf16 autocast' if precision != 'f32' else 'f32'} eager (same batches)", pt_secs,
+                  f"peak memory {mem:.1f} GiB")
+        rows.append({"test": "train speed", "engine": f"ratio {precision}", "status": "ok",
+                     "detail": f"scorekit / PyTorch time per step = {a / b:.2f}"})
+        LOG(f"train speed ratio scorekit/PyTorch {precision}: {a / b:.2f}")
 
 
 def render_table(results) -> str:

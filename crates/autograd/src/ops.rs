@@ -492,17 +492,6 @@ pub fn linear(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
             x2.contiguous()?
                 .apply_op3(&w.contiguous()?, &b.contiguous()?, native::LinearOp)?
         }
-        // bf16 operands (`Precision::Bf16Mixed`): exact in f32, so the f32 kernel computes the
-        // bf16 product with f32 sums; the bias is added before the one rounding, as `addmm`.
-        #[cfg(target_arch = "x86_64")]
-        Some(b)
-            if x.device().is_cpu()
-                && [x.dtype(), w.dtype(), b.dtype()] == [DType::BF16; 3]
-                && scorekit_kernels::kernels_available() =>
-        {
-            x2.contiguous()?
-                .apply_op3(&w.contiguous()?, &b.contiguous()?, native::LinearBf16Op)?
-        }
         Some(b) => x2.matmul(&w.t()?)?.broadcast_add(b)?,
         None => x2.matmul(&w.t()?)?,
     };
@@ -581,85 +570,6 @@ pub(super) mod native {
                 Some(Tensor::from_vec(dx, (m, k), dev)?),
                 Some(Tensor::from_vec(dw, (n, k), dev)?),
                 Some(Tensor::from_vec(db, n, dev)?),
-            ))
-        }
-    }
-
-    /// [`LinearOp`] on bf16 tensors: the operands widened to f32 (exactly), the products and
-    /// sums of the f32 kernel, each result (output and the three gradients) rounded to bf16 once.
-    pub(super) struct LinearBf16Op;
-
-    fn widen(s: &CpuStorage, l: &Layout) -> Result<Vec<f32>> {
-        Ok(slice::<half::bf16>(s, l)?
-            .iter()
-            .map(|v| v.to_f32())
-            .collect())
-    }
-
-    fn widen_tensor(t: &Tensor) -> Result<Vec<f32>> {
-        with_slice::<half::bf16, _>(t, |v| Ok(v.iter().map(|v| v.to_f32()).collect()))
-    }
-
-    fn rounded(v: Vec<f32>, shape: impl Into<Shape>, dev: &candle_core::Device) -> Result<Tensor> {
-        let v: Vec<half::bf16> = v.into_iter().map(half::bf16::from_f32).collect();
-        Tensor::from_vec(v, shape, dev)
-    }
-
-    impl CustomOp3 for LinearBf16Op {
-        fn name(&self) -> &'static str {
-            "scorekit-linear-bf16"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-            s3: &CpuStorage,
-            l3: &Layout,
-        ) -> Result<(CpuStorage, Shape)> {
-            let (x, w, b) = (widen(s1, l1)?, widen(s2, l2)?, widen(s3, l3)?);
-            let (m, k) = l1.shape().dims2()?;
-            let (n, k2) = l2.shape().dims2()?;
-            if k != k2 || b.len() != n {
-                candle_core::bail!("linear: x {m}x{k}, w {n}x{k2}, b {}", b.len());
-            }
-            let packed = PackedB::from_nk(&w, n, k, k);
-            let mut y = vec![0f32; m * n];
-            let ep = Epilogue {
-                bias: Some(&b),
-                accumulate: false,
-                gelu: false,
-            };
-            gemm(m, &x, k, &packed, &mut y, n, ep, true);
-            let y = y.into_iter().map(half::bf16::from_f32).collect();
-            Ok((CpuStorage::BF16(y), Shape::from((m, n))))
-        }
-
-        fn bwd(
-            &self,
-            x: &Tensor,
-            w: &Tensor,
-            _b: &Tensor,
-            _y: &Tensor,
-            dy: &Tensor,
-        ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-            let (m, k) = x.dims2()?;
-            let (n, _) = w.dims2()?;
-            let (dx, dw, db) = grads(
-                &widen_tensor(x)?,
-                &widen_tensor(w)?,
-                &widen_tensor(dy)?,
-                m,
-                n,
-                k,
-            );
-            let dev = x.device();
-            Ok((
-                Some(rounded(dx, (m, k), dev)?),
-                Some(rounded(dw, (n, k), dev)?),
-                Some(rounded(db, n, dev)?),
             ))
         }
     }

@@ -12,10 +12,9 @@
 //! into f32 gradients of the f32 master weights. No loss scaling: bf16 has f32's exponent range.
 //!
 //! How the products run: on CUDA and Metal, candle's bf16 products (cuBLAS bf16 with f32
-//! accumulation on the tensor cores). On a CPU with AVX-512, [`crate::ops::linear`] multiplies
-//! bf16 operands on scorekit's f32 kernel: a bf16 × bf16 product is exact in f32, so that is a
-//! bf16 product with f32 sums, computed at the f32 kernel's rate. Elsewhere, candle's CPU bf16
-//! products.
+//! accumulation on the tensor cores). On the CPU, the f32 kernels on operands rounded to bf16
+//! ([`Precision::round`]): a bf16 × bf16 product is exact in f32, so this is a bf16 product with
+//! f32 sums at the f32 kernels' rate.
 
 use crate::ops;
 use candle_core::{DType, Result, Tensor};
@@ -51,28 +50,40 @@ impl Precision {
 
     /// `x · wᵀ + b` (a PyTorch `Linear`) in this precision; the result has `x`'s dtype.
     pub fn linear(self, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
-        match self.product_dtype(x) {
-            None => ops::linear(x, w, b),
-            Some(dt) => {
-                let b = b.map(|b| b.to_dtype(dt)).transpose()?;
-                ops::linear(&x.to_dtype(dt)?, &w.to_dtype(dt)?, b.as_ref())?.to_dtype(x.dtype())
-            }
+        let Some(dt) = self.product_dtype(x) else {
+            return ops::linear(x, w, b);
+        };
+        if x.device().is_cpu() {
+            // bf16 values in f32 tensors through the f32 kernels (see `round`).
+            let b = b.map(|b| self.round(b)).transpose()?;
+            let y = ops::linear(&self.round(x)?, &self.round(w)?, b.as_ref())?;
+            return self.round(&y);
         }
+        let b = b.map(|b| b.to_dtype(dt)).transpose()?;
+        ops::linear(&x.to_dtype(dt)?, &w.to_dtype(dt)?, b.as_ref())?.to_dtype(x.dtype())
     }
 
     /// `a · b` (batched over leading dimensions) in this precision; the result has `a`'s dtype.
     pub fn matmul(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        match self.product_dtype(a) {
-            None => a.matmul(b),
-            Some(dt) => a
-                .to_dtype(dt)?
-                .matmul(&b.to_dtype(dt)?)?
-                .to_dtype(a.dtype()),
+        let Some(dt) = self.product_dtype(a) else {
+            return a.matmul(b);
+        };
+        if a.device().is_cpu() {
+            return self.round(&self.round(a)?.matmul(&self.round(b)?)?);
         }
+        a.to_dtype(dt)?
+            .matmul(&b.to_dtype(dt)?)?
+            .to_dtype(a.dtype())
     }
 
     /// `x` rounded to the products' dtype and back, where autocast leaves an element-wise
     /// result in bf16 (a scaled product's scores); its backward rounds the gradient alike.
+    ///
+    /// On the CPU the products themselves are built from it: a product of bf16
+    /// values is exact in f32, so rounding the operands, multiplying with the f32 kernels and
+    /// rounding the result is a bf16 product with f32 sums, and the backward pass, through the
+    /// same roundings, gives bf16-rounded gradients. candle's CPU bf16 products were 5× slower
+    /// than that (BENCHMARKS.md §6).
     pub fn round(self, x: &Tensor) -> Result<Tensor> {
         match self.product_dtype(x) {
             None => Ok(x.clone()),
