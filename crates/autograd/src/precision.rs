@@ -17,7 +17,7 @@
 //! f32 sums at the f32 kernels' rate.
 
 use crate::ops;
-use candle_core::{DType, Result, Tensor};
+use candle_core::{bail, CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
 
 /// The precision of a training run's products (`"f32"`, `"bf16-mixed"` in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -87,6 +87,7 @@ impl Precision {
     pub fn round(self, x: &Tensor) -> Result<Tensor> {
         match self.product_dtype(x) {
             None => Ok(x.clone()),
+            Some(_) if x.device().is_cpu() => x.contiguous()?.apply_op1(RoundBf16),
             Some(dt) => x.to_dtype(dt)?.to_dtype(x.dtype()),
         }
     }
@@ -97,6 +98,30 @@ impl Precision {
             (Precision::Bf16Mixed, DType::F32) => Some(DType::BF16),
             _ => None,
         }
+    }
+}
+
+/// f32 values rounded to bf16 (kept as f32), on the CPU; the backward rounds the gradient
+/// alike, as the `to_dtype` pair it stands for (f32 → bf16 → f32) does.
+struct RoundBf16;
+
+impl CustomOp1 for RoundBf16 {
+    fn name(&self) -> &'static str {
+        "scorekit-round-bf16"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let x = match l.contiguous_offsets() {
+            Some((a, b)) => &s.as_slice::<f32>()?[a..b],
+            None => bail!("round to bf16: non-contiguous input"),
+        };
+        let mut y = vec![0f32; x.len()];
+        scorekit_kernels::train::bf16_round_into(x, &mut y);
+        Ok((CpuStorage::F32(y), l.shape().clone()))
+    }
+
+    fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(grad.contiguous()?.apply_op1(RoundBf16)?))
     }
 }
 
@@ -182,6 +207,33 @@ mod tests {
             .collect();
         close(&got(&b)?, &db, "db");
         Ok(())
+    }
+
+    /// scorekit's rounding is `half`'s f32 → bf16 conversion, ties, overflow and NaN included.
+    #[test]
+    fn bf16_round_is_the_conversion_to_bf16() {
+        let mut bits: Vec<u32> = (0..1u32 << 16)
+            .map(|i| i.wrapping_mul(65521) ^ (i << 16))
+            .collect();
+        bits.extend([
+            0x3f80_8000, // a tie, rounds to even (down)
+            0x3f81_8000, // a tie, rounds to even (up)
+            0x7f7f_ffff, // f32::MAX: past the largest bf16, infinite
+            0x7f80_0000,
+            0xff80_0000,
+            0x7fc0_0001,
+            0x0000_0001,
+            0x8000_0000,
+        ]);
+        for b in bits {
+            let x = f32::from_bits(b);
+            let ours = scorekit_kernels::train::bf16_round(x);
+            let theirs = bf16_round(x);
+            assert!(
+                ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()),
+                "{b:#010x}: {ours} vs {theirs}"
+            );
+        }
     }
 
     /// f32 is untouched by the precision: the same numbers as `ops::linear`.

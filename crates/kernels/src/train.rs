@@ -1,4 +1,5 @@
-//! The training path's element-wise f32 kernels (erf-GELU forward and backward, masked softmax),
+//! The training path's element-wise f32 kernels (erf-GELU forward and backward, masked softmax,
+//! rounding to bf16),
 //! for `scorekit-autograd`'s fused operations, on the vectorised erf and exp of [`crate::act`]
 //! that the scoring encoder uses. The scalar loops called libm's `erff` and `exp` once per
 //! element; these were ~12% of a training step's CPU time (`perf`, BENCHMARKS.md "Judge
@@ -8,6 +9,35 @@
 //! plain loop (`*_scalar`): the loop autograd ran for f32 before the kernels moved here, the same
 //! operations in the same order (libm's `erff`, f64 `exp`), so results are those of before on
 //! either kind of CPU.
+
+/// `x` rounded to the nearest bf16 value, ties to even, as an f32 (NaN stays NaN; values that
+/// round past the largest bf16 become infinite, as a conversion to bf16 does).
+#[inline]
+pub fn bf16_round(x: f32) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    let b = x.to_bits();
+    f32::from_bits(b.wrapping_add(0x7fff + ((b >> 16) & 1)) & 0xffff_0000)
+}
+
+/// [`bf16_round`] of every element of `x` into `y`, on all threads (bf16-mixed training rounds
+/// every product's operands and results: a plain loop the compiler vectorises; candle's
+/// f32 → bf16 → f32 conversions were a quarter of a bf16-mixed step, BENCHMARKS.md §6).
+///
+/// # Panics
+/// If `y` is not as long as `x`.
+pub fn bf16_round_into(x: &[f32], y: &mut [f32]) {
+    use rayon::prelude::*;
+    assert_eq!(x.len(), y.len(), "bf16_round_into: x and y lengths");
+    y.par_chunks_mut(1 << 14)
+        .zip(x.par_chunks(1 << 14))
+        .for_each(|(y, x)| {
+            for (o, &v) in y.iter_mut().zip(x) {
+                *o = bf16_round(v);
+            }
+        });
+}
 
 /// `y = x · (1 + erf(x/√2)) / 2`, element by element.
 ///
