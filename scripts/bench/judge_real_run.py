@@ -11,7 +11,8 @@ percentile bootstrap, 1000 resamples), the training-split accuracy after every e
 training seconds of every epoch (forward, backward and optimiser only; evaluation not counted).
 
 Run: /work/venv-dev/bin/python scripts/bench/judge_real_run.py --epochs 3 --lr 5e-5 [--no-shuffle] \
-        [--questions N] [--test FILE|none] [--no-before] [--no-train-eval] [--out FILE.json]
+        [--questions N] [--test FILE|none] [--no-before] [--no-train-eval] [--precision f32|bf16-mixed]
+        [--out FILE.json]
 """
 import argparse
 import json
@@ -41,6 +42,8 @@ ap.add_argument("--seed", type=int, default=2022)
 ap.add_argument("--no-before", action="store_true", help="skip the test accuracy before training")
 ap.add_argument("--no-shuffle", action="store_true", help="questions in file order (as scorekit's --no-shuffle)")
 ap.add_argument("--no-train-eval", action="store_true", help="skip the training-split accuracy per epoch")
+ap.add_argument("--precision", choices=["f32", "bf16-mixed"], default="f32",
+                help="bf16-mixed: forward and loss under torch.autocast('cpu', bfloat16), f32 masters")
 ap.add_argument("--out", default=None)
 a = ap.parse_args()
 
@@ -104,7 +107,8 @@ for epoch in range(a.epochs):
     t0, losses = time.perf_counter(), []
     for s in range(per_epoch):
         qs = [train[i] for i in order[s * a.batch:(s + 1) * a.batch]]
-        loss = model(**encode(qs), labels=torch.tensor([r["gold_label"] for r in qs])).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16-mixed"):
+            loss = model(**encode(qs), labels=torch.tensor([r["gold_label"] for r in qs])).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step(); sched.step(); opt.zero_grad()
