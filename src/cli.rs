@@ -329,6 +329,10 @@ pub struct ModelArgs {
     /// models): 2.4x (judge) to 4x (LaBSE) faster, not bit-exact; accuracy in BENCHMARKS.md.
     #[arg(long)]
     pub quantize: bool,
+    /// TF32 tensor-core products for f32 models on CUDA (10-bit mantissa products, f32 sums; not
+    /// bit-exact; recorded in metrics.json). CUDA only.
+    #[arg(long)]
+    pub tf32: bool,
 }
 
 /// `scorekit story`.
@@ -682,6 +686,9 @@ pub struct BenchModelArgs {
     /// next to the f32 ones.
     #[arg(long)]
     pub quantize: bool,
+    /// TF32 products for f32 on CUDA (every cell f32; recorded as `tf32` in bench.json).
+    #[arg(long)]
+    pub tf32: bool,
 }
 
 impl BenchModelArgs {
@@ -702,6 +709,7 @@ impl BenchModelArgs {
             max_length,
             offline: self.offline,
             quantize,
+            tf32: self.tf32,
         }
     }
 

@@ -228,6 +228,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         "batch_tokens": margs.batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
         "int8": margs.quantize,
+        "tf32": margs.tf32,
         "encoder": embedder.engine(),
         "device": runtime::device_name(device),
         "threads": threads,

@@ -98,6 +98,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         "batch_tokens": batch_tokens,
         "dtype": format!("{dtype:?}").to_lowercase(),
         "int8": margs.quantize,
+        "tf32": margs.tf32,
         "threads": threads,
         "repeats_s": times,
         "median_s": med,

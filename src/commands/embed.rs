@@ -186,6 +186,9 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     );
     meta.insert("engine".into(), embedder.engine().into());
     meta.insert("device".into(), runtime::device_name(&rt.device).into());
+    if rt.tf32 {
+        meta.insert("tf32".into(), true.into());
+    }
     if args.shard.count > 1 {
         meta.insert("shard".into(), args.shard.to_string().into());
     }

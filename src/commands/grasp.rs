@@ -333,6 +333,7 @@ fn read_semantic(
     settings.semantic = true;
     settings.device = Some(rt.device_name());
     settings.quantize = rt.quantize_setting();
+    settings.tf32 = rt.tf32;
     settings.semantic_embedder = Some(args.embedder.clone());
     settings.semantic_thresholds = Some(th);
     settings.semantic_descriptions = Some(format!(

@@ -335,6 +335,7 @@ pub(super) fn settings(test: &ResolvedTest, opts: &SummaryOptions) -> GraspSetti
         models: None,
         device: None,
         quantize: None,
+        tf32: false,
         semantic_embedder: None,
         semantic_thresholds: None,
         semantic_descriptions: None,

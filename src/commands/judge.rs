@@ -604,6 +604,9 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
         "bootstrap": {"resamples": o.bootstrap, "seed": o.seed},
         "picks": scorekit_suites::judge_data::pick_distribution(&picks, &golds, options),
     });
+    if rt.tf32 {
+        metrics["tf32"] = json!(true);
+    }
     if matches!(judge, AnyJudge::Letter(_)) {
         let p = crate::commands::letter::letter_protocol(&a.shots);
         metrics["letter"] = serde_json::json!({

@@ -30,6 +30,8 @@ pub struct ModelRuntime {
     pub quiet: bool,
     /// `--quantize`: int8 products in scorekit's CPU encoder.
     pub quantize: bool,
+    /// `--tf32`: TF32 products for f32 on CUDA (recorded as `tf32` in the settings).
+    pub tf32: bool,
     /// `--engine`, `--amx` and `--quantize`.
     pub engine: EngineOptions,
 }
@@ -72,6 +74,15 @@ impl ModelRuntime {
                 "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",
             ));
         }
+        if args.tf32 {
+            if !device.is_cuda() || dtype != DType::F32 {
+                return Err(scorekit_core::error::Error::usage(
+                    "--tf32 is for f32 models on CUDA (TF32 is a tensor-core format of NVIDIA GPUs)",
+                ));
+            }
+            // Process-wide in candle: every f32 product of this run, which is what the flag asks.
+            candle_core::cuda::set_gemm_reduced_precision_f32(true);
+        }
         Ok(ModelRuntime {
             device,
             dtype,
@@ -83,6 +94,7 @@ impl ModelRuntime {
             max_length: args.max_length,
             quiet,
             quantize: args.quantize,
+            tf32: args.tf32,
             engine: engine_options(args),
         })
     }

@@ -114,6 +114,7 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
         quantize: embedder
             .as_ref()
             .and_then(|_| quantize_setting(args.model.quantize)),
+        tf32: embedder.is_some() && args.model.tf32,
         embedder_thresholds: embedder.as_ref().map(|(_, th)| *th),
         embedder_descriptions: embedder.as_ref().map(|_| {
             format!(

@@ -103,6 +103,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     let mut settings = StorySettings {
         device: rt.device_name(),
         quantize: rt.quantize_setting(),
+        tf32: rt.tf32,
         ..StorySettings::default()
     };
     let judge = match &judge_model {

@@ -735,6 +735,20 @@ fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--quantize needs"), "{}", stderr(&o));
+    // TF32 is a CUDA format: refused elsewhere, before anything runs.
+    let o = judge_only(
+        &f.judge,
+        &gens,
+        &f.root.join("tf32"),
+        &["--tf32", "--device", "cpu"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--tf32 is for f32 models on CUDA"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!f.root.join("tf32").join("metrics.json").exists());
 }
 
 #[test]

@@ -82,6 +82,12 @@ impl Batch {
         (&self.ids[a..b], &self.type_ids[a..b])
     }
 
+    /// Whether some sequence is shorter than the longest (a padded batch then pads it).
+    pub fn has_padding(&self) -> bool {
+        let max = self.max_len();
+        (0..self.len()).any(|i| self.seq(i).0.len() < max)
+    }
+
     /// Length of the longest sequence.
     pub fn max_len(&self) -> usize {
         self.cu_seqlens

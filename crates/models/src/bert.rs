@@ -311,12 +311,14 @@ impl CandleBert {
         })
     }
 
-    /// [`TrainableEncoder::forward_padded`].
+    /// [`TrainableEncoder::forward_padded`]; `padded`: whether some sequence is padded (else,
+    /// when scoring, no mask is added).
     fn run(
         &self,
         input_ids: &Tensor,
         token_type_ids: &Tensor,
         attention_mask: &Tensor,
+        padded: bool,
         mut train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
         let (_, seq_len) = input_ids.dims2()?;
@@ -331,8 +333,12 @@ impl CandleBert {
         if let Some(p) = &self.project {
             x = Module::forward(p, &x)?;
         }
-        let mask = additive_mask(attention_mask, x.dtype())?;
-        self.encoder.forward(&x, &mask, train)
+        let mask = if padded || train.is_some() {
+            Some(additive_mask(attention_mask, x.dtype())?)
+        } else {
+            None
+        };
+        self.encoder.forward(&x, mask.as_ref(), train)
     }
 }
 
@@ -344,14 +350,21 @@ impl TrainableEncoder for CandleBert {
         attention_mask: &Tensor,
         train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
-        self.run(input_ids, token_type_ids, attention_mask, train)
+        self.run(input_ids, token_type_ids, attention_mask, true, train)
     }
 }
 
 impl Encoder for CandleBert {
     fn forward(&self, batch: &Batch) -> candle_core::Result<Hidden> {
         let p = batch.padded(self.pad_id, self.root.device())?;
-        let x = self.run(&p.input_ids, &p.token_type_ids, &p.attention_mask, None)?;
+        let padded = batch.has_padding();
+        let x = self.run(
+            &p.input_ids,
+            &p.token_type_ids,
+            &p.attention_mask,
+            padded,
+            None,
+        )?;
         Ok(Hidden::Padded {
             x,
             mask: p.attention_mask,

@@ -154,16 +154,22 @@ impl BertLayers {
     }
 
     /// `[b, s, h]` states and `[b, 1, 1, s]` additive mask in, `[b, s, h]` out. With `train`:
-    /// differentiable LayerNorm and dropout.
+    /// differentiable LayerNorm and dropout. Scoring takes `None` for a batch without padding
+    /// (no mask to add); training needs the mask.
     pub fn forward(
         &self,
         x: &Tensor,
-        mask: &Tensor,
+        mask: Option<&Tensor>,
         #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // the fused path borrows it
         mut train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
+        let mask = match (mask, train.is_some()) {
+            (Some(m), _) => Some(m),
+            (None, false) => None,
+            (None, true) => candle_core::bail!("training needs the attention mask"),
+        };
         #[cfg(target_arch = "x86_64")]
-        if let Some(tr) = train.as_deref_mut() {
+        if let (Some(tr), Some(mask)) = (train.as_deref_mut(), mask) {
             if self.fusable(x, tr.precision) {
                 return self.forward_fused(x.clone(), mask, tr);
             }
@@ -176,7 +182,7 @@ impl BertLayers {
     fn forward_composed(
         &self,
         x: &Tensor,
-        mask: &Tensor,
+        mask: Option<&Tensor>,
         mut train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
         let mut x = x.clone();
@@ -208,7 +214,7 @@ impl BertLayers {
             let q = split(lin(&l.query, &x)?)?;
             let k = split(lin(&l.key, &x)?)?;
             let v = split(lin(&l.value, &x)?)?;
-            let probs = if is_train {
+            let probs = if let (true, Some(mask)) = (is_train, mask) {
                 let scale = 1.0 / (self.head_size as f64).sqrt();
                 let scores = precision.matmul(&q, &k.t()?)?;
                 match precision {
@@ -218,8 +224,13 @@ impl BertLayers {
                     p => ops::masked_softmax(&p.round(&(scores * scale)?)?, mask, 1.0)?,
                 }
             } else {
+                // Scoring: candle's one-kernel softmax (CPU, CUDA, Metal; no backward needed),
+                // and no mask to add where no sequence is padded.
                 let scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
-                candle_nn::ops::softmax(&scores.broadcast_add(mask)?, D::Minus1)?
+                match mask {
+                    Some(m) => candle_nn::ops::softmax_last_dim(&scores.broadcast_add(m)?)?,
+                    None => candle_nn::ops::softmax_last_dim(&scores)?,
+                }
             };
             let probs = drop(probs, true)?;
             let ctx = precision
@@ -377,10 +388,12 @@ mod tests {
         };
         assert!(layers.fusable(x.as_tensor(), tr.precision));
         let y = if fused {
-            layers.forward(x.as_tensor(), mask, Some(&mut tr)).unwrap()
+            layers
+                .forward(x.as_tensor(), Some(mask), Some(&mut tr))
+                .unwrap()
         } else {
             layers
-                .forward_composed(x.as_tensor(), mask, Some(&mut tr))
+                .forward_composed(x.as_tensor(), Some(mask), Some(&mut tr))
                 .unwrap()
         };
         let loss = (&y * weights).unwrap().sum_all().unwrap();
@@ -406,6 +419,21 @@ mod tests {
             ));
         }
         (flat(&y), grads, tr.rng.state)
+    }
+
+    /// Scoring a batch without padding adds no mask: the same numbers as adding an all-zero one.
+    #[test]
+    fn scoring_without_padding_skips_the_mask_and_changes_nothing() {
+        let dev = Device::Cpu;
+        let vars = VarMap::new();
+        let vb = VarBuilder::from_varmap(&vars, DType::F32, &dev);
+        let layers = BertLayers::load(vb, &config()).unwrap();
+        let x = Tensor::randn(0f32, 1.0, (2, 5, 64), &dev).unwrap();
+        let zero = Tensor::zeros((2, 1, 1, 5), DType::F32, &dev).unwrap();
+        let with = layers.forward(&x, Some(&zero), None).unwrap();
+        let without = layers.forward(&x, None, None).unwrap();
+        let d = (with - without).unwrap().abs().unwrap().max_all().unwrap();
+        assert_eq!(d.to_scalar::<f32>().unwrap(), 0.0);
     }
 
     #[test]

@@ -426,7 +426,7 @@ impl DebertaV2Encoder {
         let probs = if mode.is_train() {
             ops::masked_softmax(&scores.contiguous()?, mask, 1.0)?
         } else {
-            candle_nn::ops::softmax(&scores.broadcast_add(mask)?, D::Minus1)?
+            candle_nn::ops::softmax_last_dim(&scores.broadcast_add(mask)?)?
         };
         let probs = mode.attention(probs)?;
         let ctx = mode

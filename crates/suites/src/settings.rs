@@ -67,6 +67,9 @@ pub struct StorySettings {
     /// int8 encoder products, when on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantize: Option<String>,
+    /// TF32 products for f32 on CUDA (`--tf32`), when on.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tf32: bool,
 }
 
 impl StorySettings {
@@ -115,6 +118,9 @@ pub struct GraspSettings {
     /// int8 encoder products, when on (`--semantic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantize: Option<String>,
+    /// TF32 products for f32 on CUDA (`--tf32`), when on.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tf32: bool,
     /// The embedder as named (`--semantic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semantic_embedder: Option<String>,
@@ -164,6 +170,9 @@ pub struct MuseSettings {
     /// int8 encoder products, when on (`--embedder`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantize: Option<String>,
+    /// TF32 products for f32 on CUDA (`--tf32`), when on.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tf32: bool,
     /// The acceptance thresholds (`--embedder`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedder_thresholds: Option<crate::muse::semantic::Thresholds>,
