@@ -31,23 +31,6 @@ pub enum Precision {
 }
 
 impl Precision {
-    /// The name on the command line and in training.json.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::F32 => "f32",
-            Precision::Bf16Mixed => "bf16-mixed",
-        }
-    }
-
-    /// Parse [`Precision::name`].
-    pub fn from_name(s: &str) -> Option<Self> {
-        match s {
-            "f32" => Some(Precision::F32),
-            "bf16-mixed" => Some(Precision::Bf16Mixed),
-            _ => None,
-        }
-    }
-
     /// `x · wᵀ + b` (a PyTorch `Linear`) in this precision; the result has `x`'s dtype.
     pub fn linear(self, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
         let Some(dt) = self.product_dtype(x) else {
@@ -89,6 +72,15 @@ impl Precision {
             None => Ok(x.clone()),
             Some(_) if x.device().is_cpu() => x.contiguous()?.apply_op1(RoundBf16),
             Some(dt) => x.to_dtype(dt)?.to_dtype(x.dtype()),
+        }
+    }
+
+    /// A scalar as autocast holds it next to bf16 values (`scale.to(dtype=...)`): rounded to
+    /// bf16 in bf16-mixed, as it is in f32.
+    pub fn round_scalar(self, v: f64) -> f64 {
+        match self {
+            Precision::F32 => v,
+            Precision::Bf16Mixed => f64::from(scorekit_kernels::train::bf16_round(v as f32)),
         }
     }
 

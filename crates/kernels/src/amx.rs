@@ -89,11 +89,7 @@ fn request_tile_state() -> bool {
     }
 }
 
-/// Round f32 bits to bf16 bits, to nearest even (finite inputs).
-#[inline]
-pub(crate) fn bf16_bits(x: f32) -> u16 {
-    (crate::train::bf16_round(x).to_bits() >> 16) as u16
-}
+pub(crate) use crate::train::bf16_bits;
 
 /// (hi, lo) with hi + lo = x to within 2⁻¹⁷ relative.
 #[inline]

@@ -17,8 +17,15 @@ pub fn bf16_round(x: f32) -> f32 {
     if x.is_nan() {
         return x;
     }
+    f32::from_bits(u32::from(bf16_bits(x)) << 16)
+}
+
+/// The bf16 bits of `x` rounded to nearest even (finite inputs: the packing loops' form, no
+/// branch).
+#[inline]
+pub(crate) fn bf16_bits(x: f32) -> u16 {
     let b = x.to_bits();
-    f32::from_bits(b.wrapping_add(0x7fff + ((b >> 16) & 1)) & 0xffff_0000)
+    (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
 }
 
 /// [`bf16_round`] of every element of `x` into `y`, on all threads (bf16-mixed training rounds

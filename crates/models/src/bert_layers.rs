@@ -184,11 +184,9 @@ impl BertLayers {
         #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))] // the fused path borrows it
         mut train: Option<&mut Train>,
     ) -> candle_core::Result<Tensor> {
-        let mask = match (mask, train.is_some()) {
-            (Some(m), _) => Some(m),
-            (None, false) => None,
-            (None, true) => candle_core::bail!("training needs the attention mask"),
-        };
+        if mask.is_none() && train.is_some() {
+            candle_core::bail!("training needs the attention mask");
+        }
         #[cfg(target_arch = "x86_64")]
         if let (Some(tr), Some(mask)) = (train.as_deref_mut(), mask) {
             if self.fusable(x, tr.precision) {
@@ -262,11 +260,11 @@ impl BertLayers {
             } else {
                 // Scoring: candle's one-kernel softmax (CPU, CUDA, Metal; no backward needed),
                 // and no mask to add where no sequence is padded.
-                let scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
-                match mask {
-                    Some(m) => candle_nn::ops::softmax_last_dim(&scores.broadcast_add(m)?)?,
-                    None => candle_nn::ops::softmax_last_dim(&scores)?,
+                let mut scores = (q.matmul(&k.t()?)? / (self.head_size as f64).sqrt())?;
+                if let Some(m) = mask {
+                    scores = scores.broadcast_add(m)?;
                 }
+                candle_nn::ops::softmax_last_dim(&scores)?
             };
             let probs = drop(probs, true)?;
             let ctx = precision

@@ -380,12 +380,7 @@ impl DebertaV2Encoder {
         // Autocast keeps these element-wise results in bf16, and `transformers` divides by the
         // scale cast to the scores' dtype (`scale.to(dtype=...)`): bf16-mixed rounds both.
         let round = |t: Tensor| precision.round(&t);
-        let scale = match precision {
-            Precision::F32 => attention_scale(d, self.spec.scale_factor()),
-            Precision::Bf16Mixed => {
-                half::bf16::from_f64(attention_scale(d, self.spec.scale_factor())).to_f64()
-            }
-        };
+        let scale = precision.round_scalar(attention_scale(d, self.spec.scale_factor()));
         // As `transformers`: the keys divided by the scale, then the product.
         let mut scores = mode.matmul(&q, &round((k.t()? / scale)?)?)?;
         if let Some((table, c2p_idx, p2c_idx)) = rel {
