@@ -1,4 +1,5 @@
-//! Vectorised element-wise kernels (AVX-512): erf-GELU, exp, LayerNorm, softmax.
+//! Vectorised element-wise kernels (AVX-512): erf-GELU, tanh-GELU, SiLU, exp, LayerNorm, T5's
+//! RMS norm, softmax.
 //!
 //! erf uses the Abramowitz–Stegun 7.1.26 form with the exponential (max abs error 1.5e-7), as
 //! PyTorch's vectorised CPU GELU does; exp is a Cephes-style range reduction with a degree-6
@@ -197,6 +198,111 @@ pub unsafe fn softmax_row(x: &mut [f32], scale: f32) {
     }
 }
 
+/// T5's LayerNorm of one row in place: `x · (mean(x²) + eps)^-½ · weight`, no mean, no bias
+/// (`T5LayerNorm`, in f32).
+///
+/// # Safety
+/// The CPU must support AVX-512F, and `weight` must hold at least `x.len()` values: it is read
+/// through raw pointers with `x`'s lane masks, without bounds checks (the native T5 encoder
+/// checks its norms hold `d_model` values at load).
+#[target_feature(enable = "avx512f")]
+pub unsafe fn rms_norm_row(x: &mut [f32], weight: &[f32], eps: f32) {
+    let n = x.len();
+    let mut q = _mm512_setzero_ps();
+    let mut i = 0;
+    while i < n {
+        let m = mask_for(n - i);
+        let v = _mm512_maskz_loadu_ps(m, x.as_ptr().add(i));
+        q = _mm512_fmadd_ps(v, v, q);
+        i += 16;
+    }
+    let var = _mm512_reduce_add_ps(q) / n as f32;
+    // torch.rsqrt is 1/sqrt, rounded twice.
+    let inv = _mm512_set1_ps(1.0 / (var + eps).sqrt());
+    i = 0;
+    while i < n {
+        let m = mask_for(n - i);
+        let p = x.as_mut_ptr().add(i);
+        let w = _mm512_maskz_loadu_ps(m, weight.as_ptr().add(i));
+        _mm512_mask_storeu_ps(
+            p,
+            m,
+            _mm512_mul_ps(w, _mm512_mul_ps(_mm512_loadu_ps(p), inv)),
+        );
+        i += 16;
+    }
+}
+
+/// `gelu_new`, GELU's tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), computed as the
+/// identical x / (1 + e^(−2u)), which needs no tanh and loses nothing near 0.
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub unsafe fn gelu_tanh_avx512(x: __m512) -> __m512 {
+    let x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    let u = _mm512_mul_ps(
+        _mm512_set1_ps(0.797_884_6),
+        _mm512_fmadd_ps(_mm512_set1_ps(0.044_715), x3, x),
+    );
+    let e = exp_avx512(_mm512_mul_ps(u, _mm512_set1_ps(-2.0)));
+    _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.0)))
+}
+
+/// SiLU: x / (1 + e^(−x)).
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub unsafe fn silu_avx512(x: __m512) -> __m512 {
+    let e = exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), x));
+    _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.0)))
+}
+
+/// A feed-forward activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// max(x, 0).
+    Relu,
+    /// GELU's tanh form (`gelu_new`).
+    GeluTanh,
+    /// Exact (erf) GELU.
+    GeluErf,
+    /// x·sigmoid(x).
+    Silu,
+}
+
+/// `x = act(x) · gate` in place (`gate` absent: `x = act(x)`), as T5's `DenseGatedActDense` and
+/// `DenseReluDense` combine `wi_0` and `wi_1`.
+///
+/// # Safety
+/// The CPU must support AVX-512F, and `gate`, when given, must hold at least `x.len()` values
+/// (read with `x`'s lane masks, without bounds checks).
+#[target_feature(enable = "avx512f")]
+pub unsafe fn activate_row(x: &mut [f32], gate: Option<&[f32]>, act: Activation) {
+    let n = x.len();
+    let mut i = 0;
+    while i < n {
+        let m = mask_for(n - i);
+        let p = x.as_mut_ptr().add(i);
+        let v = _mm512_maskz_loadu_ps(m, p);
+        let a = match act {
+            Activation::Relu => _mm512_max_ps(v, _mm512_setzero_ps()),
+            Activation::GeluTanh => gelu_tanh_avx512(v),
+            Activation::GeluErf => gelu_erf_avx512(v),
+            Activation::Silu => silu_avx512(v),
+        };
+        let a = match gate {
+            Some(g) => _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, g.as_ptr().add(i))),
+            None => a,
+        };
+        _mm512_mask_storeu_ps(p, m, a);
+        i += 16;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +318,48 @@ mod tests {
             s += if i % 2 == 1 { 4.0 } else { 2.0 } * f(i as f64 * h);
         }
         s * h / 3.0 * 2.0 / std::f64::consts::PI.sqrt()
+    }
+
+    #[test]
+    fn t5_activations_and_rms_norm_match_their_definitions() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let xs: Vec<f32> = (-900..=900).map(|i| i as f32 / 97.0).collect();
+        let gate: Vec<f32> = xs.iter().map(|x| (x * 1.3).cos()).collect();
+        for (act, f) in [
+            (Activation::Relu, (|x: f64| x.max(0.0)) as fn(f64) -> f64),
+            (Activation::GeluTanh, |x: f64| {
+                0.5 * x
+                    * (1.0
+                        + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powi(3))).tanh())
+            }),
+            (Activation::Silu, |x: f64| x / (1.0 + (-x).exp())),
+        ] {
+            let mut y = xs.clone();
+            // SAFETY: AVX-512F was checked above; gate holds as many values as y.
+            unsafe { activate_row(&mut y, Some(&gate), act) };
+            for ((x, g), y) in xs.iter().zip(&gate).zip(&y) {
+                let want = f(*x as f64) * *g as f64;
+                assert!(
+                    (*y as f64 - want).abs() < 1e-6 * (1.0 + want.abs()),
+                    "{act:?} {x}: {y} vs {want}"
+                );
+            }
+        }
+        let mut row: Vec<f32> = (0..45).map(|i| (i as f32 * 0.61).sin() * 7.0).collect();
+        let w: Vec<f32> = (0..45).map(|i| 0.5 + i as f32 / 45.0).collect();
+        let orig = row.clone();
+        // SAFETY: AVX-512F was checked above; w holds as many values as row.
+        unsafe { rms_norm_row(&mut row, &w, 1e-6) };
+        let ms = orig.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / 45.0;
+        for ((o, w), r) in orig.iter().zip(&w).zip(&row) {
+            let want = *o as f64 / (ms + 1e-6).sqrt() * *w as f64;
+            assert!(
+                (*r as f64 - want).abs() < 1e-6 * (1.0 + want.abs()),
+                "{r} vs {want}"
+            );
+        }
     }
 
     #[test]

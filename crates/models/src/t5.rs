@@ -463,6 +463,24 @@ pub struct Encoded {
     mask: Tensor,
 }
 
+impl Encoded {
+    /// Hidden states `[b, s, d]` computed elsewhere (scorekit's native encoder) with their
+    /// `[b, s]` 0/1 mask (1 on tokens).
+    pub fn from_hidden(hidden: Tensor, mask: &Tensor) -> candle_core::Result<Encoded> {
+        Ok(Encoded {
+            hidden,
+            mask: additive_mask(mask)?,
+        })
+    }
+}
+
+/// `[b, s]` 0/1 → `[b, 1, 1, s]` f32: (1 − mask)·finfo(f32).min, as transformers' extended
+/// attention mask.
+fn additive_mask(mask: &Tensor) -> candle_core::Result<Tensor> {
+    let (b, s) = mask.dims2()?;
+    ((1.0 - mask.to_dtype(DType::F32)?)? * f64::from(f32::MIN))?.reshape((b, 1, 1, s))
+}
+
 /// The decoder's key/value cache: self-attention keys and values so far, and the encoder's
 /// keys and values per block (computed once).
 struct Cache {
@@ -475,8 +493,8 @@ struct Cache {
 pub struct T5 {
     cfg: T5Config,
     shared: Tensor,
-    encoder: Vec<Block>,
-    encoder_norm: RmsNorm,
+    /// The encoder's blocks and final norm; `None` where another engine runs the encoder.
+    encoder: Option<(Vec<Block>, RmsNorm)>,
     decoder: Vec<Block>,
     decoder_norm: RmsNorm,
     /// `[vocab, d]`: `lm_head.weight`, or `shared` when tied.
@@ -488,6 +506,16 @@ impl T5 {
     /// Load the model from `vb`. `path` is config.json, named in errors where the weights and
     /// the config disagree on the feed-forward form or the head.
     pub fn load(vb: VarBuilder, cfg: &T5Config, path: &Path) -> Result<Self> {
+        Self::load_parts(vb, cfg, path, true)
+    }
+
+    /// [`T5::load`] without the encoder's blocks (never read from the weights): for an encoder
+    /// run elsewhere, whose hidden states reach [`T5::generate_encoded`].
+    pub fn load_decoder(vb: VarBuilder, cfg: &T5Config, path: &Path) -> Result<Self> {
+        Self::load_parts(vb, cfg, path, false)
+    }
+
+    fn load_parts(vb: VarBuilder, cfg: &T5Config, path: &Path, encoder: bool) -> Result<Self> {
         let (gated, act) = cfg.feed_forward(path)?;
         let probe = "encoder.block.0.layer.1.DenseReluDense.wi_0.weight";
         if vb.contains_tensor(probe) != gated {
@@ -536,9 +564,16 @@ impl T5 {
             } else {
                 vb.get(shape, "lm_head.weight")?
             };
+            let encoder = if encoder {
+                Some((
+                    stack("encoder", cfg.num_layers, false)?,
+                    RmsNorm::load(vb.pp("encoder.final_layer_norm"), cfg.d_model, eps)?,
+                ))
+            } else {
+                None
+            };
             Ok(T5 {
-                encoder: stack("encoder", cfg.num_layers, false)?,
-                encoder_norm: RmsNorm::load(vb.pp("encoder.final_layer_norm"), cfg.d_model, eps)?,
+                encoder,
                 decoder: stack("decoder", cfg.decoder_layers(), true)?,
                 decoder_norm: RmsNorm::load(vb.pp("decoder.final_layer_norm"), cfg.d_model, eps)?,
                 head,
@@ -553,6 +588,12 @@ impl T5 {
     /// The config.
     pub fn config(&self) -> &T5Config {
         &self.cfg
+    }
+
+    /// The token embeddings of `ids`, `[n, d_model]` in the weights' dtype.
+    pub fn embed_rows(&self, ids: &[u32]) -> candle_core::Result<Tensor> {
+        let ids = Tensor::from_slice(ids, ids.len(), &self.device)?;
+        self.shared.index_select(&ids, 0)
     }
 
     fn embed(&self, ids: &Tensor) -> candle_core::Result<Tensor> {
@@ -594,11 +635,12 @@ impl T5 {
 
     /// Run the encoder on `[b, s]` u32 ids with a `[b, s]` 0/1 mask (1 on tokens).
     pub fn encode(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Encoded> {
-        let (b, s) = ids.dims2()?;
-        // (1 - mask) * finfo(f32).min, as transformers' extended attention mask.
-        let mask =
-            ((1.0 - mask.to_dtype(DType::F32)?)? * f64::from(f32::MIN))?.reshape((b, 1, 1, s))?;
-        let table = self.encoder[0]
+        let (_, s) = ids.dims2()?;
+        let mask = additive_mask(mask)?;
+        let Some((blocks, norm)) = &self.encoder else {
+            candle_core::bail!("this T5 was loaded without its encoder");
+        };
+        let table = blocks[0]
             .self_attn
             .bias
             .as_ref()
@@ -607,14 +649,14 @@ impl T5 {
             .position_bias(table, 0, s, s, true)?
             .broadcast_add(&mask)?;
         let mut x = self.embed(ids)?;
-        for block in &self.encoder {
+        for block in blocks {
             let h = block.self_norm.forward(&x)?;
             let (k, v) = block.self_attn.keys_values(&h)?;
             x = (x + block.self_attn.attend(&h, &k, &v, &bias)?)?;
             x = (&x + block.ff.forward(&block.ff_norm.forward(&x)?)?)?;
         }
         Ok(Encoded {
-            hidden: self.encoder_norm.forward(&x)?,
+            hidden: norm.forward(&x)?,
             mask,
         })
     }
@@ -692,16 +734,26 @@ impl T5 {
         max_length: usize,
         first_log_probs: bool,
     ) -> candle_core::Result<(Vec<Vec<u32>>, Option<Tensor>)> {
-        let (b, _) = ids.dims2()?;
         let enc = self.encode(ids, mask)?;
-        let mut cache = self.cache(&enc)?;
+        self.generate_encoded(&enc, max_length, first_log_probs)
+    }
+
+    /// [`T5::generate`] from the encoder's output.
+    pub fn generate_encoded(
+        &self,
+        enc: &Encoded,
+        max_length: usize,
+        first_log_probs: bool,
+    ) -> candle_core::Result<(Vec<Vec<u32>>, Option<Tensor>)> {
+        let (b, _, _) = enc.hidden.dims3()?;
+        let mut cache = self.cache(enc)?;
         let start = self.cfg.start_token();
         let mut out: Vec<Vec<u32>> = vec![vec![start]; b];
         let mut tokens = vec![start; b];
         let mut done = vec![false; b];
         let mut first = None;
         while out.iter().map(Vec::len).max().unwrap_or(0) < max_length && done.iter().any(|d| !d) {
-            let logits = self.step(&tokens, &enc, &mut cache)?;
+            let logits = self.step(&tokens, enc, &mut cache)?;
             if first.is_none() && first_log_probs {
                 first = Some(candle_nn::ops::log_softmax(&logits, D::Minus1)?);
             }

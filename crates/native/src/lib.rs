@@ -32,6 +32,9 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+mod t5;
+pub use t5::{FastT5Encoder, ReadTensor, T5Shape};
+
 /// A weight matrix for y = x·Wᵀ + b.
 enum Weight {
     F32(PackedB),
@@ -76,6 +79,22 @@ impl Weight {
             Weight::Split(PackedSplit::from_nk(w, n, k))
         } else {
             Weight::F32(PackedB::from_nk(w, n, k, k))
+        }
+    }
+}
+
+impl Weight {
+    /// Which products this weight runs (for reports).
+    fn products_name(&self) -> &'static str {
+        match self {
+            Weight::I8(p) if p.on_tiles() => "int8 AMX products",
+            Weight::I8(_) => "int8 VNNI products",
+            Weight::Split(p) if p.terms() == TileTerms::Bf16 => {
+                "bf16 AMX products (f32 accumulation)"
+            }
+            Weight::Split(_) => "f32 as split-bf16 AMX products",
+            Weight::Bf16Dot(_) => "bf16 AVX512-BF16 products (f32 accumulation)",
+            Weight::F32(_) => "f32 AVX-512",
         }
     }
 }
@@ -610,7 +629,13 @@ impl FastBert {
             } else {
                 t
             };
-            self.attention(&qkv, &starts, cls, &mut ctx);
+            let shape = AttnShape {
+                heads: self.heads,
+                d: h / self.heads,
+                inner: h,
+                scale: 1.0 / ((h / self.heads) as f32).sqrt(),
+            };
+            attention(&qkv, &starts, shape, None, cls, &mut ctx);
             layer.out.run(m, &ctx, &mut x, true, false);
             self.layer_norm_rows(&mut x[..m * h], &layer.ln1);
             layer.ffn1.run(m, &x, &mut mid, false, true);
@@ -619,72 +644,114 @@ impl FastBert {
         }
         Ok(x)
     }
+}
 
-    /// Scaled dot-product attention per sequence and head on the fused Q|K|V rows. With `cls`
-    /// only the first query of each sequence, written to row `seq` of `ctx`.
-    fn attention(&self, qkv: &[f32], starts: &[usize], cls: bool, ctx: &mut [f32]) {
-        let (h, heads) = (self.h, self.heads);
-        let d = h / heads;
-        let scale = 1.0 / (d as f32).sqrt();
-        let nseq = starts.len() - 1;
-        let out = SendPtr(ctx.as_mut_ptr());
-        let ctx_len = ctx.len();
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<(Vec<f32>, PackedB, PackedB)> =
-                std::cell::RefCell::new((Vec::new(), PackedB::default(), PackedB::default()));
-        }
-        (0..nseq * heads).into_par_iter().for_each(|job| {
-            let (si, hd) = (job / heads, job % heads);
-            let (s0, len) = (starts[si], starts[si + 1] - starts[si]);
-            let mq = if cls { 1 } else { len };
-            SCRATCH.with(|s| {
-                let (sbuf, kp, vp) = &mut *s.borrow_mut();
-                let base = s0 * 3 * h + hd * d;
-                kp.repack_nk(&qkv[base + h..], len, d, 3 * h);
-                vp.repack_kn(&qkv[base + 2 * h..], len, d, 3 * h);
-                sbuf.clear();
-                sbuf.resize(mq * len, 0.0);
-                gemm::gemm(
+/// The shape of one attention: heads, head size, their product (`inner`: the width of a Q, K
+/// or V row and of the context) and the score scale.
+#[derive(Clone, Copy)]
+struct AttnShape {
+    heads: usize,
+    d: usize,
+    inner: usize,
+    scale: f32,
+}
+
+/// A relative position bias per head over the offsets −(len−1)..=len−1 of a batch's longest
+/// sequence (T5's buckets, looked up once per batch): `per_head[hd·(2·len−1) + len−1 + (k−q)]`.
+struct RelBias {
+    len: usize,
+    per_head: Vec<f32>,
+}
+
+impl RelBias {
+    /// The bias row of query `q` for keys `0..keys` of head `hd`.
+    fn row(&self, hd: usize, q: usize, keys: usize) -> &[f32] {
+        let at = hd * (2 * self.len - 1) + self.len - 1 - q;
+        &self.per_head[at..at + keys]
+    }
+}
+
+/// Dot-product attention per sequence and head on fused Q|K|V rows (each `3·inner` wide), with
+/// `bias` added to the scores before the softmax where given. With `cls` only the first query
+/// of each sequence, written to row `seq` of `ctx` (rows `inner` wide).
+fn attention(
+    qkv: &[f32],
+    starts: &[usize],
+    shape: AttnShape,
+    bias: Option<&RelBias>,
+    cls: bool,
+    ctx: &mut [f32],
+) {
+    let AttnShape {
+        heads,
+        d,
+        inner,
+        scale,
+    } = shape;
+    let nseq = starts.len() - 1;
+    let out = SendPtr(ctx.as_mut_ptr());
+    let ctx_len = ctx.len();
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<(Vec<f32>, PackedB, PackedB)> =
+            std::cell::RefCell::new((Vec::new(), PackedB::default(), PackedB::default()));
+    }
+    (0..nseq * heads).into_par_iter().for_each(|job| {
+        let (si, hd) = (job / heads, job % heads);
+        let (s0, len) = (starts[si], starts[si + 1] - starts[si]);
+        let mq = if cls { 1 } else { len };
+        SCRATCH.with(|s| {
+            let (sbuf, kp, vp) = &mut *s.borrow_mut();
+            let base = s0 * 3 * inner + hd * d;
+            kp.repack_nk(&qkv[base + inner..], len, d, 3 * inner);
+            vp.repack_kn(&qkv[base + 2 * inner..], len, d, 3 * inner);
+            sbuf.clear();
+            sbuf.resize(mq * len, 0.0);
+            gemm::gemm(
+                mq,
+                &qkv[base..],
+                3 * inner,
+                kp,
+                sbuf,
+                len,
+                Epilogue::default(),
+                false,
+            );
+            for (q, r) in sbuf.chunks_mut(len).enumerate() {
+                if let Some(b) = bias {
+                    for (x, b) in r.iter_mut().zip(b.row(hd, q, len)) {
+                        *x += b;
+                    }
+                }
+                // SAFETY: the encoders' only constructors (`FastBert::load_with`,
+                // `FastT5Encoder::load`) refuse to build one without AVX-512F, softmax_row's
+                // one requirement.
+                unsafe { act::softmax_row(r, scale) };
+            }
+            let row0 = if cls { si } else { s0 };
+            let off = row0 * inner + hd * d;
+            assert!(
+                off + (mq - 1) * inner + d <= ctx_len,
+                "context rows out of range"
+            );
+            // SAFETY: gemm_raw's contract. The assert keeps the mq rows × d columns it writes at
+            // `off` (stride inner) inside `ctx`, which is borrowed mutably for the whole loop
+            // and touched only here. Each job writes its own rows (its sequence's tokens, or row
+            // `si` with `cls`) × its own head's columns [hd·d, hd·d + d), so no element is
+            // written by two jobs.
+            unsafe {
+                gemm::gemm_raw(
                     mq,
-                    &qkv[base..],
-                    3 * h,
-                    kp,
                     sbuf,
                     len,
+                    vp,
+                    out.get().add(off),
+                    inner,
                     Epilogue::default(),
                     false,
-                );
-                for r in sbuf.chunks_mut(len) {
-                    // SAFETY: `load_with`, FastBert's only constructor, refuses to build one
-                    // without AVX-512F, softmax_row's one requirement.
-                    unsafe { act::softmax_row(r, scale) };
-                }
-                let row0 = if cls { si } else { s0 };
-                let off = row0 * h + hd * d;
-                assert!(
-                    off + (mq - 1) * h + d <= ctx_len,
-                    "context rows out of range"
-                );
-                // SAFETY: gemm_raw's contract. The assert keeps the mq rows × d columns it
-                // writes at `off` (stride h) inside `ctx`, which is borrowed mutably for the
-                // whole loop and touched only here. Each job writes its own rows (its sequence's
-                // tokens, or row `si` with `cls`) × its own head's columns [hd·d, hd·d + d), so
-                // no element is written by two jobs.
-                unsafe {
-                    gemm::gemm_raw(
-                        mq,
-                        sbuf,
-                        len,
-                        vp,
-                        out.get().add(off),
-                        h,
-                        Epilogue::default(),
-                        false,
-                    )
-                };
-            });
+                )
+            };
         });
-    }
+    });
 }
 
 /// A head's dense layer on the packed f32 kernels.

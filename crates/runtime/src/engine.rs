@@ -67,11 +67,10 @@ impl EngineOptions {
         }
     }
 
-    /// Whether the native kernels could run a model of `cfg` on `device` in `dtype` with these
-    /// options (`Ok(())`), else why not.
-    pub fn native_fits(
+    /// Whether the native kernels run here: on `device` in `dtype`, with int8 when asked
+    /// (`Ok(())`), else why not.
+    pub fn native_runs_here(
         &self,
-        cfg: &ModelConfig,
         device: &Device,
         dtype: DType,
     ) -> std::result::Result<(), String> {
@@ -82,6 +81,21 @@ impl EngineOptions {
             return Err("scorekit's kernels run on the CPU".into());
         }
         self.native_dtype(dtype)?;
+        if self.int8 && !scorekit_kernels::int8_available() {
+            return Err("int8 products need AVX-512 VNNI".into());
+        }
+        Ok(())
+    }
+
+    /// Whether the native kernels could run a model of `cfg` on `device` in `dtype` with these
+    /// options (`Ok(())`), else why not.
+    pub fn native_fits(
+        &self,
+        cfg: &ModelConfig,
+        device: &Device,
+        dtype: DType,
+    ) -> std::result::Result<(), String> {
+        self.native_runs_here(device, dtype)?;
         if cfg.native.is_none() {
             return Err(format!(
                 "scorekit's kernels do not run {} models",
@@ -90,9 +104,6 @@ impl EngineOptions {
         }
         if !cfg.erf_gelu {
             return Err("scorekit's kernels run erf-GELU models only".into());
-        }
-        if self.int8 && !scorekit_kernels::int8_available() {
-            return Err("int8 products need AVX-512 VNNI".into());
         }
         Ok(())
     }
@@ -149,25 +160,26 @@ pub fn load_encoder(
         .map_err(|e| scorekit_models::weights_error(weights, e))
 }
 
-/// The engine of an encoder-decoder (letter) judge: candle's layers on the device, in f32 or
-/// bf16. scorekit's native kernels run BERT-layout encoders only, so `--engine native` and
-/// `--quantize` are refused for T5 rather than silently ignored; f16 is refused because T5's
-/// activations overflow it (transformers clamps them; scorekit does not pretend to).
-pub fn seq2seq_engine(opts: &EngineOptions, dtype: DType) -> Result<&'static str> {
-    if opts.engine == EngineChoice::Native {
-        return Err(Error::setting(
-            Setting::Engine,
-            Some("native".into()),
-            "scorekit's kernels do not run T5 models; use the auto or candle engine",
-        ));
-    }
-    if opts.int8 {
-        return Err(Error::setting(
-            Setting::Quantize,
-            None,
-            "int8 runs on scorekit's kernels, which do not run T5 models",
-        ));
-    }
+/// Which implementation runs an encoder-decoder (letter) judge's encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seq2SeqEngine {
+    /// candle's layers on the device, encoder and decoder.
+    Candle,
+    /// The encoder on scorekit's kernels (f32, bf16 or int8 products), the decoder on candle's
+    /// CPU layers in the judge's dtype: the prompt is nearly all of the work.
+    Native,
+}
+
+/// The engine of an encoder-decoder (letter) judge, chosen as [`load_encoder`] chooses an
+/// encoder's: with `auto`, scorekit's kernels for the encoder where they run here (x86-64 CPU
+/// with AVX-512F, f32 or bf16 products), else candle; `--quantize` needs the kernels. f16 is
+/// refused because T5's activations overflow it (transformers clamps them; scorekit does not
+/// pretend to). Unlike an encoder's, `--quantize` goes with `--dtype bf16` here (see below).
+pub fn seq2seq_engine(
+    opts: &EngineOptions,
+    device: &Device,
+    dtype: DType,
+) -> Result<Seq2SeqEngine> {
     if dtype == DType::F16 {
         return Err(Error::setting(
             Setting::Dtype,
@@ -175,5 +187,29 @@ pub fn seq2seq_engine(opts: &EngineOptions, dtype: DType) -> Result<&'static str
             "T5's activations overflow f16; use f32 or bf16",
         ));
     }
-    Ok("candle")
+    // With int8 the encoder's products are int8 on f32 activations whatever `dtype`, which then
+    // sets the decoder's weights only: `--quantize --dtype bf16` is how flan-t5-xxl fits in
+    // 24 GiB (docs/judge.md).
+    let products_dtype = if opts.int8 { DType::F32 } else { dtype };
+    let fits = opts.native_runs_here(device, products_dtype);
+    let native = match opts.engine {
+        EngineChoice::Candle => false,
+        EngineChoice::Auto => fits.is_ok(),
+        EngineChoice::Native => {
+            fits.map_err(|why| Error::setting(Setting::Engine, Some("native".into()), why))?;
+            true
+        }
+    };
+    if opts.int8 && !native {
+        return Err(Error::setting(
+            Setting::Quantize,
+            None,
+            "int8 products need scorekit's CPU engine (x86-64 with AVX-512 VNNI, f32, not --engine candle)",
+        ));
+    }
+    Ok(if native {
+        Seq2SeqEngine::Native
+    } else {
+        Seq2SeqEngine::Candle
+    })
 }

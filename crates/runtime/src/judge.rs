@@ -82,7 +82,7 @@ impl AnyJudge {
     }
 
     /// Which implementation runs the model.
-    pub fn engine(&self) -> &'static str {
+    pub fn engine(&self) -> &str {
         match self {
             AnyJudge::Scoring(j) => j.engine(),
             AnyJudge::Letter(j) => j.engine(),

@@ -8,15 +8,16 @@
 //! special token that follows text, and `clean_up_tokenization` applied. The fast tokenizer
 //! would put a space after `<pad>` too; the letters, and so the picks, are the same either way.
 
-use crate::engine::{seq2seq_engine, EngineOptions};
+use crate::engine::{seq2seq_engine, EngineOptions, Seq2SeqEngine};
 use anyhow::anyhow;
 use candle_core::{DType, Device, Tensor};
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_encoder::{run_batched, Tokens};
+use scorekit_models::shards::WeightFiles;
 use scorekit_models::shards::{var_builder_of, weight_files};
 use scorekit_models::spm;
-use scorekit_models::t5::{T5Config, T5};
+use scorekit_models::t5::{Encoded, T5Config, T5};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -57,11 +58,13 @@ pub struct Answer {
 
 /// A loaded letter judge.
 pub struct LetterJudge {
+    /// The whole model on candle, or its decoder only when `native` runs the encoder.
     model: T5,
+    native: Option<NativeEncoder>,
     tokenizer: Tokenizer,
     /// Ids that decode as special tokens, with their text.
     specials: HashMap<u32, String>,
-    engine: &'static str,
+    engine: String,
     device: Device,
 }
 
@@ -74,14 +77,31 @@ impl LetterJudge {
         dtype: DType,
         engine: &EngineOptions,
     ) -> Result<LetterJudge> {
-        let engine = seq2seq_engine(engine, dtype)?;
+        let choice = seq2seq_engine(engine, device, dtype)?;
         let config_path = dir.join("config.json");
         let cfg = T5Config::read(&config_path)?;
         // Truncated or malformed safetensors are named here, before anything is read.
         let files = weight_files(dir)?;
-        let vb = var_builder_of(&files, dtype, device)?;
-        let model = T5::load(vb, &cfg, &config_path)?;
         let tokenizer = load_tokenizer(dir, &cfg)?;
+        let vb = var_builder_of(&files, dtype, device)?;
+        let (model, native, engine_name) = match choice {
+            Seq2SeqEngine::Candle => (
+                T5::load(vb, &cfg, &config_path)?,
+                None,
+                "candle".to_string(),
+            ),
+            Seq2SeqEngine::Native => {
+                // The decoder first: it checks the weights against config.json.
+                let model = T5::load_decoder(vb, &cfg, &config_path)?;
+                let native = native_encoder(&files, &cfg, &config_path, dtype, engine)?;
+                let name = format!(
+                    "scorekit T5 encoder ({}), candle decoder ({})",
+                    native_products(&native),
+                    if dtype == DType::BF16 { "bf16" } else { "f32" }
+                );
+                (model, Some(native), name)
+            }
+        };
         let specials = tokenizer
             .get_added_tokens_decoder()
             .into_iter()
@@ -90,16 +110,17 @@ impl LetterJudge {
             .collect();
         Ok(LetterJudge {
             model,
+            native,
             tokenizer,
             specials,
-            engine,
+            engine: engine_name,
             device: device.clone(),
         })
     }
 
     /// Which implementation runs the model (for reports).
-    pub fn engine(&self) -> &'static str {
-        self.engine
+    pub fn engine(&self) -> &str {
+        &self.engine
     }
 
     /// Token ids of prompts, `</s>` appended, without truncation (as run_llm.py tokenised them).
@@ -160,8 +181,47 @@ impl LetterJudge {
         first: bool,
     ) -> candle_core::Result<(Vec<Vec<u32>>, Option<Tensor>)> {
         let padded = batch.padded(self.model.config().pad_token_id, &self.device)?;
+        if let Some(native) = &self.native {
+            let hidden = self.native_hidden(native, batch)?;
+            let enc = Encoded::from_hidden(hidden, &padded.attention_mask)?;
+            return self.model.generate_encoded(&enc, MAX_LENGTH, first);
+        }
         self.model
             .generate(&padded.input_ids, &padded.attention_mask, MAX_LENGTH, first)
+    }
+
+    /// The encoder's hidden states of `batch` on scorekit's kernels, padded to `[b, s, d]` in
+    /// the decoder's dtype (padding rows zero: the mask hides them).
+    #[cfg(target_arch = "x86_64")]
+    fn native_hidden(
+        &self,
+        native: &NativeEncoder,
+        batch: &scorekit_encoder::Batch,
+    ) -> candle_core::Result<Tensor> {
+        let d = self.model.config().d_model;
+        let embedded = self.model.embed_rows(&batch.ids)?;
+        let dtype = embedded.dtype();
+        let mut x = embedded
+            .to_dtype(DType::F32)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        native.forward(&mut x, &batch.cu_seqlens)?;
+        let (b, s) = (batch.len(), batch.max_len());
+        let mut padded = vec![0f32; b * s * d];
+        for (i, w) in batch.cu_seqlens.windows(2).enumerate() {
+            padded[i * s * d..][..(w[1] - w[0]) * d].copy_from_slice(&x[w[0] * d..w[1] * d]);
+        }
+        Tensor::from_vec(padded, (b, s, d), &self.device)?.to_dtype(dtype)
+    }
+
+    /// Off x86-64 there is no native encoder to run.
+    #[cfg(not(target_arch = "x86_64"))]
+    fn native_hidden(
+        &self,
+        native: &NativeEncoder,
+        _: &scorekit_encoder::Batch,
+    ) -> candle_core::Result<Tensor> {
+        match *native {}
     }
 
     /// Decode as transformers 4.25's slow `T5Tokenizer.decode(ids)` (special tokens kept,
@@ -192,6 +252,88 @@ impl LetterJudge {
         out += &pieces(&sub)?;
         Ok(clean_up_tokenization(out.trim()))
     }
+}
+
+/// T5's encoder on scorekit's kernels (x86-64 only: `seq2seq_engine` chooses it nowhere else).
+#[cfg(target_arch = "x86_64")]
+type NativeEncoder = scorekit_native::FastT5Encoder;
+/// No value: there is no native encoder off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+type NativeEncoder = std::convert::Infallible;
+
+/// Off x86-64 `seq2seq_engine` never chooses the kernels; reaching here is a bug.
+#[cfg(not(target_arch = "x86_64"))]
+fn native_encoder(
+    _: &WeightFiles,
+    _: &T5Config,
+    _: &Path,
+    _: DType,
+    _: &EngineOptions,
+) -> Result<NativeEncoder> {
+    Err(Error::Internal(anyhow!(
+        "scorekit's kernels exist on x86-64 only"
+    )))
+}
+
+/// What computes the native encoder's products (for the engine's name).
+#[cfg(not(target_arch = "x86_64"))]
+fn native_products(native: &NativeEncoder) -> &'static str {
+    match *native {}
+}
+
+/// T5's encoder on scorekit's kernels, read tensor by tensor from the weight files: products in
+/// int8 with `--quantize`, bf16 with `--dtype bf16`, else f32.
+#[cfg(target_arch = "x86_64")]
+fn native_encoder(
+    files: &WeightFiles,
+    cfg: &T5Config,
+    config_path: &Path,
+    dtype: DType,
+    engine: &EngineOptions,
+) -> Result<NativeEncoder> {
+    use scorekit_kernels::act::Activation;
+    use scorekit_models::t5::Act;
+    let (gated, act) = cfg.feed_forward(config_path)?;
+    let shape = scorekit_native::T5Shape {
+        d_model: cfg.d_model,
+        d_kv: cfg.d_kv,
+        heads: cfg.num_heads,
+        d_ff: cfg.d_ff,
+        layers: cfg.num_layers,
+        gated,
+        act: match act {
+            Act::Relu => Activation::Relu,
+            Act::GeluNew => Activation::GeluTanh,
+            Act::Gelu => Activation::GeluErf,
+            Act::Silu => Activation::Silu,
+        },
+        buckets: cfg.relative_attention_num_buckets,
+        max_distance: cfg.relative_attention_max_distance,
+        eps: cfg.layer_norm_epsilon as f32,
+        bucket: scorekit_models::t5::relative_bucket,
+    };
+    // An f32 view of the weights on the CPU, read one tensor at a time as the encoder packs it.
+    let vb = var_builder_of(files, DType::F32, &Device::Cpu)?;
+    let read = |name: &str, shape: &[usize]| -> candle_core::Result<Vec<f32>> {
+        vb.get(shape, name)?.flatten_all()?.to_vec1::<f32>()
+    };
+    let products = scorekit_native::Products {
+        int8: engine.int8,
+        amx: engine.amx,
+        bf16: dtype == DType::BF16 && !engine.int8,
+    };
+    scorekit_native::FastT5Encoder::load(&read, shape, products).map_err(|e| {
+        Error::Input(InputError::file(
+            config_path,
+            format!("the weights do not fit config.json: {e}"),
+        ))
+    })
+}
+
+/// What computes the native encoder's products (for the engine's name).
+#[cfg(target_arch = "x86_64")]
+fn native_products(native: &NativeEncoder) -> &'static str {
+    native.products_name()
 }
 
 /// `PreTrainedTokenizerBase.clean_up_tokenization`: spaces before punctuation and English
