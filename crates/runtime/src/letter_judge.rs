@@ -60,7 +60,7 @@ pub struct Answer {
 pub struct LetterJudge {
     /// The whole model on candle, or its decoder only when `native` runs the encoder.
     model: T5,
-    native: Option<NativeEncoder>,
+    native: Option<Box<NativeEncoder>>,
     tokenizer: Tokenizer,
     /// Ids that decode as special tokens, with their text.
     specials: HashMap<u32, String>,
@@ -99,7 +99,7 @@ impl LetterJudge {
                     native_products(&native),
                     if dtype == DType::BF16 { "bf16" } else { "f32" }
                 );
-                (model, Some(native), name)
+                (model, Some(Box::new(native)), name)
             }
         };
         let specials = tokenizer
