@@ -8,7 +8,9 @@
 #
 # Usage: scripts/bench/t5_judge.sh [SHAPE=large] [N=16]
 # Env: BIN (target/release/scorekit), PYTHON (/work/venv-dev/bin/python), THREADS (2),
-#      DIR (/tmp/flan-SHAPE-random), BATCH_TOKENS (scorekit's --batch-tokens, 8192).
+#      DIR (/tmp/flan-SHAPE-random), BATCH_TOKENS (scorekit's --batch-tokens, 8192),
+#      ENGINES (scorekit rows to run, space-separated labels; default all), TORCH ("1 8": PyTorch
+#      batch sizes to run, "" for none).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHAPE=${1:-large}
@@ -27,22 +29,38 @@ trap 'rm -rf "$work"' EXIT
 head -n "$N" "$TEST" > "$work/n.jsonl"
 head -n 1 "$TEST" > "$work/one.jsonl"
 
-scorekit_run() { # dataset label
-  /usr/bin/time -f "%e %M" -o "$work/time" "$BIN" judge eval --judge "$DIR" --dataset "$1" \
-    --out "$work/out" --force --quiet --device cpu --batch-tokens "$BATCH_TOKENS" > /dev/null
+scorekit_run() { # dataset [flags...]
+  local data=$1; shift
+  /usr/bin/time -f "%e %M" -o "$work/time" "$BIN" judge eval --judge "$DIR" --dataset "$data" \
+    --out "$work/out" --force --quiet --device cpu --batch-tokens "$BATCH_TOKENS" "$@" > /dev/null
   read -r wall kib < "$work/time"
   echo "$wall $kib"
 }
-read -r one_wall one_kib < <(scorekit_run "$work/one.jsonl")
-read -r n_wall n_kib < <(scorekit_run "$work/n.jsonl")
-python3 - "$one_wall" "$n_wall" "$n_kib" "$N" <<'PY'
+# One row per engine: candle's layers, then the encoder on scorekit's kernels in f32 (AMX tiles
+# where the CPU has them, as split-bf16; AVX-512 FMA with --amx off), int8 and bf16 products.
+# ENGINES picks rows by label (default all).
+for row in "candle-f32:--engine candle" "native-f32:--engine native" \
+           "native-f32-avx512:--engine native --amx off" "native-int8:--engine native --quantize" \
+           "native-bf16:--engine native --dtype bf16"; do
+  label=${row%%:*}; flags=${row#*:}
+  case " ${ENGINES:-$label} " in *" $label "*) ;; *) continue ;; esac
+  # shellcheck disable=SC2086
+  read -r one_wall one_kib < <(scorekit_run "$work/one.jsonl" $flags)
+  # shellcheck disable=SC2086
+  read -r n_wall n_kib < <(scorekit_run "$work/n.jsonl" $flags)
+  engine=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("engine", "?"))' "$work/out/metrics.json")
+  python3 - "$label" "$engine" "$one_wall" "$n_wall" "$one_kib" "$n_kib" "$N" <<'PY'
 import json, sys
-one, n_wall, kib, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+label, engine = sys.argv[1], sys.argv[2]
+one, n_wall, one_kib, kib, n = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 # Loading and one prompt cost `one`; the other N-1 prompts cost the difference.
 per = (n_wall - one) / (n - 1)
-print(json.dumps({"engine": "scorekit candle f32", "prompts": n, "wall_s": n_wall, "one_prompt_wall_s": one,
-                  "s_per_prompt": round(per, 3), "peak_rss_bytes": kib * 1024}))
+print(json.dumps({"engine": f"scorekit {label}", "scorekit_engine": engine, "prompts": n, "wall_s": n_wall,
+                  "one_prompt_wall_s": one, "s_per_prompt": round(per, 3),
+                  "peak_rss_bytes_one_prompt": one_kib * 1024, "peak_rss_bytes": kib * 1024}))
 PY
-"$PY" scripts/bench/t5_judge.py torch "$DIR" "$TEST" "$N" 1
-"$PY" scripts/bench/t5_judge.py torch "$DIR" "$TEST" "$N" 8
+done
+for b in ${TORCH-1 8}; do
+  "$PY" scripts/bench/t5_judge.py torch "$DIR" "$TEST" "$N" "$b"
+done
 du -b "$DIR/model.safetensors" | awk '{print "{\"weights_bytes\": " $1 "}"}'

@@ -241,9 +241,11 @@ fn parity(name: &str, engine: EngineOptions, tolerance: f64) {
 fn flan_layout_answers_as_transformers_generate() {
     parity("flan", CANDLE, 1e-5);
     if kernels_here("flan parity") {
-        parity("flan", NATIVE_F32, 1e-5);
-        // AMX tiles where the CPU has them: f32 as split-bf16 products, ~2^-17 relative per
-        // term, measured at 3.3e-5 on this fixture's log-probabilities (1e-5 with AVX-512).
+        // The first step's log-probabilities when this was written: candle 4.8e-6–8.3e-6 off
+        // transformers, the kernels in f32 on AVX-512 5.4e-6–1.1e-5 (the same f32 rounding
+        // noise, summed in another order); with AMX tiles the encoder's f32 products run as
+        // split-bf16 (~2^-17 relative per term): 2.5e-5–4.5e-5.
+        parity("flan", NATIVE_F32, 1.5e-5);
         parity("flan", EngineOptions::default(), 1e-4);
     }
 }
@@ -252,7 +254,7 @@ fn flan_layout_answers_as_transformers_generate() {
 fn t5_layout_from_spiece_model_answers_as_transformers_generate() {
     parity("t5", CANDLE, 1e-5);
     if kernels_here("t5 parity") {
-        parity("t5", NATIVE_F32, 1e-5);
+        parity("t5", NATIVE_F32, 1.5e-5);
         parity("t5", EngineOptions::default(), 1e-4);
     }
 }

@@ -15,15 +15,51 @@
 //! head is not tied (Flan), else the embeddings scaled by `d_model^-0.5`.
 
 use crate::arch::{bad, parse};
-use candle_core::{DType, Device, Module, Tensor, D};
-use candle_nn::{linear_no_bias, Linear, VarBuilder};
+use candle_core::{DType, Device, Tensor, D};
+use candle_nn::{linear_no_bias, VarBuilder};
 use scorekit_core::error::Result;
+use scorekit_encoder::Linear as DenseLayer;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::path::Path;
 
 /// `model_type` values of this architecture.
 pub const MODEL_TYPES: &[&str] = &["t5"];
+
+/// Builds a product without bias from the weight's full name (`...q.weight`'s `...q`), its
+/// outputs and inputs: another engine's (scorekit's kernels) in place of candle's.
+pub type MakeLinear<'a> =
+    &'a dyn Fn(&str, usize, usize) -> candle_core::Result<Box<dyn DenseLayer>>;
+
+/// A product without bias, `[.., k]` → `[.., n]`.
+struct Linear(Box<dyn DenseLayer>);
+
+impl Linear {
+    /// `vb.pp(name)`'s weight, `n` outputs of `k` inputs: from `make` where given, else candle's.
+    fn load(
+        vb: &VarBuilder,
+        name: &str,
+        (k, n): (usize, usize),
+        make: Option<MakeLinear>,
+    ) -> candle_core::Result<Self> {
+        Ok(Linear(match make {
+            Some(make) => make(&vb.pp(name).prefix(), n, k)?,
+            None => Box::new(linear_no_bias(k, n, vb.pp(name))?),
+        }))
+    }
+
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let dims = x.dims().to_vec();
+        let k = *dims.last().unwrap_or(&0);
+        let rows = x.reshape(((x.elem_count() / k.max(1)), k))?;
+        let y = self.0.forward(&rows)?;
+        let mut out = dims;
+        if let Some(last) = out.last_mut() {
+            *last = y.dim(1)?;
+        }
+        y.reshape(out)
+    }
+}
 
 /// The feed-forward activation (`feed_forward_proj`'s last part).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,8 +345,14 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(vb: VarBuilder, cfg: &T5Config, with_bias: bool) -> candle_core::Result<Self> {
+    fn load(
+        vb: VarBuilder,
+        cfg: &T5Config,
+        with_bias: bool,
+        make: Option<MakeLinear>,
+    ) -> candle_core::Result<Self> {
         let inner = cfg.num_heads * cfg.d_kv;
+        let (d, i) = (cfg.d_model, inner);
         let bias = if with_bias {
             Some(
                 vb.get(
@@ -323,10 +365,10 @@ impl Attention {
             None
         };
         Ok(Attention {
-            q: linear_no_bias(cfg.d_model, inner, vb.pp("q"))?,
-            k: linear_no_bias(cfg.d_model, inner, vb.pp("k"))?,
-            v: linear_no_bias(cfg.d_model, inner, vb.pp("v"))?,
-            o: linear_no_bias(inner, cfg.d_model, vb.pp("o"))?,
+            q: Linear::load(&vb, "q", (d, i), make)?,
+            k: Linear::load(&vb, "k", (d, i), make)?,
+            v: Linear::load(&vb, "v", (d, i), make)?,
+            o: Linear::load(&vb, "o", (i, d), make)?,
             heads: cfg.num_heads,
             d_kv: cfg.d_kv,
             bias,
@@ -379,20 +421,25 @@ struct FeedForward {
 }
 
 impl FeedForward {
-    fn load(vb: VarBuilder, cfg: &T5Config, gated: bool, act: Act) -> candle_core::Result<Self> {
+    fn load(
+        vb: VarBuilder,
+        cfg: &T5Config,
+        (gated, act): (bool, Act),
+        make: Option<MakeLinear>,
+    ) -> candle_core::Result<Self> {
         let (d, ff) = (cfg.d_model, cfg.d_ff);
         let (wi, gate) = if gated {
             (
-                linear_no_bias(d, ff, vb.pp("wi_0"))?,
-                Some(linear_no_bias(d, ff, vb.pp("wi_1"))?),
+                Linear::load(&vb, "wi_0", (d, ff), make)?,
+                Some(Linear::load(&vb, "wi_1", (d, ff), make)?),
             )
         } else {
-            (linear_no_bias(d, ff, vb.pp("wi"))?, None)
+            (Linear::load(&vb, "wi", (d, ff), make)?, None)
         };
         Ok(FeedForward {
             wi,
             gate,
-            wo: linear_no_bias(ff, d, vb.pp("wo"))?,
+            wo: Linear::load(&vb, "wo", (ff, d), make)?,
             act,
         })
     }
@@ -429,16 +476,17 @@ impl Block {
         cfg: &T5Config,
         decoder: bool,
         first: bool,
-        (gated, act): (bool, Act),
+        ff: (bool, Act),
+        make: Option<MakeLinear>,
     ) -> candle_core::Result<Self> {
         let eps = cfg.layer_norm_epsilon;
         let l0 = vb.pp("layer.0");
-        let self_attn = Attention::load(l0.pp("SelfAttention"), cfg, first)?;
+        let self_attn = Attention::load(l0.pp("SelfAttention"), cfg, first, make)?;
         let self_norm = RmsNorm::load(l0.pp("layer_norm"), cfg.d_model, eps)?;
         let (cross, ff_layer) = if decoder {
             let l1 = vb.pp("layer.1");
             let cross = (
-                Attention::load(l1.pp("EncDecAttention"), cfg, false)?,
+                Attention::load(l1.pp("EncDecAttention"), cfg, false, make)?,
                 RmsNorm::load(l1.pp("layer_norm"), cfg.d_model, eps)?,
             );
             (Some(cross), vb.pp("layer.2"))
@@ -449,7 +497,7 @@ impl Block {
             self_attn,
             self_norm,
             cross,
-            ff: FeedForward::load(ff_layer.pp("DenseReluDense"), cfg, gated, act)?,
+            ff: FeedForward::load(ff_layer.pp("DenseReluDense"), cfg, ff, make)?,
             ff_norm: RmsNorm::load(ff_layer.pp("layer_norm"), cfg.d_model, eps)?,
         })
     }
@@ -497,8 +545,8 @@ pub struct T5 {
     encoder: Option<(Vec<Block>, RmsNorm)>,
     decoder: Vec<Block>,
     decoder_norm: RmsNorm,
-    /// `[vocab, d]`: `lm_head.weight`, or `shared` when tied.
-    head: Tensor,
+    /// `lm_head`, or `shared` when tied.
+    head: Linear,
     device: Device,
 }
 
@@ -506,16 +554,28 @@ impl T5 {
     /// Load the model from `vb`. `path` is config.json, named in errors where the weights and
     /// the config disagree on the feed-forward form or the head.
     pub fn load(vb: VarBuilder, cfg: &T5Config, path: &Path) -> Result<Self> {
-        Self::load_parts(vb, cfg, path, true)
+        Self::load_parts(vb, cfg, path, true, None)
     }
 
-    /// [`T5::load`] without the encoder's blocks (never read from the weights): for an encoder
-    /// run elsewhere, whose hidden states reach [`T5::generate_encoded`].
-    pub fn load_decoder(vb: VarBuilder, cfg: &T5Config, path: &Path) -> Result<Self> {
-        Self::load_parts(vb, cfg, path, false)
+    /// [`T5::load`] without the encoder's blocks (never read from the weights), for an encoder
+    /// run elsewhere whose hidden states reach [`T5::generate_encoded`], and with the decoder's
+    /// products and head built by `make`: `vb` then supplies the embeddings and norms only.
+    pub fn load_decoder(
+        vb: VarBuilder,
+        cfg: &T5Config,
+        path: &Path,
+        make: MakeLinear,
+    ) -> Result<Self> {
+        Self::load_parts(vb, cfg, path, false, Some(make))
     }
 
-    fn load_parts(vb: VarBuilder, cfg: &T5Config, path: &Path, encoder: bool) -> Result<Self> {
+    fn load_parts(
+        vb: VarBuilder,
+        cfg: &T5Config,
+        path: &Path,
+        encoder: bool,
+        make: Option<MakeLinear>,
+    ) -> Result<Self> {
         let (gated, act) = cfg.feed_forward(path)?;
         let probe = "encoder.block.0.layer.1.DenseReluDense.wi_0.weight";
         if vb.contains_tensor(probe) != gated {
@@ -540,11 +600,12 @@ impl T5 {
         }
         let load = || -> candle_core::Result<T5> {
             let shape = (cfg.vocab_size, cfg.d_model);
-            let shared = if vb.contains_tensor("shared.weight") {
-                vb.get(shape, "shared.weight")?
+            let shared_name = if vb.contains_tensor("shared.weight") {
+                "shared"
             } else {
-                vb.get(shape, "encoder.embed_tokens.weight")?
+                "encoder.embed_tokens"
             };
+            let shared = vb.get(shape, &format!("{shared_name}.weight"))?;
             let stack = |name: &str, n: usize, decoder: bool| -> candle_core::Result<Vec<Block>> {
                 (0..n)
                     .map(|i| {
@@ -554,15 +615,17 @@ impl T5 {
                             decoder,
                             i == 0,
                             (gated, act),
+                            make,
                         )
                     })
                     .collect()
             };
             let eps = cfg.layer_norm_epsilon;
-            let head = if cfg.tie_word_embeddings {
-                shared.clone()
-            } else {
-                vb.get(shape, "lm_head.weight")?
+            let dims = (cfg.d_model, cfg.vocab_size);
+            let head = match (cfg.tie_word_embeddings, make) {
+                (true, None) => Linear(Box::new(candle_nn::Linear::new(shared.clone(), None))),
+                (true, Some(_)) => Linear::load(&vb, shared_name, dims, make)?,
+                (false, _) => Linear::load(&vb, "lm_head", dims, make)?,
             };
             let encoder = if encoder {
                 Some((
@@ -719,7 +782,7 @@ impl T5 {
             // Rescale before the tied head, as transformers does (Mesh TensorFlow's layout).
             x = (x * (self.cfg.d_model as f64).powf(-0.5))?;
         }
-        x.matmul(&self.head.t()?)?.to_dtype(DType::F32)
+        self.head.forward(&x)?.to_dtype(DType::F32)
     }
 
     /// Greedy decoding of a padded batch (`[b, s]` ids and 0/1 mask), as `generate(input_ids,

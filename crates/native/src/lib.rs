@@ -59,6 +59,26 @@ pub struct Products {
     pub bf16: bool,
 }
 
+impl Products {
+    /// Whether this CPU computes these products: AVX-512F always (every kernel uses it
+    /// unconditionally, so this check is what makes them sound), VNNI for int8, AMX-BF16 tiles
+    /// or AVX512-BF16 for bf16.
+    fn check(&self) -> candle_core::Result<()> {
+        if !gemm::available() {
+            return Err(err("scorekit's kernels need AVX-512F"));
+        }
+        if self.int8 && !scorekit_kernels::int8::available() {
+            return Err(err("int8 products need AVX-512 VNNI"));
+        }
+        if self.bf16 && (self.int8 || !(self.amx && amx::available() || bf16dot::available())) {
+            return Err(err(
+                "bf16 products need AMX-BF16 tiles or AVX512-BF16 (and exclude int8) in scorekit's kernels",
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Weight {
     /// Pack a PyTorch `Linear` weight (n rows of k) for the products asked for: int8 when asked,
     /// bf16 when asked (tiles where allowed and available, else AVX512-BF16, which `load_with`
@@ -403,21 +423,9 @@ impl FastBert {
         layout: &NativeLayout,
     ) -> candle_core::Result<Self> {
         // The kernels below use AVX-512F unconditionally: this check is what makes them sound.
-        if !gemm::available() {
-            return Err(err("scorekit's encoder needs AVX-512F"));
-        }
+        products.check()?;
         if !matches!(cfg.hidden_act, HiddenAct::Gelu) {
             return Err(err("scorekit's encoder runs erf-GELU models only"));
-        }
-        if products.int8 && !scorekit_kernels::int8::available() {
-            return Err(err("int8 products need AVX-512 VNNI"));
-        }
-        if products.bf16
-            && (products.int8 || !(products.amx && amx::available() || bf16dot::available()))
-        {
-            return Err(err(
-                "bf16 products need AMX-BF16 tiles or AVX512-BF16 (and exclude int8) in scorekit's encoder",
-            ));
         }
         let st = if path.extension().is_some_and(|e| e == "safetensors") {
             StFile::open(path, &layout.prefixes)?
@@ -754,15 +762,40 @@ fn attention(
     });
 }
 
-/// A head's dense layer on the packed f32 kernels.
+/// A dense layer on the packed kernels, for candle's tensors: rows of any float dtype in (read
+/// as f32), the same dtype out.
 struct NativeLinear(Dense);
 
 impl HeadLinear for NativeLinear {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let (m, _) = x.dims2()?;
-        let rows = x.flatten_all()?.to_vec1::<f32>()?;
-        Tensor::from_vec(self.0.forward(m, &rows), (m, self.0.n), x.device())
+        let rows = x
+            .to_dtype(candle_core::DType::F32)?
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        Tensor::from_vec(self.0.forward(m, &rows), (m, self.0.n), x.device())?.to_dtype(x.dtype())
     }
+}
+
+/// A product y = x·Wᵀ without bias (`w`: n rows of k) on the kernels, packed for `products`, as
+/// a layer of a candle model (T5's decoder).
+pub fn packed_linear(
+    w: &[f32],
+    n: usize,
+    k: usize,
+    products: Products,
+) -> candle_core::Result<Box<dyn HeadLinear>> {
+    products.check()?;
+    if w.len() != n * k {
+        return Err(err(format!("a {n}×{k} weight has {} values", w.len())));
+    }
+    Ok(Box::new(NativeLinear(Dense {
+        lin: Linear {
+            w: Weight::pack(w, n, k, products),
+            b: vec![0.0; n],
+        },
+        n,
+    })))
 }
 
 impl Encoder for FastBert {

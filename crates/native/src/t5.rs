@@ -16,7 +16,6 @@
 use crate::{attention, err, AttnShape, Linear, Products, RelBias, Weight};
 use rayon::prelude::*;
 use scorekit_kernels::act::{self, Activation};
-use scorekit_kernels::{amx, bf16dot, gemm};
 
 /// Reads a tensor by its full name and shape as f32 (an error when it is missing or of
 /// another shape).
@@ -77,19 +76,7 @@ impl FastT5Encoder {
         products: Products,
     ) -> candle_core::Result<FastT5Encoder> {
         // The kernels below use AVX-512F unconditionally: this check is what makes them sound.
-        if !gemm::available() {
-            return Err(err("scorekit's encoder needs AVX-512F"));
-        }
-        if products.int8 && !scorekit_kernels::int8::available() {
-            return Err(err("int8 products need AVX-512 VNNI"));
-        }
-        if products.bf16
-            && (products.int8 || !(products.amx && amx::available() || bf16dot::available()))
-        {
-            return Err(err(
-                "bf16 products need AMX-BF16 tiles or AVX512-BF16 (and exclude int8) in scorekit's encoder",
-            ));
-        }
+        products.check()?;
         let (d, inner, ff) = (shape.d_model, shape.heads * shape.d_kv, shape.d_ff);
         let lin = |w: Vec<f32>, n: usize, k: usize| Linear {
             w: Weight::pack(&w, n, k, products),

@@ -91,11 +91,10 @@ impl LetterJudge {
                 "candle".to_string(),
             ),
             Seq2SeqEngine::Native => {
-                // The decoder first: it checks the weights against config.json.
-                let model = T5::load_decoder(vb, &cfg, &config_path)?;
-                let native = native_encoder(&files, &cfg, &config_path, dtype, engine)?;
+                let (model, native) = load_native(&files, &cfg, &config_path, vb, dtype, engine)?;
                 let name = format!(
-                    "scorekit T5 encoder ({}), candle decoder ({})",
+                    "scorekit kernels ({}) for the encoder and the decoder's products, candle ({}) \
+                     for the decoder's attention",
                     native_products(&native),
                     if dtype == DType::BF16 { "bf16" } else { "f32" }
                 );
@@ -263,13 +262,14 @@ type NativeEncoder = std::convert::Infallible;
 
 /// Off x86-64 `seq2seq_engine` never chooses the kernels; reaching here is a bug.
 #[cfg(not(target_arch = "x86_64"))]
-fn native_encoder(
+fn load_native(
     _: &WeightFiles,
     _: &T5Config,
     _: &Path,
+    _: candle_nn::VarBuilder,
     _: DType,
     _: &EngineOptions,
-) -> Result<NativeEncoder> {
+) -> Result<(T5, NativeEncoder)> {
     Err(Error::Internal(anyhow!(
         "scorekit's kernels exist on x86-64 only"
     )))
@@ -281,16 +281,19 @@ fn native_products(native: &NativeEncoder) -> &'static str {
     match *native {}
 }
 
-/// T5's encoder on scorekit's kernels, read tensor by tensor from the weight files: products in
-/// int8 with `--quantize`, bf16 with `--dtype bf16`, else f32.
+/// A T5 judge on scorekit's kernels: the encoder, and the decoder's products and head, read
+/// tensor by tensor from the weight files and packed for int8 products with `--quantize`, bf16
+/// with `--dtype bf16`, else f32; the decoder's embeddings, norms and attention on candle from
+/// `vb` (the judge's dtype).
 #[cfg(target_arch = "x86_64")]
-fn native_encoder(
+fn load_native(
     files: &WeightFiles,
     cfg: &T5Config,
     config_path: &Path,
+    vb: candle_nn::VarBuilder,
     dtype: DType,
     engine: &EngineOptions,
-) -> Result<NativeEncoder> {
+) -> Result<(T5, NativeEncoder)> {
     use scorekit_kernels::act::Activation;
     use scorekit_models::t5::Act;
     let (gated, act) = cfg.feed_forward(config_path)?;
@@ -313,21 +316,36 @@ fn native_encoder(
         bucket: scorekit_models::t5::relative_bucket,
     };
     // An f32 view of the weights on the CPU, read one tensor at a time as the encoder packs it.
-    let vb = var_builder_of(files, DType::F32, &Device::Cpu)?;
+    let f32s = var_builder_of(files, DType::F32, &Device::Cpu)?;
     let read = |name: &str, shape: &[usize]| -> candle_core::Result<Vec<f32>> {
-        vb.get(shape, name)?.flatten_all()?.to_vec1::<f32>()
+        f32s.get(shape, name)?.flatten_all()?.to_vec1::<f32>()
     };
     let products = scorekit_native::Products {
         int8: engine.int8,
         amx: engine.amx,
         bf16: dtype == DType::BF16 && !engine.int8,
     };
-    scorekit_native::FastT5Encoder::load(&read, shape, products).map_err(|e| {
+    // The decoder's products see one row per prompt and step: they are bound by reading the
+    // weights, where f32 as split-bf16 tiles reads no fewer bytes than AVX-512 f32 and adds
+    // error (measured at 1.3e-4–2.9e-4 on the first step's log-probabilities of the Flan test
+    // fixture, against 5e-6–1.1e-5 with AVX-512). Tiles stay for int8 and bf16 products.
+    let decoder_products = scorekit_native::Products {
+        amx: products.amx && (products.int8 || products.bf16),
+        ..products
+    };
+    let make = |name: &str, n: usize, k: usize| {
+        let w = read(&format!("{name}.weight"), &[n, k])?;
+        scorekit_native::packed_linear(&w, n, k, decoder_products)
+    };
+    // The decoder first: it checks the weights against config.json.
+    let model = T5::load_decoder(vb, cfg, config_path, &make)?;
+    let encoder = scorekit_native::FastT5Encoder::load(&read, shape, products).map_err(|e| {
         Error::Input(InputError::file(
             config_path,
             format!("the weights do not fit config.json: {e}"),
         ))
-    })
+    })?;
+    Ok((model, encoder))
 }
 
 /// What computes the native encoder's products (for the engine's name).
