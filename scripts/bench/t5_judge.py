@@ -4,6 +4,9 @@
   make DIR [SHAPE]        write a Flan-T5-shaped judge with random weights (SHAPE: base, large, xl;
                           default large) and the tiny test tokenizer (tests/data/t5/flan), laid out
                           as the Hub's folders (untied lm_head, gated-gelu)
+  stream DIR SHAPE DTYPE  the same layout written tensor by tensor without building the model
+                          (SHAPE: small ... xxl; DTYPE: F32 or BF16), for shapes whose model would
+                          not fit in memory twice: T5's initialisation scales, random normal values
   torch DIR DATASET N B   time transformers' generate(max_length=20) on the zero-shot prompts of
                           the first N questions of DATASET, B prompts per padded batch (B=1 is
                           run_llm.py's one at a time); prints load seconds, generate seconds and
@@ -18,13 +21,14 @@ import shutil
 import sys
 import time
 
-import torch
 
 SHAPES = {
     "base": dict(d_model=768, d_kv=64, d_ff=2048, num_layers=12, num_heads=12),
     "large": dict(d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_heads=16),
     "xl": dict(d_model=2048, d_kv=64, d_ff=5120, num_layers=24, num_heads=32),
+    "xxl": dict(d_model=4096, d_kv=64, d_ff=10240, num_layers=24, num_heads=64),
 }
+SHAPES["small"] = dict(d_model=512, d_kv=64, d_ff=1024, num_layers=8, num_heads=6)
 INSTRUCTION = "Read the given passage and answer the multiple choice question about it.\n"
 
 
@@ -34,6 +38,7 @@ def prompt(q):
 
 
 def make(d, shape="large"):
+    import torch
     from safetensors.torch import save_file
     from transformers import T5Config, T5ForConditionalGeneration
 
@@ -58,7 +63,70 @@ def make(d, shape="large"):
     print(json.dumps({"dir": d, "shape": shape, "parameters": n, "weight_bytes": 4 * n}))
 
 
+def stream(d, shape, dtype):
+    """Write model.safetensors one tensor at a time (numpy only; the file never sits in memory)."""
+    import numpy as np
+
+    sh = SHAPES[shape]
+    dm, kv, ff, layers, heads = sh["d_model"], sh["d_kv"], sh["d_ff"], sh["num_layers"], sh["num_heads"]
+    inner, vocab = heads * kv, 32128
+    tensors = [("shared.weight", (vocab, dm), 1.0), ("lm_head.weight", (vocab, dm), 1.0)]
+
+    def attn(p, bias):
+        out = [(f"{p}.q.weight", (inner, dm), (dm * kv) ** -0.5), (f"{p}.k.weight", (inner, dm), dm ** -0.5),
+               (f"{p}.v.weight", (inner, dm), dm ** -0.5), (f"{p}.o.weight", (dm, inner), inner ** -0.5)]
+        if bias:
+            out.append((f"{p}.relative_attention_bias.weight", (32, heads), dm ** -0.5))
+        return out
+
+    for stack in ("encoder", "decoder"):
+        for i in range(layers):
+            b = f"{stack}.block.{i}.layer"
+            tensors += attn(f"{b}.0.SelfAttention", i == 0) + [(f"{b}.0.layer_norm.weight", (dm,), None)]
+            f = 1
+            if stack == "decoder":
+                tensors += attn(f"{b}.1.EncDecAttention", False) + [(f"{b}.1.layer_norm.weight", (dm,), None)]
+                f = 2
+            tensors += [(f"{b}.{f}.DenseReluDense.wi_0.weight", (ff, dm), dm ** -0.5),
+                        (f"{b}.{f}.DenseReluDense.wi_1.weight", (ff, dm), dm ** -0.5),
+                        (f"{b}.{f}.DenseReluDense.wo.weight", (dm, ff), ff ** -0.5),
+                        (f"{b}.{f}.layer_norm.weight", (dm,), None)]
+        tensors.append((f"{stack}.final_layer_norm.weight", (dm,), None))
+    width = 4 if dtype == "F32" else 2
+    header, at = {"__metadata__": {"format": "pt"}}, 0
+    for name, shp, _ in tensors:
+        n = int(np.prod(shp)) * width
+        header[name] = {"dtype": dtype, "shape": list(shp), "data_offsets": [at, at + n]}
+        at += n
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(0)
+    with open(os.path.join(d, "model.safetensors"), "wb") as out:
+        out.write(len(h).to_bytes(8, "little") + h)
+        for name, shp, scale in tensors:
+            rows = shp[0]
+            step = max(1, (1 << 26) // int(np.prod(shp[1:])))
+            for r0 in range(0, rows, step):
+                part = (rows if len(shp) == 1 else min(step, rows - r0),) + tuple(shp[1:])
+                v = np.ones(part, np.float32) if scale is None else rng.standard_normal(part, np.float32) * np.float32(scale)
+                if dtype == "BF16":
+                    v = (v.view(np.uint32) >> 16).astype(np.uint16)
+                out.write(v.tobytes())
+                if len(shp) == 1:
+                    break
+    conf = dict(sh, vocab_size=vocab, feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+                decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, model_type="t5",
+                architectures=["T5ForConditionalGeneration"])
+    json.dump(conf, open(os.path.join(d, "config.json"), "w"), indent=2)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join("tests/data/t5/flan", f), d)
+    n = sum(int(np.prod(s)) for _, s, _ in tensors)
+    print(json.dumps({"dir": d, "shape": shape, "dtype": dtype, "parameters": n, "weight_bytes": width * n}))
+
+
 def bench(d, dataset, n, b):
+    import torch
     from transformers import PreTrainedTokenizerFast, T5ForConditionalGeneration
 
     torch.set_num_threads(int(os.environ.get("THREADS", "2")))
@@ -85,6 +153,8 @@ def bench(d, dataset, n, b):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2], *(sys.argv[3:4] or ["large"]))
+    elif sys.argv[1] == "stream":
+        stream(sys.argv[2], sys.argv[3], sys.argv[4])
     elif sys.argv[1] == "torch":
         bench(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:

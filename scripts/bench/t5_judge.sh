@@ -44,10 +44,16 @@ for row in "candle-f32:--engine candle" "native-f32:--engine native" \
            "native-bf16:--engine native --dtype bf16"; do
   label=${row%%:*}; flags=${row#*:}
   case " ${ENGINES:-$label} " in *" $label "*) ;; *) continue ;; esac
+  # The weights in the page cache first, and the one-prompt run twice around the N-prompt run
+  # (the faster kept): loading's spread would otherwise land on the per-prompt figure.
+  cat "$DIR"/*.safetensors > /dev/null
   # shellcheck disable=SC2086
   read -r one_wall one_kib < <(scorekit_run "$work/one.jsonl" $flags)
   # shellcheck disable=SC2086
   read -r n_wall n_kib < <(scorekit_run "$work/n.jsonl" $flags)
+  # shellcheck disable=SC2086
+  read -r again _ < <(scorekit_run "$work/one.jsonl" $flags)
+  one_wall=$(python3 -c "print(min($one_wall, $again))")
   engine=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("engine", "?"))' "$work/out/metrics.json")
   python3 - "$label" "$engine" "$one_wall" "$n_wall" "$one_kib" "$n_kib" "$N" <<'PY'
 import json, sys

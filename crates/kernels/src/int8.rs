@@ -401,9 +401,17 @@ unsafe fn int8_tiles(a: *const u8, lda: usize, b: *const i8, steps: usize, acc: 
 /// are loaded from `x` and stored to `out` through raw pointers (the tail is indexed, checked).
 #[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn quantize_row(x: &[f32], out: &mut [u8]) -> (f32, i32) {
-    let (lo, hi) = x
-        .iter()
-        .fold((0f32, 0f32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    // The range (0 included) in vector lanes: the scalar fold does not vectorise (f32::min's NaN
+    // rule), and it was 16% of an int8 T5 judge's time. min and max are exact in any order.
+    let (mut vlo, mut vhi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+    let mut i = 0;
+    while i < x.len() {
+        let v = _mm512_maskz_loadu_ps(crate::act::mask_for(x.len() - i), x.as_ptr().add(i));
+        vlo = _mm512_min_ps(vlo, v);
+        vhi = _mm512_max_ps(vhi, v);
+        i += 16;
+    }
+    let (lo, hi) = (_mm512_reduce_min_ps(vlo), _mm512_reduce_max_ps(vhi));
     let s = if hi > lo { (hi - lo) / 255.0 } else { 1.0 };
     let z = (-lo / s).round().clamp(0.0, 255.0) as i32;
     let inv = _mm512_set1_ps(1.0 / s);
