@@ -278,8 +278,8 @@ pub enum DType {
 /// Which implementation runs the encoders (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Engine {
-    /// scorekit's CPU kernels where they apply (x86-64 with AVX-512F, f32, BERT-layout
-    /// models), else candle's layers.
+    /// scorekit's CPU kernels where they apply (x86-64 with AVX-512F, f32 or bf16; BERT-layout
+    /// models, and T5 letter judges' encoder and decoder products), else candle's layers.
     #[default]
     Auto,
     /// scorekit's CPU kernels; an error where they cannot run the model.
@@ -326,7 +326,8 @@ pub struct ModelArgs {
     #[arg(long)]
     pub offline: bool,
     /// Int8 weights and activations in the encoders' matrix products (CPU with AVX-512 VNNI, f32
-    /// models): 2.4x (judge) to 4x (LaBSE) faster, not bit-exact; accuracy in BENCHMARKS.md.
+    /// models; for a T5 letter judge all its products, with --dtype bf16 allowed for the rest):
+    /// 2.4x (judge) to 4x (LaBSE) faster, not bit-exact; accuracy in BENCHMARKS.md.
     #[arg(long)]
     pub quantize: bool,
     /// TF32 tensor-core products for f32 models on CUDA (10-bit mantissa products, f32 sums; not

@@ -63,15 +63,17 @@ impl ModelRuntime {
     pub fn new(args: &ModelArgs, quiet: bool) -> Result<Self> {
         let device = runtime::select_device(&args.device)?;
         let dtype = runtime::select_dtype(dtype_of(args.dtype), &device);
-        // `--quantize` only where the int8 kernels run: scorekit's CPU encoder in f32 with VNNI.
+        // `--quantize` only where the int8 kernels run: scorekit's CPU kernels with VNNI, f32
+        // (bf16 too, for what a T5 letter judge keeps outside its products; the engine's choice,
+        // `runtime::engine`, refuses it for encoders).
         if args.quantize
             && !(device.is_cpu()
-                && dtype == DType::F32
+                && matches!(dtype, DType::F32 | DType::BF16)
                 && args.engine != Engine::Candle
                 && runtime::kernels::int8_available())
         {
             return Err(scorekit_core::error::Error::usage(
-                "--quantize needs the CPU with AVX-512 VNNI and f32 (it quantises scorekit's CPU encoder)",
+                "--quantize needs the CPU with AVX-512 VNNI and f32 (bf16 only for a T5 letter judge): it quantises scorekit's CPU kernels' products",
             ));
         }
         if args.tf32 {
