@@ -735,6 +735,18 @@ fn quantize_runs_int8_and_is_recorded_or_refused_where_it_cannot() {
     );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--quantize needs"), "{}", stderr(&o));
+    // bf16 goes with --quantize only for a T5 letter judge: an encoder judge's int8 products
+    // take f32 activations, and the engine says so.
+    if scorekit::runtime::kernels::int8_available() {
+        let o = judge_only(
+            &f.judge,
+            &gens,
+            &f.root.join("q-bf16"),
+            &["--quantize", "--dtype", "bf16"],
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("--quantize"), "{}", stderr(&o));
+    }
     // TF32 is a CUDA format: refused elsewhere, before anything runs.
     let o = judge_only(
         &f.judge,
