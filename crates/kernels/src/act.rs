@@ -119,6 +119,26 @@ unsafe fn gelu_erf_slice(x: &mut [f32]) {
     }
 }
 
+/// mean((x − c)²) over a row, `c` in every lane (LayerNorm's variance; T5's mean square at 0).
+///
+/// # Safety
+/// The CPU must support AVX-512F. Memory needs nothing from the caller: only `x`'s own lanes are
+/// loaded (masked).
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn mean_square_about(x: &[f32], c: __m512) -> f32 {
+    let n = x.len();
+    let mut q = _mm512_setzero_ps();
+    let mut i = 0;
+    while i < n {
+        let m = mask_for(n - i);
+        let d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x.as_ptr().add(i)), c);
+        q = _mm512_fmadd_ps(d, d, q);
+        i += 16;
+    }
+    _mm512_reduce_add_ps(q) / n as f32
+}
+
 /// LayerNorm of one row in place.
 ///
 /// # Safety
@@ -137,15 +157,7 @@ pub unsafe fn layer_norm_row(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f3
     }
     let mean = _mm512_reduce_add_ps(s) / n as f32;
     let vm = _mm512_set1_ps(mean);
-    let mut q = _mm512_setzero_ps();
-    i = 0;
-    while i < n {
-        let m = mask_for(n - i);
-        let d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, x.as_ptr().add(i)), vm);
-        q = _mm512_fmadd_ps(d, d, q);
-        i += 16;
-    }
-    let var = _mm512_reduce_add_ps(q) / n as f32;
+    let var = mean_square_about(x, vm);
     let inv = _mm512_set1_ps(1.0 / (var + eps).sqrt());
     i = 0;
     while i < n {
@@ -208,18 +220,10 @@ pub unsafe fn softmax_row(x: &mut [f32], scale: f32) {
 #[target_feature(enable = "avx512f")]
 pub unsafe fn rms_norm_row(x: &mut [f32], weight: &[f32], eps: f32) {
     let n = x.len();
-    let mut q = _mm512_setzero_ps();
-    let mut i = 0;
-    while i < n {
-        let m = mask_for(n - i);
-        let v = _mm512_maskz_loadu_ps(m, x.as_ptr().add(i));
-        q = _mm512_fmadd_ps(v, v, q);
-        i += 16;
-    }
-    let var = _mm512_reduce_add_ps(q) / n as f32;
+    let var = mean_square_about(x, _mm512_setzero_ps());
     // torch.rsqrt is 1/sqrt, rounded twice.
     let inv = _mm512_set1_ps(1.0 / (var + eps).sqrt());
-    i = 0;
+    let mut i = 0;
     while i < n {
         let m = mask_for(n - i);
         let p = x.as_mut_ptr().add(i);
