@@ -1,5 +1,6 @@
-//! scorekit's native engine: a BERT encoder on the kernels of `scorekit-kernels`, for CPU f32
-//! (optionally int8 matrix products), on x86-64 with AVX-512F (elsewhere this crate is empty and
+//! scorekit's native engine: a BERT encoder on the kernels of `scorekit-kernels` (and T5's encoder
+//! and packed products for the letter judge, `t5.rs`), for CPU f32 (optionally int8 or bf16 matrix
+//! products), on x86-64 with AVX-512F (elsewhere this crate is empty and
 //! candle's layers run):
 //!
 //! - variable length: the batch's padding is dropped before the encoder; every product runs on
