@@ -228,10 +228,12 @@ pub unsafe fn rms_norm_row(x: &mut [f32], weight: &[f32], eps: f32) {
         let m = mask_for(n - i);
         let p = x.as_mut_ptr().add(i);
         let w = _mm512_maskz_loadu_ps(m, weight.as_ptr().add(i));
+        // Masked: a row's last step must not read past it (the next row may be another
+        // thread's, or the buffer may end).
         _mm512_mask_storeu_ps(
             p,
             m,
-            _mm512_mul_ps(w, _mm512_mul_ps(_mm512_loadu_ps(p), inv)),
+            _mm512_mul_ps(w, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p), inv)),
         );
         i += 16;
     }

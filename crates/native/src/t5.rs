@@ -87,44 +87,49 @@ impl FastT5Encoder {
             "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
             &[shape.buckets, shape.heads],
         )?;
-        // Blocks are packed in parallel, each reading and packing its own matrices.
-        let blocks = (0..shape.layers)
-            .into_par_iter()
-            .map(|l| {
-                let p = format!("encoder.block.{l}.layer.");
-                let mut wqkv = Vec::with_capacity(3 * inner * d);
-                for m in ["q", "k", "v"] {
-                    wqkv.extend(read(
-                        &format!("{p}0.SelfAttention.{m}.weight"),
-                        &[inner, d],
-                    )?);
-                }
-                let ffp = format!("{p}1.DenseReluDense.");
-                let (wi, gate) = if shape.gated {
-                    let wi = read(&format!("{ffp}wi_0.weight"), &[ff, d])?;
-                    let gate = read(&format!("{ffp}wi_1.weight"), &[ff, d])?;
-                    (lin(wi, ff, d), Some(lin(gate, ff, d)))
-                } else {
-                    (
-                        lin(read(&format!("{ffp}wi.weight"), &[ff, d])?, ff, d),
-                        None,
-                    )
-                };
-                Ok(Block {
-                    qkv: lin(wqkv, 3 * inner, d),
-                    o: lin(
-                        read(&format!("{p}0.SelfAttention.o.weight"), &[d, inner])?,
-                        d,
-                        inner,
-                    ),
-                    attn_norm: norm(&format!("{p}0.layer_norm"))?,
-                    wi,
-                    gate,
-                    wo: lin(read(&format!("{ffp}wo.weight"), &[d, ff])?, d, ff),
-                    ff_norm: norm(&format!("{p}1.layer_norm"))?,
-                })
+        // Blocks are read and packed two at a time, each on its own thread: each holds a
+        // block's f32 tensors until packed, so more at once would raise the peak with the core
+        // count (the packing itself is parallel inside).
+        let load_block = |l: usize| -> candle_core::Result<Block> {
+            let p = format!("encoder.block.{l}.layer.");
+            let mut wqkv = Vec::with_capacity(3 * inner * d);
+            for m in ["q", "k", "v"] {
+                wqkv.extend(read(
+                    &format!("{p}0.SelfAttention.{m}.weight"),
+                    &[inner, d],
+                )?);
+            }
+            let ffp = format!("{p}1.DenseReluDense.");
+            let (wi, gate) = if shape.gated {
+                let wi = read(&format!("{ffp}wi_0.weight"), &[ff, d])?;
+                let gate = read(&format!("{ffp}wi_1.weight"), &[ff, d])?;
+                (lin(wi, ff, d), Some(lin(gate, ff, d)))
+            } else {
+                (
+                    lin(read(&format!("{ffp}wi.weight"), &[ff, d])?, ff, d),
+                    None,
+                )
+            };
+            Ok(Block {
+                qkv: lin(wqkv, 3 * inner, d),
+                o: lin(
+                    read(&format!("{p}0.SelfAttention.o.weight"), &[d, inner])?,
+                    d,
+                    inner,
+                ),
+                attn_norm: norm(&format!("{p}0.layer_norm"))?,
+                wi,
+                gate,
+                wo: lin(read(&format!("{ffp}wo.weight"), &[d, ff])?, d, ff),
+                ff_norm: norm(&format!("{p}1.layer_norm"))?,
             })
-            .collect::<candle_core::Result<Vec<Block>>>()?;
+        };
+        let mut blocks = Vec::with_capacity(shape.layers);
+        for pair in (0..shape.layers).collect::<Vec<_>>().chunks(2) {
+            let loaded: candle_core::Result<Vec<Block>> =
+                pair.par_iter().map(|&l| load_block(l)).collect();
+            blocks.extend(loaded?);
+        }
         Ok(FastT5Encoder {
             blocks,
             final_norm: norm("encoder.final_layer_norm")?,
@@ -176,8 +181,11 @@ impl FastT5Encoder {
         if x.len() != t * d || starts.windows(2).any(|w| w[1] < w[0]) {
             return Err(err("T5 encoder: embeddings and sequence starts disagree"));
         }
+        if starts.windows(2).any(|w| w[1] == w[0]) {
+            return Err(err("T5 encoder: a prompt has no tokens"));
+        }
         let longest = starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        if t == 0 || longest == 0 {
+        if t == 0 {
             return Ok(());
         }
         let bias = self.rel_bias(longest);
@@ -218,5 +226,59 @@ impl FastT5Encoder {
         }
         self.rms_rows(x, &self.final_norm);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scorekit_kernels::gemm;
+
+    fn bucket(rel: i64, _: bool, buckets: usize, _: usize) -> u32 {
+        (rel.unsigned_abs() as usize).min(buckets - 1) as u32
+    }
+
+    /// A tiny encoder of small constant weights (d_model 20: not a multiple of 16, so every
+    /// kernel's masked tail runs).
+    fn tiny() -> FastT5Encoder {
+        let read = |_: &str, shape: &[usize]| -> candle_core::Result<Vec<f32>> {
+            Ok(vec![0.05; shape.iter().product()])
+        };
+        let shape = T5Shape {
+            d_model: 20,
+            d_kv: 6,
+            heads: 3,
+            d_ff: 36,
+            layers: 3,
+            gated: true,
+            act: Activation::GeluTanh,
+            buckets: 8,
+            max_distance: 16,
+            eps: 1e-6,
+            bucket,
+        };
+        let products = Products {
+            int8: false,
+            amx: false,
+            bf16: false,
+        };
+        FastT5Encoder::load(&read, shape, products).unwrap()
+    }
+
+    #[test]
+    fn a_prompt_without_tokens_is_an_error_not_a_panic() {
+        if !gemm::available() {
+            return;
+        }
+        let enc = tiny();
+        let mut x = vec![0.3f32; 5 * 20];
+        enc.forward(&mut x, &[0, 2, 5]).unwrap();
+        assert!(x.iter().all(|v| v.is_finite()));
+        let mut x = vec![0.3f32; 3 * 20];
+        let e = enc.forward(&mut x, &[0, 0, 3]).unwrap_err().to_string();
+        assert!(e.contains("no tokens"), "{e}");
+        let e = enc.forward(&mut x, &[0, 3, 3]).unwrap_err().to_string();
+        assert!(e.contains("no tokens"), "{e}");
+        enc.forward(&mut [], &[0]).unwrap();
     }
 }

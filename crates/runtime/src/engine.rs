@@ -1,6 +1,7 @@
-//! The one place an engine is chosen: [`load_encoder`] picks scorekit's native kernels
-//! (`scorekit-native`) or candle's layers (`scorekit-models`) from [`EngineOptions`], the
-//! architecture and the device; nothing else in the runtime decides.
+//! The one place an engine is chosen: [`load_encoder`] (encoders) and [`seq2seq_engine`] (T5
+//! letter judges) pick scorekit's native kernels (`scorekit-native`) or candle's layers
+//! (`scorekit-models`) from [`EngineOptions`], the architecture and the device, by one rule
+//! ([`use_native`]); nothing else in the runtime decides.
 
 use candle_core::{DType, Device};
 use scorekit_core::error::{Error, Result, Setting};
@@ -109,6 +110,22 @@ impl EngineOptions {
     }
 }
 
+/// The rule of both choices: `--engine candle` never, `native` where the kernels fit here (else
+/// exit 2 saying why), `auto` where they fit.
+fn use_native(
+    opts: &EngineOptions,
+    fits: impl FnOnce() -> std::result::Result<(), String>,
+) -> Result<bool> {
+    Ok(match opts.engine {
+        EngineChoice::Candle => false,
+        EngineChoice::Auto => fits().is_ok(),
+        EngineChoice::Native => {
+            fits().map_err(|why| Error::setting(Setting::Engine, Some("native".into()), why))?;
+            true
+        }
+    })
+}
+
 /// Load the encoder of a model folder's weight file: the one place an engine is chosen.
 ///
 /// `arch` and `cfg` come from the folder's config.json (`models::read_config`); `weights` is
@@ -121,15 +138,7 @@ pub fn load_encoder(
     dtype: DType,
     opts: &EngineOptions,
 ) -> Result<Box<dyn Encoder>> {
-    let native = match opts.engine {
-        EngineChoice::Candle => false,
-        EngineChoice::Auto => opts.native_fits(cfg, device, dtype).is_ok(),
-        EngineChoice::Native => {
-            opts.native_fits(cfg, device, dtype)
-                .map_err(|why| Error::setting(Setting::Engine, Some("native".into()), why))?;
-            true
-        }
-    };
+    let native = use_native(opts, || opts.native_fits(cfg, device, dtype))?;
     if opts.int8 && !native {
         return Err(Error::setting(
             Setting::Quantize,
@@ -165,8 +174,9 @@ pub fn load_encoder(
 pub enum Seq2SeqEngine {
     /// candle's layers on the device, encoder and decoder.
     Candle,
-    /// The encoder on scorekit's kernels (f32, bf16 or int8 products), the decoder on candle's
-    /// CPU layers in the judge's dtype: the prompt is nearly all of the work.
+    /// The encoder and the decoder's products on scorekit's kernels (f32, bf16 or int8
+    /// products), the decoder's embeddings, norms and attention on candle's CPU layers in the
+    /// judge's dtype.
     Native,
 }
 
@@ -191,20 +201,12 @@ pub fn seq2seq_engine(
     // sets the decoder's weights only: `--quantize --dtype bf16` is how flan-t5-xxl fits in
     // 24 GiB (docs/judge.md).
     let products_dtype = if opts.int8 { DType::F32 } else { dtype };
-    let fits = opts.native_runs_here(device, products_dtype);
-    let native = match opts.engine {
-        EngineChoice::Candle => false,
-        EngineChoice::Auto => fits.is_ok(),
-        EngineChoice::Native => {
-            fits.map_err(|why| Error::setting(Setting::Engine, Some("native".into()), why))?;
-            true
-        }
-    };
+    let native = use_native(opts, || opts.native_runs_here(device, products_dtype))?;
     if opts.int8 && !native {
         return Err(Error::setting(
             Setting::Quantize,
             None,
-            "int8 products need scorekit's CPU engine (x86-64 with AVX-512 VNNI, f32, not --engine candle)",
+            "int8 products need scorekit's CPU kernels (x86-64 with AVX-512 VNNI, the CPU, not --engine candle)",
         ));
     }
     Ok(if native {

@@ -205,7 +205,8 @@ impl LetterJudge {
             .flatten_all()?
             .to_vec1::<f32>()?;
         native.forward(&mut x, &batch.cu_seqlens)?;
-        let (b, s) = (batch.len(), batch.max_len());
+        // The mask's width (`Batch::padded`'s), so hidden states and mask always agree.
+        let (b, s) = (batch.len(), batch.max_len().max(1));
         let mut padded = vec![0f32; b * s * d];
         for (i, w) in batch.cu_seqlens.windows(2).enumerate() {
             padded[i * s * d..][..(w[1] - w[0]) * d].copy_from_slice(&x[w[0] * d..w[1] * d]);
