@@ -595,10 +595,7 @@ impl CustomOp1 for LayerOp {
     }
 
     fn cpu_fwd(&self, st: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let x = match l.contiguous_offsets() {
-            Some((a, z)) => &st.as_slice::<f32>()?[a..z],
-            None => bail!("fused BERT layer: non-contiguous input"),
-        };
+        let x = crate::ops::slice::<f32>(st, l)?;
         let h = self.shape.h;
         let (y, saved) = self.forward(&self.packing.gather(x, h));
         *self.saved.lock().unwrap_or_else(|e| e.into_inner()) = Some(saved);

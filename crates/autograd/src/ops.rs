@@ -29,7 +29,7 @@ fn fused(t: &Tensor) -> bool {
 }
 
 /// The contiguous elements of a CPU storage as a slice of `T`.
-fn slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+pub(crate) fn slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
     match l.contiguous_offsets() {
         Some((a, b)) => Ok(&s.as_slice::<T>()?[a..b]),
         None => bail!("fused op: non-contiguous input"),

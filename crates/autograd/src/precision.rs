@@ -17,7 +17,7 @@
 //! f32 sums at the f32 kernels' rate.
 
 use crate::ops;
-use candle_core::{bail, CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
+use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
 
 /// The precision of a training run's products (`"f32"`, `"bf16-mixed"` in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -103,10 +103,7 @@ impl CustomOp1 for RoundBf16 {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let x = match l.contiguous_offsets() {
-            Some((a, b)) => &s.as_slice::<f32>()?[a..b],
-            None => bail!("round to bf16: non-contiguous input"),
-        };
+        let x = crate::ops::slice::<f32>(s, l)?;
         let mut y = vec![0f32; x.len()];
         scorekit_kernels::train::bf16_round_into(x, &mut y);
         Ok((CpuStorage::F32(y), l.shape().clone()))

@@ -455,13 +455,17 @@ mod tests {
         (flat(&y), grads, tr.rng.state)
     }
 
+    /// Layers of `config()` with fresh random weights, on the CPU.
+    fn random_layers() -> (BertLayers, Device) {
+        let dev = Device::Cpu;
+        let vb = VarBuilder::from_varmap(&VarMap::new(), DType::F32, &dev);
+        (BertLayers::load(vb, &config()).unwrap(), dev)
+    }
+
     /// The stacked Q | K | V product (scoring on GPUs) equals the three products.
     #[test]
     fn stacked_qkv_equals_three_products() {
-        let dev = Device::Cpu;
-        let vars = VarMap::new();
-        let vb = VarBuilder::from_varmap(&vars, DType::F32, &dev);
-        let layers = BertLayers::load(vb, &config()).unwrap();
+        let (layers, dev) = random_layers();
         let l = &layers.layers[0];
         assert!(l.qkv_biases_alike());
         let x = Tensor::randn(0f32, 1.0, (2, 5, 64), &dev).unwrap();
@@ -482,10 +486,7 @@ mod tests {
     /// Scoring a batch without padding adds no mask: the same numbers as adding an all-zero one.
     #[test]
     fn scoring_without_padding_skips_the_mask_and_changes_nothing() {
-        let dev = Device::Cpu;
-        let vars = VarMap::new();
-        let vb = VarBuilder::from_varmap(&vars, DType::F32, &dev);
-        let layers = BertLayers::load(vb, &config()).unwrap();
+        let (layers, dev) = random_layers();
         let x = Tensor::randn(0f32, 1.0, (2, 5, 64), &dev).unwrap();
         let zero = Tensor::zeros((2, 1, 1, 5), DType::F32, &dev).unwrap();
         let with = layers.forward(&x, Some(&zero), None).unwrap();
