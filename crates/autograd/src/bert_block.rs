@@ -1,6 +1,7 @@
 //! One BERT encoder layer (self-attention, feed-forward, post-LayerNorm, dropout) as a single
-//! node of candle's graph with a hand-written backward pass, for f32 training on CPUs with
-//! AVX-512 (`native::gemm`).
+//! node of candle's graph with a hand-written backward pass, for training on CPUs with AVX-512:
+//! f32 (`native::gemm`), or bf16-mixed with the weight products on the CPU's bf16 instructions
+//! ([`crate::bf16_linear`]).
 //!
 //! Why: candle's backward walks the graph node by node. Each of a layer's ~25 nodes allocates
 //! its gradient, and the gradient of every input starts as a tensor of zeros to which the
@@ -12,7 +13,10 @@
 //! The arithmetic is that of the composed path (`bert_layers::BertLayers::forward` in training
 //! mode, the operations of `train::ops`) step for step, with the same dropout masks drawn in the
 //! same order, so both give the same numbers up to the products' summation order (test
-//! `bert_layers::tests::the_fused_layer_equals_the_composed_graph`).
+//! `bert_layers::tests::the_fused_layer_equals_the_composed_graph`). In bf16-mixed it rounds
+//! where [`crate::Precision`]'s products round (operands, results, the gradients reaching and
+//! leaving each product, the scaled attention scores), so a value differs from the composed
+//! path's only where a differently ordered f32 sum rounds to the neighbouring bf16 value.
 //! A custom op takes at most three tensors, so the weights are not inputs of the node: their
 //! gradients go to a [`GradSink`], which the trainer adds to the gradients candle returns.
 
@@ -20,10 +24,11 @@ use super::ops::{
     gelu_grad_into, gelu_into, ln_bwd, ln_rows, native::grads, softmax_grad_row, softmax_row,
     with_slice,
 };
-use super::GradSink;
+use super::{bf16_linear, GradSink, Precision};
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 use scorekit_kernels::gemm::{gemm, gemm_at_raw, gemm_raw, Epilogue, PackedB, SendPtr};
+use scorekit_kernels::train::bf16_round;
 use std::sync::Mutex;
 
 /// A layer's tensors, in the order of [`LayerTensors::NAMES`].
@@ -83,16 +88,30 @@ pub struct LayerShape {
     pub eps: f64,
 }
 
-/// The layer on `x` `[b, s, h]` (f32, CPU) with additive key mask `mask` `[b, s]`, as one
-/// differentiable node. Callers check `native::kernels_available()`.
+/// Whether the fused layer can train in `precision` on this CPU: AVX-512 for f32, and bf16
+/// products (AMX-BF16 or AVX512-BF16) besides for bf16-mixed.
+pub fn runs_here(precision: Precision) -> bool {
+    scorekit_kernels::kernels_available()
+        && match precision {
+            Precision::F32 => true,
+            Precision::Bf16Mixed => bf16_linear::available(),
+        }
+}
+
+/// The layer on `x` `[b, s, h]` (f32, CPU) with additive key mask `mask` `[b, s]`, its products
+/// in `precision`, as one differentiable node. Callers check [`runs_here`].
 pub fn forward(
     x: &Tensor,
     mask: Vec<f32>,
     tensors: LayerTensors,
     shape: LayerShape,
     dropout: LayerDropout,
+    precision: Precision,
     sink: GradSink,
 ) -> Result<Tensor> {
+    if !runs_here(precision) {
+        bail!("fused BERT layer: no {precision:?} products on this CPU");
+    }
     let LayerShape {
         b, s, h, heads, f, ..
     } = shape;
@@ -144,6 +163,7 @@ pub fn forward(
         tensors,
         weights,
         dropout,
+        bf16: precision == Precision::Bf16Mixed,
         saved: Mutex::new(None),
         sink,
     })
@@ -318,6 +338,8 @@ struct LayerOp {
     tensors: LayerTensors,
     weights: Weights,
     dropout: LayerDropout,
+    /// bf16-mixed products (else f32).
+    bf16: bool,
     saved: Mutex<Option<Saved>>,
     sink: GradSink,
 }
@@ -370,6 +392,53 @@ thread_local! {
 }
 
 impl LayerOp {
+    /// `y = x·wᵀ + bias` for `x` `[m, k]`, `w` `[n, k]`, in the layer's precision.
+    fn linear(&self, x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: usize) -> Vec<f32> {
+        if self.bf16 {
+            bf16_linear::linear(x, m, w, bias, n, k)
+        } else {
+            linear(x, m, w, bias, n, k)
+        }
+    }
+
+    /// dx, dw, db of [`LayerOp::linear`] for output gradient `g`; `parts` linears stacked in
+    /// `w` (see `bf16_linear::grads`; f32 sums them in one product, as before).
+    #[allow(clippy::too_many_arguments)]
+    fn grads(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        g: &[f32],
+        m: usize,
+        n: usize,
+        k: usize,
+        parts: usize,
+    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        if self.bf16 {
+            bf16_linear::grads(x, w, g, m, n, k, parts)
+        } else {
+            grads(x, w, g, m, n, k)
+        }
+    }
+
+    /// The scale of the attention scores, and what the softmax applies of it: all of it in
+    /// f32; in bf16-mixed none, the scores having been scaled and rounded (autocast scales the
+    /// bf16 product in bf16) by [`LayerOp::scale_scores`].
+    fn softmax_scale(&self, d: usize) -> (f32, f64) {
+        let scale = 1.0 / (d as f64).sqrt();
+        // candle's `scores * scale` multiplies by the scale as f32.
+        (scale as f32, if self.bf16 { 1.0 } else { scale })
+    }
+
+    /// In bf16-mixed, a product's result (or a gradient of the scaled scores) rounded, scaled
+    /// and rounded again, as `round(round(q·kᵀ) · scale)` and its backward do; nothing in f32.
+    fn scale_scores(&self, v: &mut [f32], scale: f32) {
+        if self.bf16 {
+            v.iter_mut()
+                .for_each(|x| *x = bf16_round(bf16_round(*x) * scale));
+        }
+    }
+
     fn forward(&self, x: &[f32]) -> (Vec<f32>, Saved) {
         let LayerShape {
             s,
@@ -382,12 +451,12 @@ impl LayerOp {
         let (m, d) = (self.packing.tokens(), h / heads);
         let w = &self.weights;
         let dr = &self.dropout;
-        let qkv = linear(x, m, &w.qkv_w, &w.qkv_b, 3 * h, h);
+        let qkv = self.linear(x, m, &w.qkv_w, &w.qkv_b, 3 * h, h);
 
         // Attention, one job per (sequence, head) over the sequence's n tokens; each job owns
         // its n×n block of `probs` and its head's columns of its sequence's rows of `ctx`.
         let pk = &self.packing;
-        let scale = 1.0 / (d as f64).sqrt();
+        let (scale, softmax_scale) = self.softmax_scale(d);
         let mut probs = vec![0f32; pk.attention_len()];
         let mut ctx = vec![0f32; m * h];
         let out = SendPtr(ctx.as_mut_ptr());
@@ -410,18 +479,25 @@ impl LayerOp {
                     kp.repack_nk(&qkv[base + h..], n, d, 3 * h);
                     let plain = Epilogue::default();
                     gemm(n, &qkv[base..], 3 * h, kp, scores, n, plain, false);
+                    self.scale_scores(scores, scale);
                     let mrow = &self.mask[bi * s..bi * s + n];
                     for (xr, yr) in scores.chunks(n).zip(p.chunks_mut(n)) {
-                        softmax_row(xr, mrow, scale, yr, z);
+                        softmax_row(xr, mrow, softmax_scale, yr, z);
                     }
-                    let pd: &[f32] = match &dr.attention {
-                        Some(keep) => {
+                    let pd: &[f32] = match (&dr.attention, self.bf16) {
+                        (None, false) => &*p,
+                        (keep, bf16) => {
                             pd.clear();
                             pd.extend_from_slice(p);
-                            drop_in_place(pd, &keep[pk.block(job)], dr.attention_scale);
+                            if let Some(keep) = keep {
+                                drop_in_place(pd, &keep[pk.block(job)], dr.attention_scale);
+                            }
+                            // bf16-mixed: the product's operand, rounded.
+                            if bf16 {
+                                pd.iter_mut().for_each(|v| *v = bf16_round(*v));
+                            }
                             pd
                         }
-                        None => &*p,
                     };
                     vp.repack_kn(&qkv[base + 2 * h..], n, d, 3 * h);
                     let off = pk.starts[bi] * h + hd * d;
@@ -434,14 +510,17 @@ impl LayerOp {
                 });
             });
 
-        let mut r1 = linear(&ctx, m, &w.o_w, &w.o_b, h, h);
+        if self.bf16 {
+            bf16_linear::round_in_place(&mut ctx);
+        }
+        let mut r1 = self.linear(&ctx, m, &w.o_w, &w.o_b, h, h);
         apply_dropout(&mut r1, dr.attention_output.as_ref(), dr.hidden_scale);
         add_into(&mut r1, x);
         let a = ln_rows(&r1, &w.ln1_g, &w.ln1_b, eps);
-        let pre = linear(&a, m, &w.i_w, &w.i_b, f, h);
+        let pre = self.linear(&a, m, &w.i_w, &w.i_b, f, h);
         let mut act = vec![0f32; pre.len()];
         gelu_into(&pre, &mut act);
-        let mut r2 = linear(&act, m, &w.o2_w, &w.o2_b, h, f);
+        let mut r2 = self.linear(&act, m, &w.o2_w, &w.o2_b, h, f);
         apply_dropout(&mut r2, dr.output.as_ref(), dr.hidden_scale);
         add_into(&mut r2, &a);
         let y = ln_rows(&r2, &w.ln2_g, &w.ln2_b, eps);
@@ -468,12 +547,12 @@ impl LayerOp {
         let (dr2, dg2, db2) = ln_bwd(&sv.r2, &w.ln2_g, dy, eps);
         let mut d_out = dr2.clone();
         apply_dropout(&mut d_out, dr.output.as_ref(), dr.hidden_scale);
-        let (dact, dw_o2, db_o2) = grads(&sv.act, &w.o2_w, &d_out, m, h, f);
+        let (dact, dw_o2, db_o2) = self.grads(&sv.act, &w.o2_w, &d_out, m, h, f, 1);
         drop(d_out);
         let mut dpre = vec![0f32; dact.len()];
         gelu_grad_into(&sv.pre, &dact, &mut dpre);
         drop(dact);
-        let (mut da, dw_i, db_i) = grads(&sv.a, &w.i_w, &dpre, m, f, h);
+        let (mut da, dw_i, db_i) = self.grads(&sv.a, &w.i_w, &dpre, m, f, h, 1);
         drop(dpre);
         add_into(&mut da, &dr2);
         drop(dr2);
@@ -485,11 +564,11 @@ impl LayerOp {
             dr.attention_output.as_ref(),
             dr.hidden_scale,
         );
-        let (dctx, dw_o, db_o) = grads(&sv.ctx, &w.o_w, &d_attn_out, m, h, h);
+        let (dctx, dw_o, db_o) = self.grads(&sv.ctx, &w.o_w, &d_attn_out, m, h, h, 1);
         drop(d_attn_out);
         let dqkv = self.attention_backward(&sv.qkv, &sv.probs, &dctx);
         drop(dctx);
-        let (mut dx, dw_qkv, db_qkv) = grads(x, &w.qkv_w, &dqkv, m, 3 * h, h);
+        let (mut dx, dw_qkv, db_qkv) = self.grads(x, &w.qkv_w, &dqkv, m, 3 * h, h, 3);
         add_into(&mut dx, &dr1);
 
         let t = &self.tensors.0;
@@ -521,7 +600,7 @@ impl LayerOp {
         let LayerShape { h, heads, .. } = self.shape;
         let pk = &self.packing;
         let d = h / heads;
-        let scale = 1.0 / (d as f64).sqrt();
+        let (scale, softmax_scale) = self.softmax_scale(d);
         let dr = &self.dropout;
         let mut dqkv = vec![0f32; pk.tokens() * 3 * h];
         let len = dqkv.len();
@@ -548,6 +627,14 @@ impl LayerOp {
                 t2.extend_from_slice(p);
                 if let Some(keep) = keep {
                     drop_in_place(t2, keep, dr.attention_scale);
+                }
+                if self.bf16 {
+                    // The product's rounded operand, and the gradient reaching it, rounded
+                    // before the dropout's backward.
+                    t2.iter_mut().for_each(|v| *v = bf16_round(*v));
+                    t1.iter_mut().for_each(|v| *v = bf16_round(*v));
+                }
+                if let Some(keep) = keep {
                     drop_in_place(t1, keep, dr.attention_scale);
                 }
                 bp.repack_kn(dc, s, d, h);
@@ -567,8 +654,9 @@ impl LayerOp {
                 }
                 // d(scores) through the softmax (t1 has been through the dropout).
                 for (dr, (pr, gr)) in t2.chunks_mut(s).zip(p.chunks(s).zip(t1.chunks(s))) {
-                    softmax_grad_row(pr, gr, scale, dr);
+                    softmax_grad_row(pr, gr, softmax_scale, dr);
                 }
+                self.scale_scores(t2, scale);
                 // dQ = dS · K.
                 bp.repack_kn(&qkv[base + h..], s, d, 3 * h);
                 // SAFETY: as above.
@@ -585,6 +673,10 @@ impl LayerOp {
                 }
             });
         });
+        // bf16-mixed: dQ, dK and dV are the products' rounded results.
+        if self.bf16 {
+            bf16_linear::round_in_place(&mut dqkv);
+        }
         dqkv
     }
 }

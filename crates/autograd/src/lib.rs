@@ -6,6 +6,8 @@
 
 #[cfg(target_arch = "x86_64")]
 pub mod bert_block;
+#[cfg(target_arch = "x86_64")]
+pub mod bf16_linear;
 pub mod ops;
 pub mod precision;
 pub mod rng;

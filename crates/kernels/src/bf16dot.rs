@@ -50,17 +50,33 @@ impl PackedBf16Dot {
     /// From a PyTorch `Linear` weight (n rows of k).
     pub fn from_nk(w: &[f32], n: usize, k: usize) -> Self {
         assert!(w.len() >= n * k, "weight holds fewer than n·k values");
+        Self::pack(n, k, |j, kk| w[j * k + kk])
+    }
+
+    /// From B given as k rows of n (the product is x · B): the packing of `from_nk(Bᵀ)`
+    /// without the transpose (training's dx = g·W and dW = gᵀ·x).
+    pub fn from_kn(b: &[f32], k: usize, n: usize) -> Self {
+        assert!(b.len() >= k * n, "B holds fewer than k·n values");
+        Self::pack(n, k, |j, kk| b[kk * n + j])
+    }
+
+    /// The packing of an n×k operand whose element (column j, depth kk) is `get(j, kk)`.
+    fn pack<F: Fn(usize, usize) -> f32 + Sync>(n: usize, k: usize, get: F) -> Self {
         let pairs = k.div_ceil(2);
         let panels = n.div_ceil(2 * T) * 2;
         let mut data = vec![0u32; panels * pairs * T];
         data.par_chunks_mut(pairs * T)
             .enumerate()
             .for_each(|(p, panel)| {
-                for jj in 0..T.min(n.saturating_sub(p * T)) {
-                    let row = &w[(p * T + jj) * k..][..k];
-                    for r in 0..pairs {
-                        let hi = row.get(2 * r + 1).copied().unwrap_or(0.0);
-                        panel[r * T + jj] = pair(row[2 * r], hi);
+                for r in 0..pairs {
+                    for jj in 0..T.min(n.saturating_sub(p * T)) {
+                        let j = p * T + jj;
+                        let hi = if 2 * r + 1 < k {
+                            get(j, 2 * r + 1)
+                        } else {
+                            0.0
+                        };
+                        panel[r * T + jj] = pair(get(j, 2 * r), hi);
                     }
                 }
             });
@@ -77,16 +93,49 @@ impl PackedBf16Dot {
         accumulate: bool,
         gelu: bool,
     ) {
+        self.gemm_epilogue(m, x, self.k, out, bias, accumulate, gelu, false)
+    }
+
+    /// out (m×n) = round(x (m×k, rows `lda` apart)·Wᵀ + bias) (+ out when `accumulate`), as
+    /// `amx::PackedSplit::gemm_round_bf16`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_round_bf16(
+        &self,
+        m: usize,
+        x: &[f32],
+        lda: usize,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+    ) {
+        self.gemm_epilogue(m, x, lda, out, bias, accumulate, false, true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_epilogue(
+        &self,
+        m: usize,
+        x: &[f32],
+        lda: usize,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+        round: bool,
+    ) {
         assert!(available(), "AVX512-BF16 products are not available");
         if m == 0 || self.n == 0 {
             return;
         }
-        assert!(x.len() >= m * self.k && out.len() >= m * self.n && bias.len() >= self.n);
+        assert!(lda >= self.k, "row stride below k");
+        assert!(
+            x.len() >= (m - 1) * lda + self.k && out.len() >= m * self.n && bias.len() >= self.n
+        );
         let (k, pairs) = (self.k, self.pairs);
         // The activations as k-pairs, row by row (zero past k).
         let mut a = vec![0u32; m * pairs];
         a.par_chunks_mut(pairs).enumerate().for_each(|(i, row)| {
-            let src = &x[i * k..][..k];
+            let src = &x[i * lda..][..k];
             for (r, v) in row.iter_mut().enumerate() {
                 *v = pair(src[2 * r], src.get(2 * r + 1).copied().unwrap_or(0.0));
             }
@@ -114,6 +163,7 @@ impl PackedBf16Dot {
                     bias.as_ptr().add(pj * 2 * T),
                     accumulate,
                     gelu,
+                    round,
                 )
             }
         });
@@ -139,6 +189,7 @@ impl PackedBf16Dot {
         bias: *const f32,
         accumulate: bool,
         gelu: bool,
+        round: bool,
     ) {
         let pairs = self.pairs;
         let b0 = self.data.as_ptr().add(2 * pj * pairs * T);
@@ -156,7 +207,7 @@ impl PackedBf16Dot {
                 row[1] = _mm512_dpbf16_ps(row[1], x, w1);
             }
         }
-        let cols = Columns::new((2 * T).min(self.n - pj * 2 * T), bias);
+        let cols = Columns::new((2 * T).min(self.n - pj * 2 * T), bias).rounding(round);
         for (i, row) in acc.iter().enumerate().take(rows) {
             finish_row(out.add(i * self.n), row[0], row[1], &cols, accumulate, gelu);
         }
@@ -198,5 +249,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// B packed from its k×n form is B packed from its transpose: the same products.
+    #[test]
+    fn packing_from_k_rows_equals_packing_from_the_transpose() {
+        if !available() {
+            return;
+        }
+        let (m, n, k) = (11, 40, 9);
+        let a = crate::test_data::activations(m * k, 506.0);
+        let w = crate::test_data::weights(n * k);
+        let wt: Vec<f32> = (0..k * n).map(|i| w[(i % n) * k + i / n]).collect();
+        let bias = vec![0f32; n];
+        let mut want = vec![0f32; m * n];
+        PackedBf16Dot::from_nk(&w, n, k).gemm(m, &a, &mut want, &bias, false, false);
+        let mut got = vec![0f32; m * n];
+        PackedBf16Dot::from_kn(&wt, k, n).gemm(m, &a, &mut got, &bias, false, false);
+        assert_eq!(got, want);
     }
 }

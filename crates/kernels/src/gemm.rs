@@ -267,6 +267,9 @@ pub(crate) struct Columns {
     m1: __mmask16,
     bias0: __m512,
     bias1: __m512,
+    /// Round each result (after the bias, before C is added) to bf16: bf16-mixed training's
+    /// products return bf16, and rounding here saves a pass over the output.
+    round: bool,
 }
 
 impl Columns {
@@ -292,11 +295,33 @@ impl Columns {
             m1,
             bias0,
             bias1,
+            round: false,
         }
+    }
+
+    /// These columns, their results rounded to bf16 when `round` (see the field).
+    pub(crate) fn rounding(self, round: bool) -> Self {
+        Columns { round, ..self }
     }
 }
 
-/// The epilogue for one row of a 32-column slice: + bias, + C (`load_c`), GELU, masked store.
+/// 16 f32 rounded to their nearest bf16 values (ties to even), as f32; NaN stays NaN (the
+/// rounding's carry could otherwise turn a NaN with a large payload into a zero).
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn round_bf16_ps(v: __m512) -> __m512 {
+    let bits = _mm512_castps_si512(v);
+    let lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    let r = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb);
+    let rounded = _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(-65536)));
+    _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, v)
+}
+
+/// The epilogue for one row of a 32-column slice: + bias, rounding to bf16 (`cols.round`), + C
+/// (`load_c`), GELU, masked store.
 ///
 /// # Safety
 /// The CPU must support AVX-512F, and the f32 at `p` in the lanes of `cols`' masks (the first
@@ -314,6 +339,10 @@ pub(crate) unsafe fn finish_row(
 ) {
     let mut v0 = _mm512_add_ps(v0, cols.bias0);
     let mut v1 = _mm512_add_ps(v1, cols.bias1);
+    if cols.round {
+        v0 = round_bf16_ps(v0);
+        v1 = round_bf16_ps(v1);
+    }
     if load_c {
         v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(cols.m0, p));
         v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(cols.m1, p.add(16)));

@@ -287,14 +287,14 @@ impl BertLayers {
         Ok(x)
     }
 
-    /// Whether training can run the fused layers of `train::bert_block` on `x`: f32 products
-    /// and activations on a CPU with AVX-512, erf-GELU, LayerNorms with biases.
+    /// Whether training can run the fused layers of `train::bert_block` on `x`: f32
+    /// activations on a CPU with AVX-512 (and bf16 products for bf16-mixed), erf-GELU,
+    /// LayerNorms with biases.
     #[cfg(target_arch = "x86_64")]
     fn fusable(&self, x: &Tensor, precision: Precision) -> bool {
-        precision == Precision::F32
-            && x.device().is_cpu()
+        x.device().is_cpu()
             && x.dtype() == DType::F32
-            && scorekit_kernels::kernels_available()
+            && bert_block::runs_here(precision)
             && matches!(self.act, HiddenAct::Gelu)
             && self.layers.iter().all(|l| {
                 [
@@ -365,7 +365,15 @@ impl BertLayers {
             if l.out_norm.eps != l.attn_norm.eps {
                 candle_core::bail!("the two LayerNorms of a layer differ in epsilon");
             }
-            x = bert_block::forward(&x, mask.clone(), tensors, shape, dropout, tr.grads.clone())?;
+            x = bert_block::forward(
+                &x,
+                mask.clone(),
+                tensors,
+                shape,
+                dropout,
+                tr.precision,
+                tr.grads.clone(),
+            )?;
         }
         Ok(x)
     }
@@ -403,7 +411,7 @@ mod tests {
     type Run = (Vec<f32>, Vec<(String, Vec<f32>)>, u64);
 
     /// Output and every gradient (input and weights) of `layers` on `x`, with dropout drawn
-    /// from `seed`, through the fused layers or the composed graph.
+    /// from `seed`, through the fused layers or the composed graph, in f32.
     fn run(
         layers: &BertLayers,
         vars: &VarMap,
@@ -413,12 +421,27 @@ mod tests {
         seed: u64,
         fused: bool,
     ) -> Run {
+        run_in(layers, vars, x, mask, weights, seed, fused, Precision::F32)
+    }
+
+    /// [`run`] in `precision`.
+    #[allow(clippy::too_many_arguments)]
+    fn run_in(
+        layers: &BertLayers,
+        vars: &VarMap,
+        x: &Var,
+        mask: &Tensor,
+        weights: &Tensor,
+        seed: u64,
+        fused: bool,
+        precision: Precision,
+    ) -> Run {
         let mut tr = Train {
             hidden: 0.1,
             attention: 0.15,
             rng: SplitMix::new(seed),
             grads: GradSink::default(),
-            precision: Precision::F32,
+            precision,
         };
         assert!(layers.fusable(x.as_tensor(), tr.precision));
         let y = if fused {
@@ -495,18 +518,16 @@ mod tests {
         assert_eq!(d.to_scalar::<f32>().unwrap(), 0.0);
     }
 
-    #[test]
-    fn the_fused_layer_equals_the_composed_graph() {
-        if !scorekit_kernels::kernels_available() {
-            eprintln!("no AVX-512: the fused layer does not run here");
-            return;
-        }
+    /// Layers of `config()` with biases and LayerNorm weights moved away from their initial 0
+    /// and 1, an input of three sequences (13, 9 and 5 tokens), its mask, the kept-token
+    /// flags, and loss weights on real tokens only.
+    #[allow(clippy::type_complexity)]
+    fn fused_case() -> (BertLayers, VarMap, Var, Tensor, Vec<f32>, Tensor, Device) {
         let dev = Device::Cpu;
         let cfg = config();
         let vars = VarMap::new();
         let vb = VarBuilder::from_varmap(&vars, DType::F32, &dev);
         let layers = BertLayers::load(vb, &cfg).unwrap();
-        // Biases and LayerNorm weights away from their initial 0 and 1.
         for (name, v) in vars.data().lock().unwrap().iter() {
             if !name.ends_with("dense.weight") && !name.contains("self.") || name.ends_with("bias")
             {
@@ -517,7 +538,6 @@ mod tests {
         }
         let (b, s, h) = (3, 13, cfg.hidden_size);
         let x = Var::from_tensor(&Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap()).unwrap();
-        // Sequences of 13, 9 and 5 tokens.
         let keep: Vec<f32> = [13, 9, 5]
             .iter()
             .flat_map(|&n| (0..s).map(move |i| f32::from(u8::from(i < n))))
@@ -534,6 +554,74 @@ mod tests {
             .unwrap()
             .broadcast_mul(&real)
             .unwrap();
+        (layers, vars, x, mask, keep, weights, dev)
+    }
+
+    /// bf16-mixed: the fused layer with products on the CPU's bf16 instructions against the
+    /// composed graph in bf16-mixed. They round at the same places but sum in other orders, so
+    /// a value may land one bf16 step away and carry that on; the yardstick is bf16 itself:
+    /// for the output and every gradient, the two bf16 paths must be closer to each other
+    /// (root-mean-square difference) than bf16 is to f32, and no further apart than a small
+    /// share of the tensor's size.
+    #[test]
+    fn the_fused_bf16_layer_matches_the_composed_bf16_graph() {
+        if !bert_block::runs_here(Precision::Bf16Mixed) {
+            eprintln!("no AVX-512 with bf16 products: the fused bf16 layer does not run here");
+            return;
+        }
+        let (layers, vars, x, mask, keep, weights, _) = fused_case();
+        let bf16 = Precision::Bf16Mixed;
+        let h = config().hidden_size;
+        let (y1, g1, r1) = run_in(&layers, &vars, &x, &mask, &weights, 7, true, bf16);
+        let (y2, g2, r2) = run_in(&layers, &vars, &x, &mask, &weights, 7, false, bf16);
+        let (y3, g3, _) = run(&layers, &vars, &x, &mask, &weights, 7, false);
+        assert_eq!(r1, r2, "both draw the same number of dropout decisions");
+        let rms = |a: &[f32], b: &[f32]| -> f64 {
+            let s: f64 = a.iter().zip(b).map(|(p, q)| f64::from(p - q).powi(2)).sum();
+            (s / a.len().max(1) as f64).sqrt()
+        };
+        // Outputs on real tokens (the fused layer leaves padded rows at zero).
+        let rows = |y: &[f32]| -> Vec<f32> {
+            y.chunks(h)
+                .zip(&keep)
+                .filter(|(_, &k)| k > 0.0)
+                .flat_map(|(r, _)| r.to_vec())
+                .collect()
+        };
+        let mut tensors = vec![("output".to_string(), rows(&y1), rows(&y2), rows(&y3))];
+        for (((n, a), (_, b)), (_, c)) in g1.into_iter().zip(g2).zip(g3) {
+            tensors.push((n, a, b, c));
+        }
+        for (name, fused, composed, f32s) in &tensors {
+            if name.ends_with("self.key.bias") {
+                continue; // zero in exact arithmetic: noise in every path
+            }
+            let size = (f32s.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>()
+                / f32s.len() as f64)
+                .sqrt();
+            let (paths, precision) = (rms(fused, composed), rms(composed, f32s));
+            eprintln!(
+                "{name}: fused vs composed bf16 {:.2e}, bf16 vs f32 {:.2e} (of the size)",
+                paths / size,
+                precision / size
+            );
+            // (The last LayerNorm's bias gradient is the loss weights' sum: no product.)
+            assert!(name != "output" || precision > 0.0, "bf16 changed nothing");
+            assert!(
+                paths <= precision.max(1e-6 * size) && paths <= 2e-2 * size,
+                "{name}: fused vs composed {paths:.3e}, bf16 vs f32 {precision:.3e}, size {size:.3e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_fused_layer_equals_the_composed_graph() {
+        if !scorekit_kernels::kernels_available() {
+            eprintln!("no AVX-512: the fused layer does not run here");
+            return;
+        }
+        let (layers, vars, x, mask, keep, weights, dev) = fused_case();
+        let (b, s, h) = (3, 13, config().hidden_size);
         let (y1, g1, r1) = run(&layers, &vars, &x, &mask, &weights, 7, true);
         let (y2, g2, r2) = run(&layers, &vars, &x, &mask, &weights, 7, false);
         assert_eq!(r1, r2, "both draw the same number of dropout decisions");

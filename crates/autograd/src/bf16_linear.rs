@@ -1,0 +1,248 @@
+//! The weight products of the fused BERT layer in bf16-mixed precision, on the CPU's bf16
+//! instructions: AMX-BF16 tiles where the CPU has them, else AVX512-BF16 (`vdpbf16ps`).
+//!
+//! The numbers are those of [`crate::Precision::linear`] (PyTorch's bf16 autocast): operands
+//! rounded to bf16, products summed in f32, each product's result rounded to bf16; in the
+//! backward pass the gradient reaching the product is rounded to bf16 and dx, dW and db come
+//! out rounded to bf16. Only the summation order differs from the composed path (which runs the
+//! f32 kernels on rounded operands), so a result may land one bf16 step away where an f32 sum
+//! falls near a rounding boundary. Both operands are rounded as they are packed, so nothing is
+//! rounded in a separate pass but the gradient (db sums it) and the results.
+
+use rayon::prelude::*;
+use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
+use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
+use scorekit_kernels::train::bf16_round;
+
+/// Whether the CPU has bf16 products for the fused layer (AMX-BF16 with the tile state
+/// granted, or AVX512-BF16).
+pub fn available() -> bool {
+    amx::available() || bf16dot::available()
+}
+
+/// The B operand of a bf16 product, rounded and packed for the instructions the CPU has.
+enum Packed {
+    Tiles(PackedSplit),
+    Dot(PackedBf16Dot),
+}
+
+impl Packed {
+    /// B = wᵀ for a `Linear` weight `w` `[n, k]`.
+    fn from_nk(w: &[f32], n: usize, k: usize) -> Packed {
+        if amx::available() {
+            Packed::Tiles(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16))
+        } else {
+            Packed::Dot(PackedBf16Dot::from_nk(w, n, k))
+        }
+    }
+
+    /// B stored as k rows of n.
+    fn from_kn(b: &[f32], k: usize, n: usize) -> Packed {
+        if amx::available() {
+            Packed::Tiles(PackedSplit::from_kn_as(b, k, n, TileTerms::Bf16))
+        } else {
+            Packed::Dot(PackedBf16Dot::from_kn(b, k, n))
+        }
+    }
+
+    /// `out` (m×n) = round(round(x)·B + bias), summed in f32, added to `out` when
+    /// `accumulate` (after the rounding), else written over it; x's rows `lda` apart.
+    #[allow(clippy::too_many_arguments)]
+    fn product(
+        &self,
+        m: usize,
+        x: &[f32],
+        lda: usize,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+    ) {
+        match self {
+            Packed::Tiles(b) => b.gemm_round_bf16(m, x, lda, out, bias, accumulate),
+            Packed::Dot(b) => b.gemm_round_bf16(m, x, lda, out, bias, accumulate),
+        }
+    }
+}
+
+/// Every element of `x` rounded to bf16, on all threads.
+pub(crate) fn round_in_place(x: &mut [f32]) {
+    x.par_chunks_mut(1 << 14)
+        .for_each(|c| c.iter_mut().for_each(|v| *v = bf16_round(*v)));
+}
+
+/// `y = round(round(x)·round(w)ᵀ + round(bias))` for `x` `[m, k]`, `w` `[n, k]`.
+pub(crate) fn linear(x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: usize) -> Vec<f32> {
+    let bias: Vec<f32> = bias.iter().map(|&b| bf16_round(b)).collect();
+    let mut y = vec![0f32; m * n];
+    Packed::from_nk(w, n, k).product(m, x, k, &mut y, &bias, false);
+    y
+}
+
+/// The gradients of [`linear`] for output gradient `g` `[m, n]`: dx `[m, k]`, dw `[n, k]`,
+/// db `[n]`, each rounded to bf16 (from the rounded g, x and w).
+///
+/// `parts` > 1: the weight is that many linears of n/parts rows stacked (Q, K and V) that read
+/// the same input, and dx is the f32 sum of their rounded dx, as autocast gives it (each
+/// `Linear` casts its input to bf16 on its own, and the three casts' gradients are summed in
+/// f32), not one rounding of the stacked product.
+pub(crate) fn grads(
+    x: &[f32],
+    w: &[f32],
+    g: &[f32],
+    m: usize,
+    n: usize,
+    k: usize,
+    parts: usize,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let np = n / parts;
+    let zeros = vec![0f32; k];
+    // dx = Σ_parts round(g_part · w_part): g_part the part's columns of g (the products round
+    // g as they pack it), w_part `[np, k]` as the k×n B of the product.
+    let mut dx = vec![0f32; m * k];
+    for p in 0..parts {
+        let wp = &w[p * np * k..(p + 1) * np * k];
+        Packed::from_kn(wp, np, k).product(m, &g[p * np..], n, &mut dx, &zeros, p > 0);
+    }
+    // dw = round(gᵀ · x): A = gᵀ `[n, m]`, B = x (m rows of k); db from the same rows of gᵀ.
+    let mut dw = vec![0f32; n * k];
+    let db = TRANSPOSED.with(|gt| {
+        let gt = &mut *gt.borrow_mut();
+        transpose_into(&g[..m * n], m, n, gt);
+        Packed::from_kn(x, m, k).product(n, gt, m, &mut dw, &zeros, false);
+        rounded_row_sums(gt, m)
+    });
+    (dx, dw, db)
+}
+
+/// round(Σ round(v)) of each row of `a` (rows of `len`), summed in f64 in order: the bias
+/// gradient from the rounded output gradient, with `ops::native::column_sums`' arithmetic.
+fn rounded_row_sums(a: &[f32], len: usize) -> Vec<f32> {
+    a.par_chunks(len.max(1))
+        .map(|row| bf16_round(row.iter().map(|&v| f64::from(bf16_round(v))).sum::<f64>() as f32))
+        .collect()
+}
+
+/// `a` `[rows, cols]` transposed into `out` (resized): each job a strip of 64 columns (256
+/// contiguous bytes of every row: a strip of one 64-byte line a row left every read a cache
+/// miss), through 16×16 tiles.
+fn transpose_into(a: &[f32], rows: usize, cols: usize, out: &mut Vec<f32>) {
+    const B: usize = 16;
+    const STRIP: usize = 64;
+    out.resize(rows * cols, 0.0);
+    out.par_chunks_mut(STRIP * rows)
+        .enumerate()
+        .for_each(|(sb, dst)| {
+            let s0 = sb * STRIP;
+            let sn = STRIP.min(cols - s0);
+            let mut tile = [[0f32; B]; B];
+            for r0 in (0..rows).step_by(B) {
+                let rn = B.min(rows - r0);
+                for c0 in (0..sn).step_by(B) {
+                    let cn = B.min(sn - c0);
+                    for (r, t) in tile.iter_mut().enumerate().take(rn) {
+                        t[..cn].copy_from_slice(&a[(r0 + r) * cols + s0 + c0..][..cn]);
+                    }
+                    for c in 0..cn {
+                        let d = &mut dst[(c0 + c) * rows + r0..][..rn];
+                        for (r, v) in d.iter_mut().enumerate() {
+                            *v = tile[r][c];
+                        }
+                    }
+                }
+            }
+        });
+}
+
+thread_local! {
+    /// gᵀ of the weight gradient's product, kept between calls: a fresh buffer of this size
+    /// costs its page faults every time.
+    static TRANSPOSED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vals(len: usize, seed: u32) -> Vec<f32> {
+        (0..len)
+            .map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 10007) as f32 / 3001.0 - 1.6)
+            .collect()
+    }
+
+    /// Within one bf16 step (the sums' order is the instructions', not the reference loop's),
+    /// and a bf16 value where `rounded`.
+    fn close(got: &[f32], want: &[f32], what: &str, rounded: bool) {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        for (i, (a, e)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (a - e).abs() <= e.abs() * 2f32.powi(-7) + 1e-3,
+                "{what}[{i}]: {a} vs {e}"
+            );
+            assert!(
+                !rounded || *a == bf16_round(*a),
+                "{what}[{i}] is not a bf16 value"
+            );
+        }
+    }
+
+    /// The forward product and the three gradients, stacked parts included, against loops over
+    /// the rounded operands.
+    #[test]
+    fn products_and_gradients_are_those_of_the_rounded_operands() {
+        if !available() {
+            eprintln!("no bf16 products on this CPU");
+            return;
+        }
+        let (m, k, n, parts) = (37, 45, 3 * 22, 3);
+        let r = |v: Vec<f32>| -> Vec<f32> { v.into_iter().map(bf16_round).collect() };
+        let (x, w, b, g) = (vals(m * k, 1), vals(n * k, 2), vals(n, 3), vals(m * n, 4));
+        let (xr, wr, br, gr) = (r(x.clone()), r(w.clone()), r(b.clone()), r(g.clone()));
+        let y = linear(&x, m, &w, &b, n, k);
+        let want_y: Vec<f32> = (0..m * n)
+            .map(|e| {
+                let (i, j) = (e / n, e % n);
+                bf16_round((0..k).map(|t| xr[i * k + t] * wr[j * k + t]).sum::<f32>() + br[j])
+            })
+            .collect();
+        close(&y, &want_y, "y", true);
+        let (dx, dw, db) = grads(&x, &w, &g, m, n, k, parts);
+        let np = n / parts;
+        let want_dx: Vec<f32> = (0..m * k)
+            .map(|e| {
+                let (i, t) = (e / k, e % k);
+                (0..parts)
+                    .map(|p| {
+                        let js = p * np..(p + 1) * np;
+                        bf16_round(js.map(|j| gr[i * n + j] * wr[j * k + t]).sum())
+                    })
+                    .sum()
+            })
+            .collect();
+        // dx sums three rounded products: not itself a bf16 value.
+        close(&dx, &want_dx, "dx", false);
+        let want_dw: Vec<f32> = (0..n * k)
+            .map(|e| {
+                let (j, t) = (e / k, e % k);
+                bf16_round((0..m).map(|i| gr[i * n + j] * xr[i * k + t]).sum())
+            })
+            .collect();
+        close(&dw, &want_dw, "dw", true);
+        let want_db: Vec<f32> = (0..n)
+            .map(|j| bf16_round((0..m).map(|i| gr[i * n + j]).sum()))
+            .collect();
+        close(&db, &want_db, "db", true);
+    }
+
+    #[test]
+    fn transpose_moves_every_element() {
+        let (rows, cols) = (70, 45);
+        let a = vals(rows * cols, 9);
+        let mut t = vec![1f32; 3];
+        transpose_into(&a, rows, cols, &mut t);
+        for r in 0..rows {
+            for c in 0..cols {
+                assert_eq!(t[c * rows + r], a[r * cols + c]);
+            }
+        }
+    }
+}
