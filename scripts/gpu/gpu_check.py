@@ -17,7 +17,10 @@ Steps (each logged in full under --out; a short table is printed last):
   6. judge training: the same RoBERTa-large-shaped judge trained for --train-steps optimiser steps by
      `scorekit judge train` and by PyTorch, in f32 and in bf16-mixed (PyTorch: bf16 autocast) (AdamW, clip 1.0, dropout 0, file order, 8 questions a step,
      f32 without TF32) on the same batches: questions/s side by side and the loss of every step
-     compared (relative tolerance --train-loss-tol). `--train-only` runs steps 0, 1 and 6 alone.
+     compared (relative tolerance --train-loss-tol); then a DeBERTa-v3-large-shaped judge (the
+     authors' architecture: relative positions, p2c + c2p) in bf16-mixed against PyTorch bf16
+     autocast, PyTorch f32 giving the yardstick (--deberta-train-steps, default 8; --skip-deberta-train).
+     `--train-only` runs steps 0, 1 and 6 alone.
 A scorekit command that is not available yet is reported as such; the rest still runs.
 """
 
@@ -356,6 +359,44 @@ def make_roberta_mc(folder: Path, texts: list[str], small: bool, seed: int) -> s
     return f"RobertaForMultipleChoice {shape}, BPE of {tok.get_vocab_size()} pieces; {n_params / 1e6:.1f} M parameters"
 
 
+def make_deberta_mc(folder: Path, small: bool, seed: int) -> str:
+    """A DeBERTa-v3-large-shaped DebertaV2ForMultipleChoice with random weights: 24 layers x 1024,
+    16 heads, 4096 feed-forward, 256 relative position buckets, shared attention keys, p2c + c2p,
+    LayerNorm on the relative embeddings (the authors' judge architecture). The tokenizer is the tiny
+    DeBERTa test judge's Unigram one (tests/data/story/deberta_mc, 2,000 pieces; DeBERTa-v3's 128k
+    SentencePiece vocabulary cannot be downloaded there), which only shrinks the embedding table."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import DebertaV2Config, DebertaV2ForMultipleChoice
+
+    fixture = Path(__file__).resolve().parents[2] / "tests" / "data" / "story" / "deberta_mc"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(fixture / f, folder / f)
+    if small:
+        shape = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)
+    else:
+        shape = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+    cfg = {
+        "architectures": ["DebertaV2ForMultipleChoice"], "model_type": "deberta-v2", "vocab_size": 2000,
+        "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+        "layer_norm_eps": 1e-7, "max_position_embeddings": 512, "type_vocab_size": 0,
+        "relative_attention": True, "pos_att_type": ["p2c", "c2p"], "max_relative_positions": -1,
+        "position_buckets": 256, "norm_rel_ebd": "layer_norm", "share_att_key": True,
+        "position_biased_input": False, "pooler_hidden_size": shape["hidden_size"], "pooler_dropout": 0.0,
+        "pooler_hidden_act": "gelu", "pad_token_id": 0, "initializer_range": 0.02, **shape,
+    }
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2))
+    torch.manual_seed(seed + 2)
+    model = DebertaV2ForMultipleChoice(DebertaV2Config(**cfg))
+    sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    save_file(sd, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    n_params = sum(v.numel() for v in sd.values())
+    return f"DebertaV2ForMultipleChoice {shape}, Unigram of 2000 pieces; {n_params / 1e6:.1f} M parameters"
+
+
 # ----------------------------------------------------------------------------------------------
 # scorekit
 
@@ -583,6 +624,9 @@ def main():
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--train-only", action="store_true", help="only the judge-training step (6)")
     ap.add_argument("--train-steps", type=int, default=None, help="optimiser steps (default 20 GPU, 3 CPU)")
+    ap.add_argument("--deberta-train-steps", type=int, default=None,
+                    help="optimiser steps of the DeBERTa-v3-large-shaped run (default 8 GPU, 3 CPU)")
+    ap.add_argument("--skip-deberta-train", action="store_true")
     ap.add_argument("--train-loss-tol", type=float, default=2e-3,
                     help="relative loss difference per step allowed between scorekit and PyTorch")
     args = ap.parse_args()
@@ -648,6 +692,8 @@ def main():
     def steps():
         if args.train_only:
             train_step(args, sk, work, small, dev, rows, note)
+            if not args.skip_deberta_train:
+                train_step(args, sk, work, small, dev, rows, note, arch="deberta-v3")
             return
         # 3. parity
         par = sentences[: args.parity_sentences]
@@ -837,13 +883,16 @@ def main():
             if dev.startswith("cuda"):
                 torch.cuda.empty_cache()
 
-        # 6. judge training
+        # 6. judge training: RoBERTa-large-shaped, then DeBERTa-v3-large-shaped
         if not args.skip_train:
-            try:
-                train_step(args, sk, work, small, dev, rows, note)
-            except Exception as e:  # noqa: BLE001
-                LOG(traceback.format_exc(), quiet=True)
-                rows.append({"test": "train", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
+            for arch in ["roberta"] + ([] if args.skip_deberta_train else ["deberta-v3"]):
+                try:
+                    train_step(args, sk, work, small, dev, rows, note, arch=arch)
+                except Exception as e:  # noqa: BLE001
+                    LOG(traceback.format_exc(), quiet=True)
+                    rows.append({"test": f"train {arch}", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
+                if dev.startswith("cuda"):
+                    torch.cuda.empty_cache()
 
     try:
         steps()
@@ -1071,29 +1120,41 @@ def letter_step(args, sk, work: Path, small: bool, dev: str, rows, note):
     del model
 
 
-def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note):
-    """Step 6: `scorekit judge train` vs PyTorch on the same batches of the RoBERTa-large-shaped judge."""
+def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note, arch: str = "roberta"):
+    """Step 6: `scorekit judge train` vs PyTorch on the same batches of the RoBERTa-large-shaped judge
+    (f32 and bf16-mixed), or of the DeBERTa-v3-large-shaped one (bf16-mixed; PyTorch f32 for the
+    yardstick only)."""
     import torch
     from tokenizers import Tokenizer
-    from transformers import RobertaConfig, RobertaForMultipleChoice, get_linear_schedule_with_warmup
+    from transformers import (AutoConfig, DebertaV2ForMultipleChoice, RobertaForMultipleChoice,
+                              get_linear_schedule_with_warmup)
 
     src = find_data(args.data, "test.jsonl")
     if not src:
         note("no test.jsonl: training step skipped")
         return
-    steps, per_step, max_len, lr = args.train_steps or (3 if small else 20), 8, 256, 1e-5
+    deberta = arch == "deberta-v3"
+    if deberta:
+        steps = args.deberta_train_steps or (3 if small else 8)
+    else:
+        steps = args.train_steps or (3 if small else 20)
+    per_step, max_len, lr = 8, 256, 1e-5
     qs = list(read_jsonl(src))[: steps * per_step]
-    judge = work / "roberta-large-mc-random"
+    judge = work / ("deberta-v3-large-mc-random" if deberta else "roberta-large-mc-random")
     if not (judge / "model.safetensors").exists():
         texts = [q["document"] for q in qs] + [q["question"] + " " + o for q in qs for o in q["options"]]
-        LOG(f"train judge model: {make_roberta_mc(judge, texts, small, args.seed)}")
+        made = make_deberta_mc(judge, small, args.seed) if deberta else make_roberta_mc(judge, texts, small, args.seed)
+        LOG(f"train judge model ({arch}): {made}")
+    model_class = DebertaV2ForMultipleChoice if deberta else RobertaForMultipleChoice
+    pad_id = 0 if deberta else 1
+    tag = "-deberta" if deberta else ""
     train_file = work / "train-questions.jsonl"
     train_file.write_text("".join(json.dumps(q) + "\n" for q in qs))
 
     def sk_train(precision):
         """scorekit: file order, dropout 0, no warm-up, linear decay to 0 over `steps`."""
-        out = work / f"train-out-{precision}"
-        rc, dt, text = sk.run(f"judge-train-{precision}", [
+        out = work / f"train-out{tag}-{precision}"
+        rc, dt, text = sk.run(f"judge-train{tag}-{precision}", [
             "judge", "train", "--base", str(judge), "--train", str(train_file), "--out", str(out),
             "--max-steps", str(steps), "--batch-questions", str(per_step), "--grad-accum", "1", "--lr", str(lr),
             "--weight-decay", "0.01", "--warmup-ratio", "0", "--max-grad-norm", "1.0", "--no-shuffle",
@@ -1101,7 +1162,7 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
             "--precision", precision, "--quiet", "--force", "--offline"], timeout=900)
         why = Scorekit.missing(rc, text)
         if rc != 0 or not (out / "training.json").exists():
-            rows.append({"test": "train", "engine": f"scorekit judge train {precision}",
+            rows.append({"test": f"train {arch}", "engine": f"scorekit judge train {precision}",
                          "status": "n/a" if why else "ERROR", "detail": why or text.strip()[-200:]})
             LOG(f"train scorekit {precision}: {rows[-1]['status']} {rows[-1]['detail']}")
             return None
@@ -1114,11 +1175,14 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
         if dev.startswith("cuda"):
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
-        cfg = RobertaConfig.from_pretrained(str(judge))
+        cfg = AutoConfig.from_pretrained(str(judge))
         cfg.hidden_dropout_prob = cfg.attention_probs_dropout_prob = 0.0
-        cfg.classifier_dropout = 0.0
+        if deberta:
+            cfg.pooler_dropout = 0.0
+        else:
+            cfg.classifier_dropout = 0.0
         cfg._attn_implementation = "eager"
-        model = RobertaForMultipleChoice.from_pretrained(str(judge), config=cfg, torch_dtype=torch.float32).to(dev)
+        model = model_class.from_pretrained(str(judge), config=cfg, torch_dtype=torch.float32).to(dev)
         model.train()
         tok = Tokenizer.from_file(str(judge / "tokenizer.json"))
         tok.no_padding()
@@ -1135,7 +1199,7 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
             batch = qs[s * per_step:(s + 1) * per_step]
             enc = tok.encode_batch([(q["document"], q["question"] + " " + o) for q in batch for o in q["options"]])
             L = max(len(e.ids) for e in enc)
-            ids = torch.full((len(enc), L), 1, dtype=torch.long)
+            ids = torch.full((len(enc), L), pad_id, dtype=torch.long)
             mask = torch.zeros((len(enc), L), dtype=torch.long)
             for i, e in enumerate(enc):
                 ids[i, :len(e.ids)] = torch.tensor(e.ids)
@@ -1161,7 +1225,7 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
         # The first step (allocation, kernel compilation) is left out.
         tail = secs[1:] or secs
         med = float(np.median(tail))
-        rows.append({"test": "train speed", "engine": engine, "status": "ok", "seconds": med,
+        rows.append({"test": f"train speed {arch}", "engine": engine, "status": "ok", "seconds": med,
                      "sent_per_s": per_step / med, "detail": f"median s/step {med:.3f} over steps 2..{len(secs)}; "
                                                                f"questions/s in the sent/s column; {detail}"})
         LOG(f"train speed {engine}: {per_step / med:.2f} questions/s ({med:.3f} s/step)  {detail}")
@@ -1171,7 +1235,10 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
         return [abs(x - y) / abs(y) for x, y in zip(a, b)]
 
     pt = {}
-    for precision in ["f32", "bf16-mixed"]:
+    if deberta:
+        # PyTorch f32 for the yardstick only: scorekit's DeBERTa f32 step is not what this row times.
+        pt["f32"] = pt_train(False)
+    for precision in ["bf16-mixed"] if deberta else ["f32", "bf16-mixed"]:
         ours = sk_train(precision)
         pt[precision] = pt_train(precision == "bf16-mixed")
         if ours is None:
@@ -1189,17 +1256,19 @@ def train_step(args, sk: Scorekit, work: Path, small: bool, dev: str, rows, note
             ours_d, spread = rms(rel(sk_loss, pt_loss)), rms(rel(pt_loss, pt["f32"][0]))
             ok = len(sk_loss) == len(pt_loss) == steps and ours_d <= 2 * spread
             detail = f"rms relative loss difference to PyTorch bf16 autocast {ours_d:.2e}, PyTorch bf16 vs f32 {spread:.2e} (limit 2x)"
-        rows.append({"test": f"train loss {precision}", "engine": "scorekit judge train vs PyTorch",
+        rows.append({"test": f"train loss {arch} {precision}", "engine": "scorekit judge train vs PyTorch",
                      "status": "PASS" if ok else "FAIL",
                      "detail": f"{steps} steps, {detail}; scorekit {[round(x, 5) for x in sk_loss]}, "
                                f"PyTorch {[round(x, 5) for x in pt_loss]}"})
-        LOG(f"train loss {precision}: {rows[-1]['status']} {rows[-1]['detail']}")
+        LOG(f"train loss {arch} {precision}: {rows[-1]['status']} {rows[-1]['detail']}")
         a = speed(f"scorekit judge train {precision}", sk_secs, "step_seconds of training.json")
         b = speed(f"PyTorch {'bf16 autocast' if precision != 'f32' else 'f32'} eager (same batches)", pt_secs,
                   f"peak memory {mem:.1f} GiB")
-        rows.append({"test": "train speed", "engine": f"ratio {precision}", "status": "ok",
-                     "detail": f"scorekit / PyTorch time per step = {a / b:.2f}"})
-        LOG(f"train speed ratio scorekit/PyTorch {precision}: {a / b:.2f}")
+        # The issue's goal for bf16-mixed: at least 0.7x PyTorch's steps per second.
+        rows.append({"test": f"train speed {arch}", "engine": f"ratio {precision}", "status": "ok",
+                     "detail": f"scorekit / PyTorch time per step = {a / b:.2f} (scorekit's steps/s = "
+                               f"PyTorch's x {b / a:.2f}" + ("; goal >= 0.7)" if precision != "f32" else ")")})
+        LOG(f"train speed ratio scorekit/PyTorch {arch} {precision}: {a / b:.2f}")
 
 
 def render_table(results) -> str:
