@@ -163,7 +163,10 @@ pub fn forward(
         tensors,
         weights,
         dropout,
-        bf16: precision == Precision::Bf16Mixed,
+        bf16: match precision {
+            Precision::F32 => None,
+            Precision::Bf16Mixed => bf16_linear::Instructions::here(),
+        },
         saved: Mutex::new(None),
         sink,
     })
@@ -338,8 +341,8 @@ struct LayerOp {
     tensors: LayerTensors,
     weights: Weights,
     dropout: LayerDropout,
-    /// bf16-mixed products (else f32).
-    bf16: bool,
+    /// bf16-mixed products on these instructions (None: f32).
+    bf16: Option<bf16_linear::Instructions>,
     saved: Mutex<Option<Saved>>,
     sink: GradSink,
 }
@@ -394,8 +397,8 @@ thread_local! {
 impl LayerOp {
     /// `y = x·wᵀ + bias` for `x` `[m, k]`, `w` `[n, k]`, in the layer's precision.
     fn linear(&self, x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: usize) -> Vec<f32> {
-        if self.bf16 {
-            bf16_linear::linear(x, m, w, bias, n, k)
+        if let Some(on) = self.bf16 {
+            bf16_linear::linear(x, m, w, bias, n, k, on)
         } else {
             linear(x, m, w, bias, n, k)
         }
@@ -414,8 +417,8 @@ impl LayerOp {
         k: usize,
         parts: usize,
     ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
-        if self.bf16 {
-            bf16_linear::grads(x, w, g, m, n, k, parts)
+        if let Some(on) = self.bf16 {
+            bf16_linear::grads(x, w, g, m, n, k, parts, on)
         } else {
             grads(x, w, g, m, n, k)
         }
@@ -427,13 +430,13 @@ impl LayerOp {
     fn softmax_scale(&self, d: usize) -> (f32, f64) {
         let scale = 1.0 / (d as f64).sqrt();
         // candle's `scores * scale` multiplies by the scale as f32.
-        (scale as f32, if self.bf16 { 1.0 } else { scale })
+        (scale as f32, if self.bf16.is_some() { 1.0 } else { scale })
     }
 
     /// In bf16-mixed, a product's result (or a gradient of the scaled scores) rounded, scaled
     /// and rounded again, as `round(round(q·kᵀ) · scale)` and its backward do; nothing in f32.
     fn scale_scores(&self, v: &mut [f32], scale: f32) {
-        if self.bf16 {
+        if self.bf16.is_some() {
             v.iter_mut()
                 .for_each(|x| *x = bf16_round(bf16_round(*x) * scale));
         }
@@ -484,7 +487,7 @@ impl LayerOp {
                     for (xr, yr) in scores.chunks(n).zip(p.chunks_mut(n)) {
                         softmax_row(xr, mrow, softmax_scale, yr, z);
                     }
-                    let pd: &[f32] = match (&dr.attention, self.bf16) {
+                    let pd: &[f32] = match (&dr.attention, self.bf16.is_some()) {
                         (None, false) => &*p,
                         (keep, bf16) => {
                             pd.clear();
@@ -510,7 +513,7 @@ impl LayerOp {
                 });
             });
 
-        if self.bf16 {
+        if self.bf16.is_some() {
             bf16_linear::round_in_place(&mut ctx);
         }
         let mut r1 = self.linear(&ctx, m, &w.o_w, &w.o_b, h, h);
@@ -628,7 +631,7 @@ impl LayerOp {
                 if let Some(keep) = keep {
                     drop_in_place(t2, keep, dr.attention_scale);
                 }
-                if self.bf16 {
+                if self.bf16.is_some() {
                     // The product's rounded operand, and the gradient reaching it, rounded
                     // before the dropout's backward.
                     t2.iter_mut().for_each(|v| *v = bf16_round(*v));
@@ -674,7 +677,7 @@ impl LayerOp {
             });
         });
         // bf16-mixed: dQ, dK and dV are the products' rounded results.
-        if self.bf16 {
+        if self.bf16.is_some() {
             bf16_linear::round_in_place(&mut dqkv);
         }
         dqkv

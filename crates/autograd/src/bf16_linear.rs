@@ -17,7 +17,29 @@ use scorekit_kernels::train::bf16_round;
 /// Whether the CPU has bf16 products for the fused layer (AMX-BF16 with the tile state
 /// granted, or AVX512-BF16).
 pub fn available() -> bool {
-    amx::available() || bf16dot::available()
+    Instructions::here().is_some()
+}
+
+/// The bf16 instructions the products run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instructions {
+    /// AMX-BF16 tile products (`tdpbf16ps`).
+    Tiles,
+    /// AVX512-BF16 dot products (`vdpbf16ps`), for CPUs without AMX.
+    Dot,
+}
+
+impl Instructions {
+    /// The fastest this CPU has: tiles where AMX can run, else AVX512-BF16, else none.
+    pub fn here() -> Option<Instructions> {
+        if amx::available() {
+            Some(Instructions::Tiles)
+        } else if bf16dot::available() {
+            Some(Instructions::Dot)
+        } else {
+            None
+        }
+    }
 }
 
 /// The B operand of a bf16 product, rounded and packed for the instructions the CPU has.
@@ -28,20 +50,18 @@ enum Packed {
 
 impl Packed {
     /// B = wᵀ for a `Linear` weight `w` `[n, k]`.
-    fn from_nk(w: &[f32], n: usize, k: usize) -> Packed {
-        if amx::available() {
-            Packed::Tiles(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16))
-        } else {
-            Packed::Dot(PackedBf16Dot::from_nk(w, n, k))
+    fn from_nk(w: &[f32], n: usize, k: usize, on: Instructions) -> Packed {
+        match on {
+            Instructions::Tiles => Packed::Tiles(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16)),
+            Instructions::Dot => Packed::Dot(PackedBf16Dot::from_nk(w, n, k)),
         }
     }
 
     /// B stored as k rows of n.
-    fn from_kn(b: &[f32], k: usize, n: usize) -> Packed {
-        if amx::available() {
-            Packed::Tiles(PackedSplit::from_kn_as(b, k, n, TileTerms::Bf16))
-        } else {
-            Packed::Dot(PackedBf16Dot::from_kn(b, k, n))
+    fn from_kn(b: &[f32], k: usize, n: usize, on: Instructions) -> Packed {
+        match on {
+            Instructions::Tiles => Packed::Tiles(PackedSplit::from_kn_as(b, k, n, TileTerms::Bf16)),
+            Instructions::Dot => Packed::Dot(PackedBf16Dot::from_kn(b, k, n)),
         }
     }
 
@@ -70,11 +90,20 @@ pub(crate) fn round_in_place(x: &mut [f32]) {
         .for_each(|c| c.iter_mut().for_each(|v| *v = bf16_round(*v)));
 }
 
-/// `y = round(round(x)·round(w)ᵀ + round(bias))` for `x` `[m, k]`, `w` `[n, k]`.
-pub(crate) fn linear(x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: usize) -> Vec<f32> {
+/// `y = round(round(x)·round(w)ᵀ + round(bias))` for `x` `[m, k]`, `w` `[n, k]`, on `on`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn linear(
+    x: &[f32],
+    m: usize,
+    w: &[f32],
+    bias: &[f32],
+    n: usize,
+    k: usize,
+    on: Instructions,
+) -> Vec<f32> {
     let bias: Vec<f32> = bias.iter().map(|&b| bf16_round(b)).collect();
     let mut y = vec![0f32; m * n];
-    Packed::from_nk(w, n, k).product(m, x, k, &mut y, &bias, false);
+    Packed::from_nk(w, n, k, on).product(m, x, k, &mut y, &bias, false);
     y
 }
 
@@ -85,6 +114,7 @@ pub(crate) fn linear(x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: 
 /// the same input, and dx is the f32 sum of their rounded dx, as autocast gives it (each
 /// `Linear` casts its input to bf16 on its own, and the three casts' gradients are summed in
 /// f32), not one rounding of the stacked product.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn grads(
     x: &[f32],
     w: &[f32],
@@ -93,6 +123,7 @@ pub(crate) fn grads(
     n: usize,
     k: usize,
     parts: usize,
+    on: Instructions,
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let np = n / parts;
     let zeros = vec![0f32; k];
@@ -101,25 +132,40 @@ pub(crate) fn grads(
     let mut dx = vec![0f32; m * k];
     for p in 0..parts {
         let wp = &w[p * np * k..(p + 1) * np * k];
-        Packed::from_kn(wp, np, k).product(m, &g[p * np..], n, &mut dx, &zeros, p > 0);
+        Packed::from_kn(wp, np, k, on).product(m, &g[p * np..], n, &mut dx, &zeros, p > 0);
     }
-    // dw = round(gᵀ · x): A = gᵀ `[n, m]`, B = x (m rows of k); db from the same rows of gᵀ.
+    // dw = round(gᵀ · x): A = gᵀ `[n, m]` (read from g as it is on tiles), B = x (m rows of k).
     let mut dw = vec![0f32; n * k];
-    let db = TRANSPOSED.with(|gt| {
-        let gt = &mut *gt.borrow_mut();
-        transpose_into(&g[..m * n], m, n, gt);
-        Packed::from_kn(x, m, k).product(n, gt, m, &mut dw, &zeros, false);
-        rounded_row_sums(gt, m)
-    });
-    (dx, dw, db)
+    match Packed::from_kn(x, m, k, on) {
+        Packed::Tiles(b) => b.gemm_round_bf16_at(n, &g[..m * n], n, &mut dw, &zeros, false),
+        dot => TRANSPOSED.with(|gt| {
+            let gt = &mut *gt.borrow_mut();
+            transpose_into(&g[..m * n], m, n, gt);
+            dot.product(n, gt, m, &mut dw, &zeros, false);
+        }),
+    }
+    (dx, dw, rounded_column_sums(g, m, n))
 }
 
-/// round(Σ round(v)) of each row of `a` (rows of `len`), summed in f64 in order: the bias
-/// gradient from the rounded output gradient, with `ops::native::column_sums`' arithmetic.
-fn rounded_row_sums(a: &[f32], len: usize) -> Vec<f32> {
-    a.par_chunks(len.max(1))
-        .map(|row| bf16_round(row.iter().map(|&v| f64::from(bf16_round(v))).sum::<f64>() as f32))
-        .collect()
+/// round(Σ round(g[i][j])) over the rows of `g` `[m, n]`, each column summed in f64 in row
+/// order: the bias gradient from the rounded output gradient, with
+/// `ops::native::column_sums`' arithmetic.
+fn rounded_column_sums(g: &[f32], m: usize, n: usize) -> Vec<f32> {
+    const COLS: usize = 64;
+    let mut out = vec![0f32; n];
+    out.par_chunks_mut(COLS).enumerate().for_each(|(t, cols)| {
+        let j0 = t * COLS;
+        let mut acc = [0f64; COLS];
+        for row in g.chunks(n).take(m) {
+            for (a, &v) in acc.iter_mut().zip(&row[j0..j0 + cols.len()]) {
+                *a += f64::from(bf16_round(v));
+            }
+        }
+        for (o, a) in cols.iter_mut().zip(acc) {
+            *o = bf16_round(a as f32);
+        }
+    });
+    out
 }
 
 /// `a` `[rows, cols]` transposed into `out` (resized): each job a strip of 64 columns (256
@@ -154,8 +200,8 @@ fn transpose_into(a: &[f32], rows: usize, cols: usize, out: &mut Vec<f32>) {
 }
 
 thread_local! {
-    /// gᵀ of the weight gradient's product, kept between calls: a fresh buffer of this size
-    /// costs its page faults every time.
+    /// gᵀ of the weight gradient's product on AVX512-BF16 (the tiles read g as it is), kept
+    /// between calls: a fresh buffer of this size costs its page faults every time.
     static TRANSPOSED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -189,15 +235,26 @@ mod tests {
     /// the rounded operands.
     #[test]
     fn products_and_gradients_are_those_of_the_rounded_operands() {
-        if !available() {
-            eprintln!("no bf16 products on this CPU");
-            return;
+        let mut ran = false;
+        if amx::available() {
+            check_products_and_gradients(Instructions::Tiles);
+            ran = true;
         }
+        if bf16dot::available() {
+            check_products_and_gradients(Instructions::Dot);
+            ran = true;
+        }
+        if !ran {
+            eprintln!("no bf16 products on this CPU");
+        }
+    }
+
+    fn check_products_and_gradients(on: Instructions) {
         let (m, k, n, parts) = (37, 45, 3 * 22, 3);
         let r = |v: Vec<f32>| -> Vec<f32> { v.into_iter().map(bf16_round).collect() };
         let (x, w, b, g) = (vals(m * k, 1), vals(n * k, 2), vals(n, 3), vals(m * n, 4));
         let (xr, wr, br, gr) = (r(x.clone()), r(w.clone()), r(b.clone()), r(g.clone()));
-        let y = linear(&x, m, &w, &b, n, k);
+        let y = linear(&x, m, &w, &b, n, k, on);
         let want_y: Vec<f32> = (0..m * n)
             .map(|e| {
                 let (i, j) = (e / n, e % n);
@@ -205,7 +262,7 @@ mod tests {
             })
             .collect();
         close(&y, &want_y, "y", true);
-        let (dx, dw, db) = grads(&x, &w, &g, m, n, k, parts);
+        let (dx, dw, db) = grads(&x, &w, &g, m, n, k, parts, on);
         let np = n / parts;
         let want_dx: Vec<f32> = (0..m * k)
             .map(|e| {

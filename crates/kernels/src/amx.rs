@@ -355,7 +355,8 @@ impl PackedSplit {
         accumulate: bool,
         gelu: bool,
     ) {
-        self.gemm_epilogue(m, x, self.k, out, bias, accumulate, gelu, false)
+        let a = ASource::Rows { x, lda: self.k };
+        self.gemm_epilogue(m, a, out, bias, accumulate, gelu, false)
     }
 
     /// out (m×n) = round(x (m×k, rows `lda` apart)·Wᵀ + bias) (+ out when `accumulate`), each
@@ -372,15 +373,40 @@ impl PackedSplit {
         bias: &[f32],
         accumulate: bool,
     ) {
-        self.gemm_epilogue(m, x, lda, out, bias, accumulate, false, true)
+        self.gemm_epilogue(
+            m,
+            ASource::Rows { x, lda },
+            out,
+            bias,
+            accumulate,
+            false,
+            true,
+        )
+    }
+
+    /// [`PackedSplit::gemm_round_bf16`] of A = atᵀ, `at` holding A's k columns as rows `ldat`
+    /// apart (A[i][kk] = at[kk·ldat + i]): a weight gradient gᵀ·x reads the output gradient g
+    /// as it is, the transpose done while A is packed (a separate transpose pass cost as much
+    /// as the product, BENCHMARKS.md §6).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_round_bf16_at(
+        &self,
+        m: usize,
+        at: &[f32],
+        ldat: usize,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+    ) {
+        let a = ASource::Columns { at, ldat };
+        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn gemm_epilogue(
         &self,
         m: usize,
-        x: &[f32],
-        lda: usize,
+        a: ASource,
         out: &mut [f32],
         bias: &[f32],
         accumulate: bool,
@@ -391,10 +417,23 @@ impl PackedSplit {
         if m == 0 || self.n == 0 {
             return;
         }
-        assert!(lda >= self.k, "row stride below k");
-        assert!(
-            x.len() >= (m - 1) * lda + self.k && out.len() >= m * self.n && bias.len() >= self.n
-        );
+        match a {
+            ASource::Rows { x, lda } => {
+                assert!(lda >= self.k, "row stride below k");
+                assert!(
+                    x.len() >= (m - 1) * lda + self.k,
+                    "A holds fewer than m rows"
+                );
+            }
+            ASource::Columns { at, ldat } => {
+                assert!(ldat >= m, "column stride below m");
+                assert!(
+                    self.k == 0 || at.len() >= (self.k - 1) * ldat + m,
+                    "A holds fewer than k columns"
+                );
+            }
+        }
+        assert!(out.len() >= m * self.n && bias.len() >= self.n);
         let cp = SendPtr(out.as_mut_ptr());
         // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 512 KiB, so it stays in
         // L2 while the weights stream past; at least two blocks per thread where m allows.
@@ -411,15 +450,16 @@ impl PackedSplit {
             APACK.with(|buf| {
                 let (ahi, alo, partial) = &mut *buf.borrow_mut();
                 // SAFETY: block's contract: AMX (with AVX-512F/BW) is available, asserted at
-                // the top; `x[i0 * lda..]` holds r rows of k values `lda` apart because
-                // x.len() ≥ (m − 1)·lda + k (asserted) and i0 + r ≤ m; `cp + i0·n` starts row i0 of `out`, which holds
+                // the top; `a.from_row(i0)` holds rows [i0, i0 + r) of A: for rows, r rows of
+                // k values `lda` apart because x.len() ≥ (m − 1)·lda + k (asserted) and
+                // i0 + r ≤ m; for columns, k rows of at least r values `ldat` apart because
+                // at.len() ≥ (k − 1)·ldat + m (asserted); `cp + i0·n` starts row i0 of `out`, which holds
                 // m·n values (asserted), so rows [i0, i0 + r) lie inside it, and the blocks'
                 // row ranges are disjoint, so no two threads touch the same element;
                 // bias.len() ≥ n (asserted).
                 unsafe {
                     self.block(
-                        &x[i0 * lda..],
-                        lda,
+                        a.from_row(i0),
                         r,
                         ahi,
                         alo,
@@ -440,14 +480,15 @@ impl PackedSplit {
         }
     }
 
-    /// Rows [0, r) of x (row stride `lda`) into out (row stride n).
+    /// Rows [0, r) of A (`a`) into out (row stride n).
     ///
     /// # Safety
     /// - AMX-TILE, AMX-BF16, AVX-512F and AVX-512BW usable, the tile state granted
     ///   ([`available`]). The call loads its own tile configuration and releases the tiles on
     ///   return, so this thread's earlier tile state is lost.
-    /// - `x` holds at least `(r − 1) * lda + self.k` values (read through raw pointers by
-    ///   `pack_a`).
+    /// - `a` holds r rows of A: for `Rows`, `x` at least `(r − 1) * lda + self.k` values; for
+    ///   `Columns`, `at` at least `(self.k − 1) * ldat + r` (read through raw pointers by
+    ///   `pack_a` and `pack_a_columns`).
     /// - The `r * self.n` f32 at `out` (r rows, stride n) are valid for reads and writes, and no
     ///   other thread accesses them during the call.
     /// - `bias.len() >= self.n`.
@@ -457,8 +498,7 @@ impl PackedSplit {
     #[target_feature(enable = "avx512f,avx512bw")]
     unsafe fn block(
         &self,
-        x: &[f32],
-        lda: usize,
+        a: ASource,
         r: usize,
         ahi: &mut Bf16Buf,
         alo: &mut Bf16Buf,
@@ -473,7 +513,15 @@ impl PackedSplit {
         let mtiles = r.div_ceil(2 * T) * 2;
         let ktiles = kp / KT;
         let split = self.terms == TileTerms::Split;
-        pack_a(x, lda, k, r, mtiles, ktiles, ahi, split.then_some(alo));
+        match a {
+            ASource::Rows { x, lda } => {
+                pack_a(x, lda, k, r, mtiles, ktiles, ahi, split.then_some(alo))
+            }
+            ASource::Columns { at, ldat } => {
+                assert!(!split, "transposed A is packed for bf16 products only");
+                pack_a_columns(at, ldat, k, r, mtiles, ktiles, ahi)
+            }
+        }
         configure_tiles();
         let mut tile_out = [0f32; 2 * T * 2 * T];
         let panels = n.div_ceil(2 * T) * 2;
@@ -558,6 +606,31 @@ impl PackedSplit {
             }
         }
         asm!("tilerelease");
+    }
+}
+
+/// Where a product's A (m×k) is read from.
+#[derive(Clone, Copy)]
+enum ASource<'a> {
+    /// Row i at `x[i·lda..]`, k values.
+    Rows { x: &'a [f32], lda: usize },
+    /// Column kk at `at[kk·ldat..]`, m values: A is atᵀ.
+    Columns { at: &'a [f32], ldat: usize },
+}
+
+impl<'a> ASource<'a> {
+    /// The same A from row `i0` on.
+    fn from_row(self, i0: usize) -> ASource<'a> {
+        match self {
+            ASource::Rows { x, lda } => ASource::Rows {
+                x: &x[i0 * lda..],
+                lda,
+            },
+            ASource::Columns { at, ldat } => ASource::Columns {
+                at: &at[i0..],
+                ldat,
+            },
+        }
     }
 }
 
@@ -784,6 +857,64 @@ unsafe fn pack_kn_panel(b: &[f32], k: usize, n: usize, j0: usize, cols: usize, h
     }
 }
 
+/// Pack rows [0, r) of A = atᵀ (A[i][kk] = at[kk·ldat + i]) as [`pack_a`] packs A's rows,
+/// rounded to bf16 (no low part): each k-pair's two source rows are read along their r values,
+/// 16 at a time, rounded, interleaved into 16 (kk, kk + 1) pairs and scattered to the 16 tile
+/// rows they belong to.
+///
+/// # Safety
+/// The CPU must support AVX-512F; `at` must hold at least `(k − 1) * ldat + r` values when
+/// k > 0 (the loads are masked to the r values of each source row); `r <= mtiles * 16` (the
+/// scatters write inside `hi`, sized here from `mtiles` and `ktiles`, `ktiles·32 ≥ k`).
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_a_columns(
+    at: &[f32],
+    ldat: usize,
+    k: usize,
+    r: usize,
+    mtiles: usize,
+    ktiles: usize,
+    hi: &mut Bf16Buf,
+) {
+    debug_assert!(r <= mtiles * T && k <= ktiles * KT);
+    debug_assert!(k == 0 || at.len() >= (k - 1) * ldat + r);
+    hi.zeroed(mtiles * ktiles * T * KT);
+    let hp = hi.as_mut_slice().as_mut_ptr() as *mut u8;
+    // Tile row ii starts KT bf16 (64 bytes) after row ii − 1: byte offsets (scatter scale 1).
+    let rows = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((KT * 2) as i32),
+    );
+    let round_row = |kk: usize, i: usize, mask: __mmask16| {
+        if kk < k {
+            round_bits16(_mm512_castps_si512(_mm512_maskz_loadu_ps(
+                mask,
+                at.as_ptr().add(kk * ldat + i),
+            )))
+        } else {
+            _mm512_setzero_si512()
+        }
+    };
+    for kk in (0..k).step_by(2) {
+        let (kt, col) = (kk / KT, kk % KT);
+        for mt in 0..r.div_ceil(T) {
+            let n = T.min(r - mt * T);
+            let mask = if n == T {
+                0xffff
+            } else {
+                ((1u32 << n) - 1) as __mmask16
+            };
+            let pair = _mm512_or_si512(
+                round_row(kk, mt * T, mask),
+                _mm512_slli_epi32(round_row(kk + 1, mt * T, mask), 16),
+            );
+            // Bytes: tile (mt, kt), row ii, bf16 column `col` (the pair's low half).
+            let base = hp.add(((mt * ktiles + kt) * T * KT + col) * 2);
+            _mm512_mask_i32scatter_epi32::<1>(base as *mut _, mask, rows, pair);
+        }
+    }
+}
+
 /// Pack rows [0, r) of x (k values each, `lda` apart) as `mtiles` × `ktiles` tiles of 16 rows × 32 k, hi and lo
 /// (hi alone, rounded to bf16, when `lo` is `None`); rows ≥ r and k ≥ k are zeros.
 ///
@@ -968,6 +1099,39 @@ mod tests {
                     .gemm(m, &a, &mut got, &bias, false, false);
                 assert_eq!(got, want, "{m}x{n}x{k} {terms:?}");
             }
+        }
+    }
+
+    /// A read from its transpose (`gemm_round_bf16_at`) gives the products of A read by rows,
+    /// bit for bit, on ragged shapes (rows not a multiple of 16 or 32, odd k, several depth
+    /// chunks, row blocks on several threads) and with a wider stride.
+    #[test]
+    fn transposed_a_equals_a_by_rows() {
+        if !available() {
+            return;
+        }
+        for &(m, n, k, extra) in &[
+            (1, 1, 1, 0),
+            (13, 33, 7, 3),
+            (70, 40, 1025, 0),
+            (300, 50, 2500, 5),
+        ] {
+            let a = crate::test_data::activations(m * k, 506.0);
+            let w = crate::test_data::weights(n * k);
+            let ldat = m + extra;
+            let mut at = vec![f32::NAN; k * ldat];
+            for i in 0..m {
+                for kk in 0..k {
+                    at[kk * ldat + i] = a[i * k + kk];
+                }
+            }
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+            let b = PackedSplit::from_nk_as(&w, n, k, TileTerms::Bf16);
+            let mut want = vec![0f32; m * n];
+            b.gemm_round_bf16(m, &a, k, &mut want, &bias, false);
+            let mut got = vec![0f32; m * n];
+            b.gemm_round_bf16_at(m, &at[..(k - 1) * ldat + m], ldat, &mut got, &bias, false);
+            assert_eq!(got, want, "{m}x{n}x{k} ldat {ldat}");
         }
     }
 
