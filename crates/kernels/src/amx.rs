@@ -450,7 +450,7 @@ impl PackedSplit {
             APACK.with(|buf| {
                 let (ahi, alo, partial) = &mut *buf.borrow_mut();
                 // SAFETY: block's contract: AMX (with AVX-512F/BW) is available, asserted at
-                // the top; `a.from_row(i0)` holds rows [i0, i0 + r) of A: for rows, r rows of
+                // the top; `a.rows_from(i0)` holds rows [i0, i0 + r) of A: for rows, r rows of
                 // k values `lda` apart because x.len() ≥ (m − 1)·lda + k (asserted) and
                 // i0 + r ≤ m; for columns, k rows of at least r values `ldat` apart because
                 // at.len() ≥ (k − 1)·ldat + m (asserted); `cp + i0·n` starts row i0 of `out`, which holds
@@ -459,7 +459,7 @@ impl PackedSplit {
                 // bias.len() ≥ n (asserted).
                 unsafe {
                     self.block(
-                        a.from_row(i0),
+                        a.rows_from(i0),
                         r,
                         ahi,
                         alo,
@@ -620,7 +620,7 @@ enum ASource<'a> {
 
 impl<'a> ASource<'a> {
     /// The same A from row `i0` on.
-    fn from_row(self, i0: usize) -> ASource<'a> {
+    fn rows_from(self, i0: usize) -> ASource<'a> {
         match self {
             ASource::Rows { x, lda } => ASource::Rows {
                 x: &x[i0 * lda..],
