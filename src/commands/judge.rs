@@ -164,7 +164,6 @@ fn accuracy(logits: &[Vec<f32>], data: &[Example]) -> f64 {
     right as f64 / data.len().max(1) as f64
 }
 
-/// `scorekit judge train`.
 /// Keep freed heap memory in the process for the next step instead of returning it to the
 /// kernel. A training step allocates and frees tens of buffers of megabytes (activations,
 /// packed operands, gradients); glibc gives blocks over its mmap threshold (128 KiB, raised
@@ -185,6 +184,7 @@ fn keep_freed_memory() {
     }
 }
 
+/// `scorekit judge train`.
 fn train(a: JudgeTrainArgs) -> Result<()> {
     check_recipe(&a)?;
     keep_freed_memory();

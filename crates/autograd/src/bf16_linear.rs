@@ -67,7 +67,6 @@ impl Packed {
 
     /// `out` (m×n) = round(round(x)·B + bias), summed in f32, added to `out` when
     /// `accumulate` (after the rounding), else written over it; x's rows `lda` apart.
-    #[allow(clippy::too_many_arguments)]
     fn product(
         &self,
         m: usize,
@@ -125,6 +124,11 @@ pub(crate) fn grads(
     parts: usize,
     on: Instructions,
 ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    debug_assert_eq!(n / parts * parts, n, "{n} rows in {parts} parts");
+    if m == 0 {
+        // No tokens: nothing flows back, and nothing to pack (a depth of 0).
+        return (Vec::new(), vec![0f32; n * k], vec![0f32; n]);
+    }
     let np = n / parts;
     let zeros = vec![0f32; k];
     // dx = Σ_parts round(g_part · w_part): g_part the part's columns of g (the products round
@@ -288,6 +292,18 @@ mod tests {
             .map(|j| bf16_round((0..m).map(|i| gr[i * n + j]).sum()))
             .collect();
         close(&db, &want_db, "db", true);
+    }
+
+    /// A batch without tokens has zero gradients, not a panic (the f32 path's behaviour).
+    #[test]
+    fn no_tokens_no_panic() {
+        let Some(on) = Instructions::here() else {
+            return;
+        };
+        let (n, k) = (6, 5);
+        let (dx, dw, db) = grads(&[], &vals(n * k, 2), &[], 0, n, k, 3, on);
+        assert!(dx.is_empty());
+        assert_eq!((dw, db), (vec![0f32; n * k], vec![0f32; n]));
     }
 
     #[test]

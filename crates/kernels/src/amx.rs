@@ -258,7 +258,7 @@ impl PackedSplit {
         let mut hi = Bf16Buf::default();
         hi.zeroed(panels * kp * T);
         hi.as_mut_slice()
-            .par_chunks_mut(kp * T)
+            .par_chunks_mut((kp * T).max(1))
             .enumerate()
             .for_each(|(p, hp)| {
                 let cols = T.min(n.saturating_sub(p * T));
@@ -320,13 +320,13 @@ impl PackedSplit {
         // Panel by panel in parallel, writing each panel front to back.
         if two_parts {
             hi.as_mut_slice()
-                .par_chunks_mut(kp * T)
-                .zip(lo.as_mut_slice().par_chunks_mut(kp * T))
+                .par_chunks_mut((kp * T).max(1))
+                .zip(lo.as_mut_slice().par_chunks_mut((kp * T).max(1)))
                 .enumerate()
                 .for_each(|(p, (hp, lp))| pack_panel(p, hp, Some(lp)));
         } else {
             hi.as_mut_slice()
-                .par_chunks_mut(kp * T)
+                .par_chunks_mut((kp * T).max(1))
                 .enumerate()
                 .for_each(|(p, hp)| pack_panel(p, hp, None));
         }
@@ -421,14 +421,14 @@ impl PackedSplit {
             ASource::Rows { x, lda } => {
                 assert!(lda >= self.k, "row stride below k");
                 assert!(
-                    x.len() >= (m - 1) * lda + self.k,
+                    needs(m - 1, lda, self.k).is_some_and(|need| x.len() >= need),
                     "A holds fewer than m rows"
                 );
             }
             ASource::Columns { at, ldat } => {
                 assert!(ldat >= m, "column stride below m");
                 assert!(
-                    self.k == 0 || at.len() >= (self.k - 1) * ldat + m,
+                    self.k == 0 || needs(self.k - 1, ldat, m).is_some_and(|need| at.len() >= need),
                     "A holds fewer than k columns"
                 );
             }
@@ -607,6 +607,12 @@ impl PackedSplit {
         }
         asm!("tilerelease");
     }
+}
+
+/// Values a strided operand spans: `rows` strides of `stride` and one last run of `len`, or
+/// None where that overflows (a stride so large would wrap the bounds check, not fail it).
+pub(crate) fn needs(rows: usize, stride: usize, len: usize) -> Option<usize> {
+    rows.checked_mul(stride)?.checked_add(len)
 }
 
 /// Where a product's A (m×k) is read from.
@@ -1133,6 +1139,19 @@ mod tests {
             b.gemm_round_bf16_at(m, &at[..(k - 1) * ldat + m], ldat, &mut got, &bias, false);
             assert_eq!(got, want, "{m}x{n}x{k} ldat {ldat}");
         }
+    }
+
+    /// A row stride so large that the bounds check's product would wrap is refused, not read
+    /// past the buffer.
+    #[test]
+    #[should_panic(expected = "A holds fewer than m rows")]
+    fn a_stride_that_overflows_is_refused() {
+        if !available() {
+            panic!("A holds fewer than m rows (no AMX here: nothing to check)");
+        }
+        let b = PackedSplit::from_nk_as(&[1.0; 8], 2, 4, TileTerms::Bf16);
+        let mut out = vec![0f32; 8];
+        b.gemm_round_bf16(4, &[1.0; 8], usize::MAX / 3 + 1, &mut out, &[0.0; 2], false);
     }
 
     /// `gemm_round_bf16` rounds each result (bias added) to bf16 and only then adds it to

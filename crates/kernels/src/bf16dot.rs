@@ -129,7 +129,9 @@ impl PackedBf16Dot {
         }
         assert!(lda >= self.k, "row stride below k");
         assert!(
-            x.len() >= (m - 1) * lda + self.k && out.len() >= m * self.n && bias.len() >= self.n
+            crate::amx::needs(m - 1, lda, self.k).is_some_and(|need| x.len() >= need)
+                && out.len() >= m * self.n
+                && bias.len() >= self.n
         );
         let (k, pairs) = (self.k, self.pairs);
         // The activations as k-pairs, row by row (zero past k).

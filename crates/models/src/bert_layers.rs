@@ -561,8 +561,12 @@ mod tests {
     /// composed graph in bf16-mixed. They round at the same places but sum in other orders, so
     /// a value may land one bf16 step away and carry that on; the yardstick is bf16 itself:
     /// for the output and every gradient, the two bf16 paths must be closer to each other
-    /// (root-mean-square difference) than bf16 is to f32, and no further apart than a small
-    /// share of the tensor's size.
+    /// (root-mean-square difference) than bf16 is to f32, and within 2% of the tensor's size.
+    /// That catches a missing bf16 path or an f32 product, not a single misplaced rounding: one
+    /// flipped rounding early in the layer carries into everything upstream of it (up to 4e-3 of
+    /// the size in half the random draws), as much as leaving out the dQ/dK/dV rounding moves
+    /// them (4e-3 to 9e-3, found in review). The rounding points themselves are held by
+    /// `bf16_linear`'s product test and by the PyTorch yardstick (`tests/integration/train.rs`).
     #[test]
     fn the_fused_bf16_layer_matches_the_composed_bf16_graph() {
         if !bert_block::runs_here(Precision::Bf16Mixed) {
