@@ -442,6 +442,23 @@ impl LayerOp {
         }
     }
 
+    /// In bf16-mixed, the `rows` × `cols` values at `p` (rows `stride` apart) rounded to bf16:
+    /// an attention product's result, rounded by the job that wrote it; nothing in f32.
+    ///
+    /// # Safety
+    /// The region must be valid for reads and writes and accessed by no other thread during the
+    /// call (the contract under which the job's product wrote it).
+    unsafe fn round_block(&self, p: *mut f32, rows: usize, cols: usize, stride: usize) {
+        if self.bf16.is_none() {
+            return;
+        }
+        for r in 0..rows {
+            // SAFETY: row r of the region, inside it by the caller's contract.
+            let row = unsafe { std::slice::from_raw_parts_mut(p.add(r * stride), cols) };
+            row.iter_mut().for_each(|v| *v = bf16_round(*v));
+        }
+    }
+
     fn forward(&self, x: &[f32]) -> (Vec<f32>, Saved) {
         let LayerShape {
             s,
@@ -509,13 +526,15 @@ impl LayerOp {
                     // written at `off` (stride h) inside `ctx`, which is borrowed mutably for
                     // the whole loop and written only here; job (bi, hd) writes rows of
                     // sequence bi × columns [hd·d, hd·d + d), which no other job writes.
-                    unsafe { gemm_raw(n, pd, n, vp, out.get().add(off), h, plain, false) };
+                    // bf16-mixed: the product's result rounded while it is in cache (the
+                    // same region, the same contract).
+                    unsafe {
+                        gemm_raw(n, pd, n, vp, out.get().add(off), h, plain, false);
+                        self.round_block(out.get().add(off), n, d, h);
+                    }
                 });
             });
 
-        if self.bf16.is_some() {
-            bf16_linear::round_in_place(&mut ctx);
-        }
         let mut r1 = self.linear(&ctx, m, &w.o_w, &w.o_b, h, h);
         apply_dropout(&mut r1, dr.attention_output.as_ref(), dr.hidden_scale);
         add_into(&mut r1, x);
@@ -651,9 +670,11 @@ impl LayerOp {
                 // `dqkv`, borrowed mutably for the whole loop and written only by these calls;
                 // job (bi, hd) writes rows of sequence bi × its head's columns of Q, K and V
                 // ([hd·d, hd·d + d) + 0, h, 2h), which no other job writes.
+                // bf16-mixed rounds each result in the region just written (same contract).
                 unsafe {
                     let c = out.get().add(at(2 * h + hd * d));
                     gemm_at_raw(s, t2, s, bp, c, 3 * h);
+                    self.round_block(c, s, d, 3 * h);
                 }
                 // d(scores) through the softmax (t1 has been through the dropout).
                 for (dr, (pr, gr)) in t2.chunks_mut(s).zip(p.chunks(s).zip(t1.chunks(s))) {
@@ -666,6 +687,7 @@ impl LayerOp {
                 unsafe {
                     let c = out.get().add(at(hd * d));
                     gemm_raw(s, t2, s, bp, c, 3 * h, Epilogue::default(), false);
+                    self.round_block(c, s, d, 3 * h);
                 }
                 // dK = dSᵀ · Q.
                 bp.repack_kn(&qkv[base..], s, d, 3 * h);
@@ -673,13 +695,10 @@ impl LayerOp {
                 unsafe {
                     let c = out.get().add(at(h + hd * d));
                     gemm_at_raw(s, t2, s, bp, c, 3 * h);
+                    self.round_block(c, s, d, 3 * h);
                 }
             });
         });
-        // bf16-mixed: dQ, dK and dV are the products' rounded results.
-        if self.bf16.is_some() {
-            bf16_linear::round_in_place(&mut dqkv);
-        }
         dqkv
     }
 }

@@ -83,12 +83,6 @@ impl Packed {
     }
 }
 
-/// Every element of `x` rounded to bf16, on all threads.
-pub(crate) fn round_in_place(x: &mut [f32]) {
-    x.par_chunks_mut(1 << 14)
-        .for_each(|c| c.iter_mut().for_each(|v| *v = bf16_round(*v)));
-}
-
 /// `y = round(round(x)·round(w)ᵀ + round(bias))` for `x` `[m, k]`, `w` `[n, k]`, on `on`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn linear(
