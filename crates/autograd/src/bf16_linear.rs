@@ -9,6 +9,7 @@
 //! falls near a rounding boundary. Both operands are rounded as they are packed, so nothing is
 //! rounded in a separate pass but the gradient (db sums it) and the results.
 
+use crate::ops::native::column_sums_of;
 use rayon::prelude::*;
 use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
 use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
@@ -146,24 +147,11 @@ pub(crate) fn grads(
 }
 
 /// round(Σ round(g[i][j])) over the rows of `g` `[m, n]`, each column summed in f64 in row
-/// order: the bias gradient from the rounded output gradient, with
-/// `ops::native::column_sums`' arithmetic.
+/// order: the bias gradient from the rounded output gradient, with `column_sums`' arithmetic.
 fn rounded_column_sums(g: &[f32], m: usize, n: usize) -> Vec<f32> {
-    const COLS: usize = 64;
-    let mut out = vec![0f32; n];
-    out.par_chunks_mut(COLS).enumerate().for_each(|(t, cols)| {
-        let j0 = t * COLS;
-        let mut acc = [0f64; COLS];
-        for row in g.chunks(n).take(m) {
-            for (a, &v) in acc.iter_mut().zip(&row[j0..j0 + cols.len()]) {
-                *a += f64::from(bf16_round(v));
-            }
-        }
-        for (o, a) in cols.iter_mut().zip(acc) {
-            *o = bf16_round(a as f32);
-        }
-    });
-    out
+    let mut sums = column_sums_of(g, m, n, |v| f64::from(bf16_round(v)));
+    sums.iter_mut().for_each(|s| *s = bf16_round(*s));
+    sums
 }
 
 /// `a` `[rows, cols]` transposed into `out` (resized): each job a strip of 64 columns (256
