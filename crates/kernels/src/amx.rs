@@ -387,7 +387,7 @@ impl PackedSplit {
     /// [`PackedSplit::gemm_round_bf16`] of A = atᵀ, `at` holding A's k columns as rows `ldat`
     /// apart (A[i][kk] = at[kk·ldat + i]): a weight gradient gᵀ·x reads the output gradient g
     /// as it is, the transpose done while A is packed (a separate transpose pass cost as much
-    /// as the product, BENCHMARKS.md §6).
+    /// as the product, BENCHMARKS.md §6). For bf16 packings ([`TileTerms::Bf16`]) only.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_round_bf16_at(
         &self,
@@ -417,6 +417,8 @@ impl PackedSplit {
         if m == 0 || self.n == 0 {
             return;
         }
+        // A product of depth 0 has no tiles to run (and would divide the block size by 0).
+        assert!(self.k > 0, "a product of depth 0");
         match a {
             ASource::Rows { x, lda } => {
                 assert!(lda >= self.k, "row stride below k");
@@ -426,14 +428,20 @@ impl PackedSplit {
                 );
             }
             ASource::Columns { at, ldat } => {
+                assert!(
+                    self.terms == TileTerms::Bf16,
+                    "A read from its transpose is packed for bf16 products only"
+                );
                 assert!(ldat >= m, "column stride below m");
                 assert!(
-                    self.k == 0 || needs(self.k - 1, ldat, m).is_some_and(|need| at.len() >= need),
+                    needs(self.k - 1, ldat, m).is_some_and(|need| at.len() >= need),
                     "A holds fewer than k columns"
                 );
             }
         }
-        assert!(out.len() >= m * self.n && bias.len() >= self.n);
+        assert!(
+            m.checked_mul(self.n).is_some_and(|need| out.len() >= need) && bias.len() >= self.n
+        );
         let cp = SendPtr(out.as_mut_ptr());
         // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 512 KiB, so it stays in
         // L2 while the weights stream past; at least two blocks per thread where m allows.

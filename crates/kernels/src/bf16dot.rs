@@ -130,7 +130,7 @@ impl PackedBf16Dot {
         assert!(lda >= self.k, "row stride below k");
         assert!(
             crate::amx::needs(m - 1, lda, self.k).is_some_and(|need| x.len() >= need)
-                && out.len() >= m * self.n
+                && m.checked_mul(self.n).is_some_and(|need| out.len() >= need)
                 && bias.len() >= self.n
         );
         let (k, pairs) = (self.k, self.pairs);
