@@ -28,7 +28,7 @@ use super::{bf16_linear, GradSink, Precision};
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 use scorekit_kernels::gemm::{gemm, gemm_at_raw, gemm_raw, Epilogue, PackedB, SendPtr};
-use scorekit_kernels::train::bf16_round;
+use scorekit_kernels::train::{bf16_round, bf16_round_in_place};
 use std::sync::Mutex;
 
 /// A layer's tensors, in the order of [`LayerTensors::NAMES`].
@@ -454,8 +454,7 @@ impl LayerOp {
         }
         for r in 0..rows {
             // SAFETY: row r of the region, inside it by the caller's contract.
-            let row = unsafe { std::slice::from_raw_parts_mut(p.add(r * stride), cols) };
-            row.iter_mut().for_each(|v| *v = bf16_round(*v));
+            bf16_round_in_place(unsafe { std::slice::from_raw_parts_mut(p.add(r * stride), cols) });
         }
     }
 
@@ -514,7 +513,7 @@ impl LayerOp {
                             }
                             // bf16-mixed: the product's operand, rounded.
                             if bf16 {
-                                pd.iter_mut().for_each(|v| *v = bf16_round(*v));
+                                bf16_round_in_place(pd);
                             }
                             pd
                         }
@@ -653,8 +652,8 @@ impl LayerOp {
                 if self.bf16.is_some() {
                     // The product's rounded operand, and the gradient reaching it, rounded
                     // before the dropout's backward.
-                    t2.iter_mut().for_each(|v| *v = bf16_round(*v));
-                    t1.iter_mut().for_each(|v| *v = bf16_round(*v));
+                    bf16_round_in_place(t2);
+                    bf16_round_in_place(t1);
                 }
                 if let Some(keep) = keep {
                     drop_in_place(t1, keep, dr.attention_scale);

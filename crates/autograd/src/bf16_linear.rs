@@ -10,7 +10,6 @@
 //! rounded in a separate pass but the gradient (db sums it) and the results.
 
 use crate::ops::native::column_sums_of;
-use rayon::prelude::*;
 use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
 use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
 use scorekit_kernels::train::bf16_round;
@@ -82,10 +81,18 @@ impl Packed {
             Packed::Dot(b) => b.gemm_round_bf16(m, x, lda, out, bias, accumulate),
         }
     }
+
+    /// [`Packed::product`] of A = atᵀ (A[i][kk] = at[kk·ldat + i]), written over `out`: the
+    /// kernels transpose A as they round and pack it.
+    fn product_at(&self, m: usize, at: &[f32], ldat: usize, out: &mut [f32], bias: &[f32]) {
+        match self {
+            Packed::Tiles(b) => b.gemm_round_bf16_at(m, at, ldat, out, bias, false),
+            Packed::Dot(b) => b.gemm_round_bf16_at(m, at, ldat, out, bias, false),
+        }
+    }
 }
 
 /// `y = round(round(x)·round(w)ᵀ + round(bias))` for `x` `[m, k]`, `w` `[n, k]`, on `on`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn linear(
     x: &[f32],
     m: usize,
@@ -133,16 +140,9 @@ pub(crate) fn grads(
         let wp = &w[p * np * k..(p + 1) * np * k];
         Packed::from_kn(wp, np, k, on).product(m, &g[p * np..], n, &mut dx, &zeros, p > 0);
     }
-    // dw = round(gᵀ · x): A = gᵀ `[n, m]` (read from g as it is on tiles), B = x (m rows of k).
+    // dw = round(gᵀ · x): A = gᵀ `[n, m]`, read from g as it is; B = x (m rows of k).
     let mut dw = vec![0f32; n * k];
-    match Packed::from_kn(x, m, k, on) {
-        Packed::Tiles(b) => b.gemm_round_bf16_at(n, &g[..m * n], n, &mut dw, &zeros, false),
-        dot => TRANSPOSED.with(|gt| {
-            let gt = &mut *gt.borrow_mut();
-            transpose_into(&g[..m * n], m, n, gt);
-            dot.product(n, gt, m, &mut dw, &zeros, false);
-        }),
-    }
+    Packed::from_kn(x, m, k, on).product_at(n, &g[..m * n], n, &mut dw, &zeros);
     (dx, dw, rounded_column_sums(g, m, n))
 }
 
@@ -152,43 +152,6 @@ fn rounded_column_sums(g: &[f32], m: usize, n: usize) -> Vec<f32> {
     let mut sums = column_sums_of(g, m, n, |v| f64::from(bf16_round(v)));
     sums.iter_mut().for_each(|s| *s = bf16_round(*s));
     sums
-}
-
-/// `a` `[rows, cols]` transposed into `out` (resized): each job a strip of 64 columns (256
-/// contiguous bytes of every row: a strip of one 64-byte line a row left every read a cache
-/// miss), through 16×16 tiles.
-fn transpose_into(a: &[f32], rows: usize, cols: usize, out: &mut Vec<f32>) {
-    const B: usize = 16;
-    const STRIP: usize = 64;
-    out.resize(rows * cols, 0.0);
-    out.par_chunks_mut(STRIP * rows)
-        .enumerate()
-        .for_each(|(sb, dst)| {
-            let s0 = sb * STRIP;
-            let sn = STRIP.min(cols - s0);
-            let mut tile = [[0f32; B]; B];
-            for r0 in (0..rows).step_by(B) {
-                let rn = B.min(rows - r0);
-                for c0 in (0..sn).step_by(B) {
-                    let cn = B.min(sn - c0);
-                    for (r, t) in tile.iter_mut().enumerate().take(rn) {
-                        t[..cn].copy_from_slice(&a[(r0 + r) * cols + s0 + c0..][..cn]);
-                    }
-                    for c in 0..cn {
-                        let d = &mut dst[(c0 + c) * rows + r0..][..rn];
-                        for (r, v) in d.iter_mut().enumerate() {
-                            *v = tile[r][c];
-                        }
-                    }
-                }
-            }
-        });
-}
-
-thread_local! {
-    /// gᵀ of the weight gradient's product on AVX512-BF16 (the tiles read g as it is), kept
-    /// between calls: a fresh buffer of this size costs its page faults every time.
-    static TRANSPOSED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 #[cfg(test)]
@@ -286,18 +249,5 @@ mod tests {
         let (dx, dw, db) = grads(&[], &vals(n * k, 2), &[], 0, n, k, 3, on);
         assert!(dx.is_empty());
         assert_eq!((dw, db), (vec![0f32; n * k], vec![0f32; n]));
-    }
-
-    #[test]
-    fn transpose_moves_every_element() {
-        let (rows, cols) = (70, 45);
-        let a = vals(rows * cols, 9);
-        let mut t = vec![1f32; 3];
-        transpose_into(&a, rows, cols, &mut t);
-        for r in 0..rows {
-            for c in 0..cols {
-                assert_eq!(t[c * rows + r], a[r * cols + c]);
-            }
-        }
     }
 }

@@ -12,7 +12,9 @@
 //! into f32 gradients of the f32 master weights. No loss scaling: bf16 has f32's exponent range.
 //!
 //! How the products run: on CUDA and Metal, candle's bf16 products (cuBLAS bf16 with f32
-//! accumulation on the tensor cores). On the CPU, the f32 kernels on operands rounded to bf16
+//! accumulation on the tensor cores). BERT-family layers on a CPU with AMX-BF16 or AVX512-BF16
+//! run the fused layer instead (`bert_block`, its weight products in `bf16_linear`). Elsewhere on
+//! the CPU (this module's path), the f32 kernels on operands rounded to bf16
 //! ([`Precision::round`]): a bf16 × bf16 product is exact in f32, so this is a bf16 product with
 //! f32 sums at the f32 kernels' rate.
 

@@ -82,6 +82,33 @@ pub unsafe fn gelu_erf_avx512(x: __m512) -> __m512 {
     )
 }
 
+/// The bf16 bits of 16 lanes of f32 bits, rounded to nearest even, in the low half of each
+/// lane (`train::bf16_bits` in vector lanes; finite values: a NaN with a large payload carries
+/// into the sign).
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn round_bits16(v: __m512i) -> __m512i {
+    let lsb = _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(1));
+    let r = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(0x7fff)), lsb);
+    _mm512_srli_epi32(r, 16)
+}
+
+/// 16 f32 rounded to their nearest bf16 values (ties to even), as f32; NaN stays NaN (the
+/// rounding's carry could otherwise turn a NaN with a large payload into a zero).
+///
+/// # Safety
+/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn round_bf16_ps(v: __m512) -> __m512 {
+    let rounded = _mm512_slli_epi32(round_bits16(_mm512_castps_si512(v)), 16);
+    let nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    _mm512_mask_blend_ps(nan, _mm512_castsi512_ps(rounded), v)
+}
+
 /// The lanes of a 16-lane step with `len` values left: all, or the first `len`.
 #[inline(always)]
 pub fn mask_for(len: usize) -> __mmask16 {

@@ -26,6 +26,7 @@
 //! blocks use tmm0..7 without declaring them clobbered. Memory is reached only through raw
 //! pointers into buffers whose sizes the packing fixes; each function states what it needs.
 
+use super::act::{mask_for, round_bits16};
 use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::asm;
@@ -110,18 +111,6 @@ unsafe fn split16(x: __m512) -> (__m256i, __m256i) {
     let hi_f = _mm512_castsi512_ps(_mm512_slli_epi32(hi, 16));
     let lo = round_bits16(_mm512_castps_si512(_mm512_sub_ps(x, hi_f)));
     (_mm512_cvtepi32_epi16(hi), _mm512_cvtepi32_epi16(lo))
-}
-
-/// [`bf16_bits`] on 16 lanes of f32 bits: the bf16 bits in the low half of each lane.
-///
-/// # Safety
-/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
-#[inline]
-#[target_feature(enable = "avx512f")]
-unsafe fn round_bits16(v: __m512i) -> __m512i {
-    let lsb = _mm512_and_si512(_mm512_srli_epi32(v, 16), _mm512_set1_epi32(1));
-    let r = _mm512_add_epi32(_mm512_add_epi32(v, _mm512_set1_epi32(0x7fff)), lsb);
-    _mm512_srli_epi32(r, 16)
 }
 
 /// One 64-byte line: a tile row, aligned to a cache line.
@@ -363,7 +352,6 @@ impl PackedSplit {
     /// result rounded to bf16 before it is added: a product of bf16-mixed training
     /// (`torch.autocast` returns the product in bf16), several of which may be summed into one
     /// f32 `out`; `lda` > k reads x as columns of a wider matrix (Q's, K's or V's gradient).
-    #[allow(clippy::too_many_arguments)]
     pub fn gemm_round_bf16(
         &self,
         m: usize,
@@ -388,7 +376,6 @@ impl PackedSplit {
     /// apart (A[i][kk] = at[kk·ldat + i]): a weight gradient gᵀ·x reads the output gradient g
     /// as it is, the transpose done while A is packed (a separate transpose pass cost as much
     /// as the product, BENCHMARKS.md §6). For bf16 packings ([`TileTerms::Bf16`]) only.
-    #[allow(clippy::too_many_arguments)]
     pub fn gemm_round_bf16_at(
         &self,
         m: usize,
@@ -419,26 +406,11 @@ impl PackedSplit {
         }
         // A product of depth 0 has no tiles to run (and would divide the block size by 0).
         assert!(self.k > 0, "a product of depth 0");
-        match a {
-            ASource::Rows { x, lda } => {
-                assert!(lda >= self.k, "row stride below k");
-                assert!(
-                    needs(m - 1, lda, self.k).is_some_and(|need| x.len() >= need),
-                    "A holds fewer than m rows"
-                );
-            }
-            ASource::Columns { at, ldat } => {
-                assert!(
-                    self.terms == TileTerms::Bf16,
-                    "A read from its transpose is packed for bf16 products only"
-                );
-                assert!(ldat >= m, "column stride below m");
-                assert!(
-                    needs(self.k - 1, ldat, m).is_some_and(|need| at.len() >= need),
-                    "A holds fewer than k columns"
-                );
-            }
-        }
+        a.check(m, self.k);
+        assert!(
+            matches!(a, ASource::Rows { .. }) || self.terms == TileTerms::Bf16,
+            "A read from its transpose is packed for bf16 products only"
+        );
         assert!(
             m.checked_mul(self.n).is_some_and(|need| out.len() >= need) && bias.len() >= self.n
         );
@@ -525,10 +497,8 @@ impl PackedSplit {
             ASource::Rows { x, lda } => {
                 pack_a(x, lda, k, r, mtiles, ktiles, ahi, split.then_some(alo))
             }
-            ASource::Columns { at, ldat } => {
-                assert!(!split, "transposed A is packed for bf16 products only");
-                pack_a_columns(at, ldat, k, r, mtiles, ktiles, ahi)
-            }
+            // Only bf16 packings get here (asserted by `gemm_epilogue`).
+            ASource::Columns { at, ldat } => pack_a_columns(at, ldat, k, r, mtiles, ktiles, ahi),
         }
         configure_tiles();
         let mut tile_out = [0f32; 2 * T * 2 * T];
@@ -623,9 +593,9 @@ pub(crate) fn needs(rows: usize, stride: usize, len: usize) -> Option<usize> {
     rows.checked_mul(stride)?.checked_add(len)
 }
 
-/// Where a product's A (m×k) is read from.
+/// Where a product's A (m×k) is read from (the AMX and the AVX512-BF16 products alike).
 #[derive(Clone, Copy)]
-enum ASource<'a> {
+pub(crate) enum ASource<'a> {
     /// Row i at `x[i·lda..]`, k values.
     Rows { x: &'a [f32], lda: usize },
     /// Column kk at `at[kk·ldat..]`, m values: A is atᵀ.
@@ -633,6 +603,35 @@ enum ASource<'a> {
 }
 
 impl<'a> ASource<'a> {
+    /// Panics unless this holds an m×k A: strides at least a row (column) long, and the last
+    /// row (column) inside the slice, computed without wrapping.
+    pub(crate) fn check(self, m: usize, k: usize) {
+        match self {
+            ASource::Rows { x, lda } => {
+                assert!(lda >= k, "row stride below k");
+                assert!(
+                    m == 0 || needs(m - 1, lda, k).is_some_and(|need| x.len() >= need),
+                    "A holds fewer than m rows"
+                );
+            }
+            ASource::Columns { at, ldat } => {
+                assert!(ldat >= m, "column stride below m");
+                assert!(
+                    k == 0 || needs(k - 1, ldat, m).is_some_and(|need| at.len() >= need),
+                    "A holds fewer than k columns"
+                );
+            }
+        }
+    }
+
+    /// A[i][kk] (bounds-checked).
+    pub(crate) fn get(self, i: usize, kk: usize) -> f32 {
+        match self {
+            ASource::Rows { x, lda } => x[i * lda + kk],
+            ASource::Columns { at, ldat } => at[kk * ldat + i],
+        }
+    }
+
     /// The same A from row `i0` on.
     fn rows_from(self, i0: usize) -> ASource<'a> {
         match self {
@@ -850,11 +849,7 @@ pub fn bf16_peak(threads: usize, seconds: f64) -> Option<crate::peak::Peak> {
 unsafe fn pack_kn_panel(b: &[f32], k: usize, n: usize, j0: usize, cols: usize, hp: &mut [u16]) {
     debug_assert!(j0 + cols <= n && cols <= T && b.len() >= k * n);
     debug_assert!(hp.len() >= k.div_ceil(2) * 2 * T);
-    let mask = if cols == T {
-        0xffff
-    } else {
-        ((1u32 << cols) - 1) as __mmask16
-    };
+    let mask = mask_for(cols);
     let row = |kk: usize| {
         if kk < k {
             round_bits16(_mm512_castps_si512(_mm512_maskz_loadu_ps(
@@ -912,12 +907,7 @@ unsafe fn pack_a_columns(
     for kk in (0..k).step_by(2) {
         let (kt, col) = (kk / KT, kk % KT);
         for mt in 0..r.div_ceil(T) {
-            let n = T.min(r - mt * T);
-            let mask = if n == T {
-                0xffff
-            } else {
-                ((1u32 << n) - 1) as __mmask16
-            };
+            let mask = mask_for(r - mt * T);
             let pair = _mm512_or_si512(
                 round_row(kk, mt * T, mask),
                 _mm512_slli_epi32(round_row(kk + 1, mt * T, mask), 16),

@@ -11,7 +11,7 @@
 //! Unsafe code: AVX-512F/BW and AVX512-BF16 intrinsics, reached only after [`available`]; raw
 //! pointers into buffers whose sizes the packing fixes, each function stating what it needs.
 
-use super::amx::bf16_bits;
+use super::amx::{bf16_bits, ASource};
 use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
@@ -93,12 +93,12 @@ impl PackedBf16Dot {
         accumulate: bool,
         gelu: bool,
     ) {
-        self.gemm_epilogue(m, x, self.k, out, bias, accumulate, gelu, false)
+        let a = ASource::Rows { x, lda: self.k };
+        self.gemm_epilogue(m, a, out, bias, accumulate, gelu, false)
     }
 
     /// out (m×n) = round(x (m×k, rows `lda` apart)·Wᵀ + bias) (+ out when `accumulate`), as
     /// `amx::PackedSplit::gemm_round_bf16`.
-    #[allow(clippy::too_many_arguments)]
     pub fn gemm_round_bf16(
         &self,
         m: usize,
@@ -108,15 +108,30 @@ impl PackedBf16Dot {
         bias: &[f32],
         accumulate: bool,
     ) {
-        self.gemm_epilogue(m, x, lda, out, bias, accumulate, false, true)
+        let a = ASource::Rows { x, lda };
+        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
+    }
+
+    /// [`PackedBf16Dot::gemm_round_bf16`] of A = atᵀ (A[i][kk] = at[kk·ldat + i]), as
+    /// `amx::PackedSplit::gemm_round_bf16_at`: the transpose happens as A is rounded into pairs.
+    pub fn gemm_round_bf16_at(
+        &self,
+        m: usize,
+        at: &[f32],
+        ldat: usize,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+    ) {
+        let a = ASource::Columns { at, ldat };
+        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn gemm_epilogue(
         &self,
         m: usize,
-        x: &[f32],
-        lda: usize,
+        a: ASource,
         out: &mut [f32],
         bias: &[f32],
         accumulate: bool,
@@ -127,21 +142,37 @@ impl PackedBf16Dot {
         if m == 0 || self.n == 0 {
             return;
         }
-        assert!(lda >= self.k, "row stride below k");
+        a.check(m, self.k);
         assert!(
-            crate::amx::needs(m - 1, lda, self.k).is_some_and(|need| x.len() >= need)
-                && m.checked_mul(self.n).is_some_and(|need| out.len() >= need)
-                && bias.len() >= self.n
+            m.checked_mul(self.n).is_some_and(|need| out.len() >= need) && bias.len() >= self.n
         );
         let (k, pairs) = (self.k, self.pairs);
-        // The activations as k-pairs, row by row (zero past k).
-        let mut a = vec![0u32; m * pairs];
-        a.par_chunks_mut(pairs).enumerate().for_each(|(i, row)| {
-            let src = &x[i * lda..][..k];
-            for (r, v) in row.iter_mut().enumerate() {
-                *v = pair(src[2 * r], src.get(2 * r + 1).copied().unwrap_or(0.0));
-            }
-        });
+        // The activations as k-pairs, row by row (zero past k); `a` is checked to hold them.
+        let packed = {
+            let mut rows = vec![0u32; m * pairs];
+            rows.par_chunks_mut(pairs.max(1))
+                .enumerate()
+                .for_each(|(i, row)| match a {
+                    // Scoring's case: a row read along its k values.
+                    ASource::Rows { x, lda } => {
+                        let src = &x[i * lda..][..k];
+                        for (r, v) in row.iter_mut().enumerate() {
+                            *v = pair(src[2 * r], src.get(2 * r + 1).copied().unwrap_or(0.0));
+                        }
+                    }
+                    ASource::Columns { .. } => {
+                        for (r, v) in row.iter_mut().enumerate() {
+                            let hi = if 2 * r + 1 < k {
+                                a.get(i, 2 * r + 1)
+                            } else {
+                                0.0
+                            };
+                            *v = pair(a.get(i, 2 * r), hi);
+                        }
+                    }
+                });
+            rows
+        };
         let cp = SendPtr(out.as_mut_ptr());
         let blocks = m.div_ceil(MR);
         let panel_pairs = self.data.len() / (pairs * T) / 2;
@@ -150,7 +181,7 @@ impl PackedBf16Dot {
             let i0 = bi * MR;
             let rows = MR.min(m - i0);
             // SAFETY: `block`'s contract: AVX-512F/BW and AVX512-BF16 are available (asserted
-            // above); `a[i0 * pairs..]` holds `rows` rows of `pairs` values (a is m·pairs and
+            // above); `packed[i0 * pairs..]` holds `rows` rows of `pairs` values (a is m·pairs and
             // i0 + rows ≤ m); panel pair pj < panels/2 holds 2·pairs·16 values; `cp + i0·n +
             // pj·32` starts row i0 at column pj·32 < n (panel pairs past n are not made: their
             // count is n/32 rounded up), `out` holds m·n values (asserted), and the jobs' (row
@@ -158,7 +189,7 @@ impl PackedBf16Dot {
             // bias.len() ≥ n (asserted).
             unsafe {
                 self.block(
-                    a.as_ptr().add(i0 * pairs),
+                    packed.as_ptr().add(i0 * pairs),
                     rows,
                     pj,
                     cp.get().add(i0 * self.n + pj * 2 * T),
@@ -268,6 +299,31 @@ mod tests {
         PackedBf16Dot::from_nk(&w, n, k).gemm(m, &a, &mut want, &bias, false, false);
         let mut got = vec![0f32; m * n];
         PackedBf16Dot::from_kn(&wt, k, n).gemm(m, &a, &mut got, &bias, false, false);
+        assert_eq!(got, want);
+    }
+
+    /// A read from its transpose gives the products of A read by rows, bit for bit (odd k, a
+    /// stride wider than m, accumulation after the rounding).
+    #[test]
+    fn transposed_a_equals_a_by_rows() {
+        if !available() {
+            return;
+        }
+        let (m, n, k, ldat) = (13, 40, 9, 17);
+        let a = crate::test_data::activations(m * k, 506.0);
+        let w = crate::test_data::weights(n * k);
+        let mut at = vec![f32::NAN; (k - 1) * ldat + m];
+        for i in 0..m {
+            for kk in 0..k {
+                at[kk * ldat + i] = a[i * k + kk];
+            }
+        }
+        let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+        let b = PackedBf16Dot::from_nk(&w, n, k);
+        let mut want = vec![0.5f32; m * n];
+        b.gemm_round_bf16(m, &a, k, &mut want, &bias, true);
+        let mut got = vec![0.5f32; m * n];
+        b.gemm_round_bf16_at(m, &at, ldat, &mut got, &bias, true);
         assert_eq!(got, want);
     }
 }

@@ -305,21 +305,6 @@ impl Columns {
     }
 }
 
-/// 16 f32 rounded to their nearest bf16 values (ties to even), as f32; NaN stays NaN (the
-/// rounding's carry could otherwise turn a NaN with a large payload into a zero).
-///
-/// # Safety
-/// The CPU must support AVX-512F. Nothing else: it computes on registers only.
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn round_bf16_ps(v: __m512) -> __m512 {
-    let bits = _mm512_castps_si512(v);
-    let lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-    let r = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb);
-    let rounded = _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32(-65536)));
-    _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, v)
-}
-
 /// The epilogue for one row of a 32-column slice: + bias, rounding to bf16 (`cols.round`), + C
 /// (`load_c`), GELU, masked store.
 ///
@@ -340,8 +325,8 @@ pub(crate) unsafe fn finish_row(
     let mut v0 = _mm512_add_ps(v0, cols.bias0);
     let mut v1 = _mm512_add_ps(v1, cols.bias1);
     if cols.round {
-        v0 = round_bf16_ps(v0);
-        v1 = round_bf16_ps(v1);
+        v0 = act::round_bf16_ps(v0);
+        v1 = act::round_bf16_ps(v1);
     }
     if load_c {
         v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(cols.m0, p));
@@ -770,17 +755,23 @@ mod speed {
                 gemm(m, &a, k, &b, &mut c, n, ep, true)
             });
             let i8s = best(&mut || q.gemm(m, &a, &mut c, &bias, false, false));
-            let amx = if crate::amx::available() {
-                let s = crate::amx::PackedSplit::from_nk(&w, n, k);
-                fl / best(&mut || s.gemm(m, &a, &mut c, &bias, false, false))
+            let (amx, bf16) = if crate::amx::available() {
+                use crate::amx::{PackedSplit, TileTerms};
+                let s = PackedSplit::from_nk(&w, n, k);
+                let h = PackedSplit::from_nk_as(&w, n, k, TileTerms::Bf16);
+                (
+                    fl / best(&mut || s.gemm(m, &a, &mut c, &bias, false, false)),
+                    // bf16-mixed training's product: bf16 tiles, the result rounded.
+                    fl / best(&mut || h.gemm_round_bf16(m, &a, k, &mut c, &bias, false)),
+                )
             } else {
-                f64::NAN
+                (f64::NAN, f64::NAN)
             };
             let p1 = crate::peak::measure(1, 0.3);
             let p2 = crate::peak::measure(2, 0.3);
             println!(
-                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}; peak {:.1} ({})",
-                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, p2.gflops, p2.isa
+                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}, AMX bf16 rounded {:.1}; peak {:.1} ({})",
+                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, bf16, p2.gflops, p2.isa
             );
         }
     }

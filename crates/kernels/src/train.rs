@@ -28,6 +28,12 @@ pub(crate) fn bf16_bits(x: f32) -> u16 {
     (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16
 }
 
+/// [`bf16_round`] of every element of `x`, in place, on the calling thread (for work already
+/// split into parallel jobs: an attention head's block, its rounded operand).
+pub fn bf16_round_in_place(x: &mut [f32]) {
+    x.iter_mut().for_each(|v| *v = bf16_round(*v));
+}
+
 /// [`bf16_round`] of every element of `x` into `y`, on all threads (bf16-mixed training rounds
 /// every product's operands and results: a plain loop the compiler vectorises; candle's
 /// f32 → bf16 → f32 conversions were a quarter of a bf16-mixed step, BENCHMARKS.md §6).
