@@ -850,20 +850,41 @@ unsafe fn pack_kn_panel(b: &[f32], k: usize, n: usize, j0: usize, cols: usize, h
     debug_assert!(j0 + cols <= n && cols <= T && b.len() >= k * n);
     debug_assert!(hp.len() >= k.div_ceil(2) * 2 * T);
     let mask = mask_for(cols);
-    let row = |kk: usize| {
-        if kk < k {
+    for r in 0..k.div_ceil(2) {
+        // Rows below k hold n values; the mask keeps to columns [j0, j0 + cols) < n.
+        let pair = bf16_pairs(b.as_ptr().add(j0), n, 2 * r, k, mask);
+        _mm512_storeu_si512(hp.as_mut_ptr().add(r * 2 * T) as *mut _, pair);
+    }
+}
+
+/// Rows `kk` and `kk + 1` of a row-major source (rows `stride` apart, from `src`), the lanes
+/// `mask` selects, rounded to bf16 and interleaved into 16 pairs (row kk in the low half of each
+/// lane, as `tdpbf16ps` pairs k): what both bf16 packings from k-major sources store. Row kk + 1
+/// is zero when it is k (odd k).
+///
+/// # Safety
+/// The CPU must support AVX-512F; for each of the two rows below k, the lanes `mask` selects at
+/// `src + row·stride` must be valid for reads.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn bf16_pairs(
+    src: *const f32,
+    stride: usize,
+    kk: usize,
+    k: usize,
+    mask: __mmask16,
+) -> __m512i {
+    let row = |r: usize| {
+        if r < k {
             round_bits16(_mm512_castps_si512(_mm512_maskz_loadu_ps(
                 mask,
-                b.as_ptr().add(kk * n + j0),
+                src.add(r * stride),
             )))
         } else {
             _mm512_setzero_si512()
         }
     };
-    for r in 0..k.div_ceil(2) {
-        let pair = _mm512_or_si512(row(2 * r), _mm512_slli_epi32(row(2 * r + 1), 16));
-        _mm512_storeu_si512(hp.as_mut_ptr().add(r * 2 * T) as *mut _, pair);
-    }
+    _mm512_or_si512(row(kk), _mm512_slli_epi32(row(kk + 1), 16))
 }
 
 /// Pack rows [0, r) of A = atᵀ (A[i][kk] = at[kk·ldat + i]) as [`pack_a`] packs A's rows,
@@ -894,24 +915,12 @@ unsafe fn pack_a_columns(
         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
         _mm512_set1_epi32((KT * 2) as i32),
     );
-    let round_row = |kk: usize, i: usize, mask: __mmask16| {
-        if kk < k {
-            round_bits16(_mm512_castps_si512(_mm512_maskz_loadu_ps(
-                mask,
-                at.as_ptr().add(kk * ldat + i),
-            )))
-        } else {
-            _mm512_setzero_si512()
-        }
-    };
     for kk in (0..k).step_by(2) {
         let (kt, col) = (kk / KT, kk % KT);
         for mt in 0..r.div_ceil(T) {
             let mask = mask_for(r - mt * T);
-            let pair = _mm512_or_si512(
-                round_row(kk, mt * T, mask),
-                _mm512_slli_epi32(round_row(kk + 1, mt * T, mask), 16),
-            );
+            // Rows below k hold the r values from mt·16 on that the mask selects (the contract).
+            let pair = bf16_pairs(at.as_ptr().add(mt * T), ldat, kk, k, mask);
             // Bytes: tile (mt, kt), row ii, bf16 column `col` (the pair's low half).
             let base = hp.add(((mt * ktiles + kt) * T * KT + col) * 2);
             _mm512_mask_i32scatter_epi32::<1>(base as *mut _, mask, rows, pair);
