@@ -9,7 +9,6 @@
 //! falls near a rounding boundary. Both operands are rounded as they are packed, so nothing is
 //! rounded in a separate pass but the gradient (db sums it) and the results.
 
-use crate::ops::native::column_sums_of;
 use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
 use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
 use scorekit_kernels::train::bf16_round;
@@ -149,7 +148,7 @@ pub(crate) fn grads(
 /// round(Σ round(g[i][j])) over the rows of `g` `[m, n]`, each column summed in f64 in row
 /// order: the bias gradient from the rounded output gradient, with `column_sums`' arithmetic.
 fn rounded_column_sums(g: &[f32], m: usize, n: usize) -> Vec<f32> {
-    let mut sums = column_sums_of(g, m, n, |v| f64::from(bf16_round(v)));
+    let mut sums = scorekit_kernels::train::column_sums(g, m, n, true);
     sums.iter_mut().for_each(|s| *s = bf16_round(*s));
     sums
 }

@@ -509,7 +509,6 @@ pub(super) mod native {
 
     use super::{slice, with_slice};
     use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor};
-    use rayon::prelude::*;
     use scorekit_kernels::gemm::{gemm, gemm_at, Epilogue, PackedB};
 
     /// The op; callers check that the CPU has AVX-512F (`native::kernels_available`).
@@ -599,30 +598,6 @@ pub(super) mod native {
 
     /// Column sums of `g` `[m, n]`, each accumulated in f64 over the rows in order.
     pub(crate) fn column_sums(g: &[f32], m: usize, n: usize) -> Vec<f32> {
-        column_sums_of(g, m, n, f64::from)
-    }
-
-    /// Column sums of `value(g[i][j])` over the rows of `g` `[m, n]`, in f64, rows in order.
-    pub(crate) fn column_sums_of(
-        g: &[f32],
-        m: usize,
-        n: usize,
-        value: impl Fn(f32) -> f64 + Sync,
-    ) -> Vec<f32> {
-        const COLS: usize = 64;
-        let mut out = vec![0f32; n];
-        out.par_chunks_mut(COLS).enumerate().for_each(|(t, cols)| {
-            let j0 = t * COLS;
-            let mut acc = [0f64; COLS];
-            for row in g.chunks(n).take(m) {
-                for (a, &v) in acc.iter_mut().zip(&row[j0..j0 + cols.len()]) {
-                    *a += value(v);
-                }
-            }
-            for (o, a) in cols.iter_mut().zip(acc) {
-                *o = a as f32;
-            }
-        });
-        out
+        scorekit_kernels::train::column_sums(g, m, n, false)
     }
 }

@@ -52,6 +52,54 @@ pub fn bf16_round_into(x: &[f32], y: &mut [f32]) {
         });
 }
 
+/// The column sums of `g` `[m, n]` (rows `n` apart): each column summed in f64 in row order,
+/// the sum rounded to f32; with `round_bf16` each value is [`bf16_round`]ed before it is added
+/// (bf16-mixed's bias gradient). A linear layer's bias gradient, in parallel over 64-column
+/// strips. The scalar loop took 5% of a bf16-mixed MiniLM step (`perf`, BENCHMARKS.md §6);
+/// the vector one adds the same values in the same order, so the sums are the same bits.
+///
+/// # Panics
+/// If `g` holds fewer than `m · n` values.
+pub fn column_sums(g: &[f32], m: usize, n: usize, round_bf16: bool) -> Vec<f32> {
+    use rayon::prelude::*;
+    assert!(
+        m.checked_mul(n).is_some_and(|need| g.len() >= need),
+        "column_sums: {} values for {m} x {n}",
+        g.len()
+    );
+    let mut out = vec![0f32; n];
+    out.par_chunks_mut(COLUMN_STRIP)
+        .enumerate()
+        .for_each(|(t, cols)| {
+            let j0 = t * COLUMN_STRIP;
+            #[cfg(target_arch = "x86_64")]
+            if crate::kernels_available() {
+                // SAFETY: AVX-512F (checked just above); g holds m rows of n values (asserted)
+                // and the strip's columns [j0, j0 + cols.len()) lie inside a row.
+                unsafe { x86::column_sums(g, m, n, j0, round_bf16, cols) };
+                return;
+            }
+            column_sums_scalar(g, m, n, j0, round_bf16, cols);
+        });
+    out
+}
+
+/// Columns summed by one [`column_sums`] job.
+const COLUMN_STRIP: usize = 64;
+
+/// [`column_sums`]'s plain loop for the strip of columns starting at `j0`.
+fn column_sums_scalar(g: &[f32], m: usize, n: usize, j0: usize, round: bool, out: &mut [f32]) {
+    let mut acc = [0f64; COLUMN_STRIP];
+    for row in g.chunks(n).take(m) {
+        for (a, &v) in acc.iter_mut().zip(&row[j0..j0 + out.len()]) {
+            *a += f64::from(if round { bf16_round(v) } else { v });
+        }
+    }
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = a as f32;
+    }
+}
+
 /// `y = x · (1 + erf(x/√2)) / 2`, element by element.
 ///
 /// # Panics
@@ -143,7 +191,7 @@ pub fn masked_softmax_row_scalar(x: &[f32], mask: &[f32], scale: f64, y: &mut [f
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use crate::act::{erf_avx512, exp_avx512, gelu_erf_avx512, mask_for};
+    use crate::act::{erf_avx512, exp_avx512, gelu_erf_avx512, mask_for, round_bf16_ps};
     use std::arch::x86_64::*;
 
     /// `v` with its subnormal lanes set to zero. The vector exp stops at e^-87.3 instead of
@@ -156,6 +204,50 @@ mod x86 {
         let normal =
             _mm512_cmp_ps_mask::<_CMP_GE_OQ>(_mm512_abs_ps(v), _mm512_set1_ps(f32::MIN_POSITIVE));
         _mm512_maskz_mov_ps(normal, v)
+    }
+
+    /// The strip of [`super::column_sums`] starting at column `j0`, `out.len()` ≤ 64 columns
+    /// wide: eight f64 accumulators of eight lanes, each row's 16-value groups widened in two
+    /// halves (the scalar loop's additions, lane by lane).
+    ///
+    /// # Safety
+    /// AVX-512F; `g` holds `m` rows `n` apart and `j0 + out.len() <= n` (every load is masked to
+    /// the strip's columns, which lie inside each row).
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn column_sums(
+        g: &[f32],
+        m: usize,
+        n: usize,
+        j0: usize,
+        round: bool,
+        out: &mut [f32],
+    ) {
+        let cols = out.len();
+        let mut acc = [_mm512_setzero_pd(); 8];
+        for i in 0..m {
+            let row = g.as_ptr().add(i * n + j0);
+            for (q, pair) in acc.chunks_exact_mut(2).enumerate().take(cols.div_ceil(16)) {
+                let mut v = _mm512_maskz_loadu_ps(mask_for(cols - q * 16), row.add(q * 16));
+                if round {
+                    v = round_bf16_ps(v);
+                }
+                let lo = _mm512_castps512_ps256(v);
+                let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+                pair[0] = _mm512_add_pd(pair[0], _mm512_cvtps_pd(lo));
+                pair[1] = _mm512_add_pd(pair[1], _mm512_cvtps_pd(hi));
+            }
+        }
+        for (q, pair) in acc.chunks_exact(2).enumerate().take(cols.div_ceil(16)) {
+            let v = _mm512_insertf64x4::<1>(
+                _mm512_castpd256_pd512(_mm256_castps_pd(_mm512_cvtpd_ps(pair[0]))),
+                _mm256_castps_pd(_mm512_cvtpd_ps(pair[1])),
+            );
+            _mm512_mask_storeu_ps(
+                out.as_mut_ptr().add(q * 16),
+                mask_for(cols - q * 16),
+                _mm512_castpd_ps(v),
+            );
+        }
     }
 
     /// # Safety
@@ -243,6 +335,34 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The vector column sums add the same values in the same order as the plain loop: the
+    /// same bits, plain and bf16-rounded, on ragged strips (n not a multiple of 16 or 64),
+    /// values far apart in size (so the f64 order matters) and a NaN and an infinity kept.
+    #[test]
+    fn vector_column_sums_are_the_plain_loops_bits() {
+        for &(m, n) in &[(1, 1), (7, 15), (33, 64), (50, 129), (301, 200), (0, 5)] {
+            let mut g: Vec<f32> = (0..m * n)
+                .map(|i| {
+                    let x = ((i as u32).wrapping_mul(2654435761) % 10007) as f32 / 1001.0 - 5.0;
+                    x * 10f32.powi((i % 9) as i32 - 4)
+                })
+                .collect();
+            if m * n > 40 {
+                g[17] = f32::NAN;
+                g[33] = f32::INFINITY;
+            }
+            for round in [false, true] {
+                let got = column_sums(&g, m, n, round);
+                let mut want = vec![0f32; n];
+                for (t, strip) in want.chunks_mut(COLUMN_STRIP).enumerate() {
+                    column_sums_scalar(&g, m, n, t * COLUMN_STRIP, round, strip);
+                }
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{m}x{n} round {round}");
+            }
+        }
+    }
 
     /// The AVX-512 kernels against the plain loops, where the CPU has AVX-512F: the vector erf
     /// and exp are approximations (~1e-7) and the vector path flushes subnormals, so they agree
