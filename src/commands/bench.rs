@@ -74,7 +74,6 @@ pub fn read_corpus(path: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Run `scorekit bench`.
 /// Which measured peak is the yardstick of a precision's utilisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PeakKind {
@@ -112,6 +111,7 @@ impl PeakKind {
     }
 }
 
+/// Run `scorekit bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.repeats == 0 {
         return Err(Error::usage("--repeats must be at least 1"));

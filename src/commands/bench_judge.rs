@@ -9,7 +9,6 @@ use scorekit_core::error::Result;
 use scorekit_core::process::peak_rss_bytes;
 use scorekit_io::read_jsonl;
 use scorekit_report::median;
-use scorekit_runtime as runtime;
 use scorekit_runtime::judge::Judge;
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::models::bert::forward_flops as bert_flops;
@@ -80,7 +79,9 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let med = median(&mut times.clone());
     let peak_rss = peak_rss_bytes().unwrap_or(0);
     let threads = rayon::current_num_threads();
-    let peak = runtime::kernels::peak::measure(threads, 0.6);
+    // The yardstick of the precision the judge computes in (f32 FMAs, bf16 tiles), or none.
+    let peak = super::bench::PeakKind::of(&rt.device, dtype, margs.quantize, judge.engine())
+        .and_then(|kind| kind.measure(threads));
     if let Some(path) = &args.save {
         let rows: Vec<Vec<f32>> = last.iter().map(|&s| vec![s]).collect();
         scorekit_report::atomic_write(path, &scorekit_report::npy_bytes(&rows, 1))?;
@@ -106,8 +107,11 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         "real_tokens_per_s": real_tokens as f64 / med,
         "gflop_real": flops / 1e9,
         "gflops": gflops,
-        "peak_gflops": peak.gflops,
-        "peak_fraction": gflops / peak.gflops,
+        "peak_gflops": peak.map(|p| p.gflops),
+        "peak_isa": peak.map(|p| p.isa),
+        // The judge runs on the real tokens only, so its utilisation is the real tokens' work.
+        "real_token_utilisation": peak.map(|p| gflops / p.gflops),
+        "peak_fraction": peak.map(|p| gflops / p.gflops),
         "load_s": load_s,
         "first_batch_s": first_batch_s,
         "peak_rss_bytes": peak_rss,
@@ -133,11 +137,18 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         pairs.len() as f64 / med,
         real_tokens as f64 / med
     );
-    println!(
-        "GFLOP/s         {gflops:.1} = {:.0}% of the measured peak {:.1} GFLOP/s",
-        100.0 * gflops / peak.gflops,
-        peak.gflops
-    );
+    match peak {
+        Some(peak) => println!(
+            "utilisation     {gflops:.1} GFLOP/s on the real tokens' work = {:.0}% of the measured peak {:.1} GFLOP/s ({} loop, {} threads)",
+            100.0 * gflops / peak.gflops,
+            peak.gflops,
+            peak.isa,
+            peak.threads
+        ),
+        None => println!(
+            "utilisation     {gflops:.1} GFLOP/s on the real tokens' work (no peak is measured for this precision here)"
+        ),
+    }
     println!(
         "peak RSS        {:.0} MiB",
         peak_rss as f64 / (1024.0 * 1024.0)

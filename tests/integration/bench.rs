@@ -485,3 +485,48 @@ fn judge_grid_counts_pairs() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("pairs/s"), "{md}");
 }
+
+/// A single-cell `--judge` run states its utilisation against the peak of the precision the
+/// judge computes in: the f32 loop for f32, the bf16 tile loop for the bf16 AMX encoder (not
+/// the f32 loop, which a bf16 pass can exceed), none where nothing measures that precision.
+#[test]
+fn judge_bench_measures_against_its_own_precision_peak() {
+    let t = tempfile::tempdir().unwrap();
+    let judge = t.path().join("judge");
+    crate::common::tiny_judge::build_judge("bert_mc", &judge, true);
+    let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let run = |dtype: &str| {
+        let r = bench(&[
+            "--judge",
+            judge.to_str().unwrap(),
+            "--input",
+            dev.to_str().unwrap(),
+            "--limit",
+            "2",
+            "--repeats",
+            "1",
+            "--dtype",
+            dtype,
+            "--json",
+        ]);
+        assert!(r.status.success(), "{dtype}: {}", stderr(&r));
+        serde_json::from_slice::<serde_json::Value>(&r.stdout).unwrap()
+    };
+    let f32_run = run("f32");
+    assert_eq!(f32_run["pairs"], 8, "{f32_run}");
+    let isa = f32_run["peak_isa"].as_str().unwrap_or_else(|| panic!("{f32_run}"));
+    assert_ne!(isa, "amx-bf16", "{f32_run}");
+    let util = f32_run["real_token_utilisation"].as_f64().unwrap();
+    let expect = f32_run["gflops"].as_f64().unwrap() / f32_run["peak_gflops"].as_f64().unwrap();
+    assert!((util - expect).abs() < 1e-12 && util > 0.0, "{f32_run}");
+    let bf16 = run("bf16");
+    let engine = bf16["engine"].as_str().unwrap();
+    if engine.contains("bf16 AMX") {
+        assert_eq!(bf16["peak_isa"], "amx-bf16", "{bf16}");
+        assert!(bf16["real_token_utilisation"].as_f64().unwrap() > 0.0, "{bf16}");
+    } else {
+        // candle's bf16 or AVX512-BF16: no probe measures those, so no figure is made up.
+        assert!(bf16["peak_gflops"].is_null(), "{bf16}");
+        assert!(bf16["real_token_utilisation"].is_null(), "{bf16}");
+    }
+}
