@@ -23,6 +23,8 @@ pub mod act;
 pub mod amx;
 pub mod ascii;
 #[cfg(target_arch = "x86_64")]
+pub mod attention;
+#[cfg(target_arch = "x86_64")]
 pub mod bf16dot;
 #[cfg(target_arch = "x86_64")]
 pub mod gemm;

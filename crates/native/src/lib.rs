@@ -26,6 +26,7 @@ use scorekit_encoder::NativeLayout;
 use scorekit_encoder::{Batch, Encoder, Hidden, Linear as HeadLinear};
 use scorekit_kernels::act;
 use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
+use scorekit_kernels::attention::{self, HeadRows};
 use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
 use scorekit_kernels::gemm::{self, Epilogue, PackedB, SendPtr};
 use scorekit_kernels::int8::PackedI8;
@@ -701,30 +702,24 @@ fn attention(
     let out = SendPtr(ctx.as_mut_ptr());
     let ctx_len = ctx.len();
     thread_local! {
-        static SCRATCH: std::cell::RefCell<(Vec<f32>, PackedB, PackedB)> =
-            std::cell::RefCell::new((Vec::new(), PackedB::default(), PackedB::default()));
+        /// A job's scores and K's transpose, kept between jobs on a thread.
+        static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
+            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     }
     (0..nseq * heads).into_par_iter().for_each(|job| {
         let (si, hd) = (job / heads, job % heads);
         let (s0, len) = (starts[si], starts[si + 1] - starts[si]);
         let mq = if cls { 1 } else { len };
         SCRATCH.with(|s| {
-            let (sbuf, kp, vp) = &mut *s.borrow_mut();
-            let base = s0 * 3 * inner + hd * d;
-            kp.repack_nk(&qkv[base + inner..], len, d, 3 * inner);
-            vp.repack_kn(&qkv[base + 2 * inner..], len, d, 3 * inner);
+            let (sbuf, kt) = &mut *s.borrow_mut();
+            let ld = 3 * inner;
+            let head = |part: usize| HeadRows {
+                at: s0 * ld + part * inner + hd * d,
+                ld,
+            };
             sbuf.clear();
             sbuf.resize(mq * len, 0.0);
-            gemm::gemm(
-                mq,
-                &qkv[base..],
-                3 * inner,
-                kp,
-                sbuf,
-                len,
-                Epilogue::default(),
-                false,
-            );
+            attention::scores(qkv, head(0), head(1), mq, len, d, kt, sbuf);
             for (q, r) in sbuf.chunks_mut(len).enumerate() {
                 if let Some(b) = bias {
                     for (x, b) in r.iter_mut().zip(b.row(hd, q, len)) {
@@ -742,22 +737,13 @@ fn attention(
                 off + (mq - 1) * inner + d <= ctx_len,
                 "context rows out of range"
             );
-            // SAFETY: gemm_raw's contract. The assert keeps the mq rows × d columns it writes at
+            // SAFETY: context's contract. The assert keeps the mq rows × d columns it writes at
             // `off` (stride inner) inside `ctx`, which is borrowed mutably for the whole loop
             // and touched only here. Each job writes its own rows (its sequence's tokens, or row
             // `si` with `cls`) × its own head's columns [hd·d, hd·d + d), so no element is
             // written by two jobs.
             unsafe {
-                gemm::gemm_raw(
-                    mq,
-                    sbuf,
-                    len,
-                    vp,
-                    out.get().add(off),
-                    inner,
-                    Epilogue::default(),
-                    false,
-                )
+                attention::context(sbuf, mq, len, qkv, head(2), d, out.get().add(off), inner)
             };
         });
     });
