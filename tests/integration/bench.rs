@@ -514,7 +514,9 @@ fn judge_bench_measures_against_its_own_precision_peak() {
     };
     let f32_run = run("f32");
     assert_eq!(f32_run["pairs"], 8, "{f32_run}");
-    let isa = f32_run["peak_isa"].as_str().unwrap_or_else(|| panic!("{f32_run}"));
+    let isa = f32_run["peak_isa"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{f32_run}"));
     assert_ne!(isa, "amx-bf16", "{f32_run}");
     let util = f32_run["real_token_utilisation"].as_f64().unwrap();
     let expect = f32_run["gflops"].as_f64().unwrap() / f32_run["peak_gflops"].as_f64().unwrap();
@@ -523,7 +525,10 @@ fn judge_bench_measures_against_its_own_precision_peak() {
     let engine = bf16["engine"].as_str().unwrap();
     if engine.contains("bf16 AMX") {
         assert_eq!(bf16["peak_isa"], "amx-bf16", "{bf16}");
-        assert!(bf16["real_token_utilisation"].as_f64().unwrap() > 0.0, "{bf16}");
+        assert!(
+            bf16["real_token_utilisation"].as_f64().unwrap() > 0.0,
+            "{bf16}"
+        );
     } else {
         // candle's bf16 or AVX512-BF16: no probe measures those, so no figure is made up.
         assert!(bf16["peak_gflops"].is_null(), "{bf16}");
