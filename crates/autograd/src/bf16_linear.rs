@@ -81,12 +81,21 @@ impl Packed {
         }
     }
 
-    /// [`Packed::product`] of A = atᵀ (A[i][kk] = at[kk·ldat + i]), written over `out`: the
-    /// kernels transpose A as they round and pack it.
-    fn product_at(&self, m: usize, at: &[f32], ldat: usize, out: &mut [f32], bias: &[f32]) {
+    /// [`Packed::product`] into a new m×n matrix (not zero-filled first: the product writes
+    /// every value).
+    fn product_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
         match self {
-            Packed::Tiles(b) => b.gemm_round_bf16_at(m, at, ldat, out, bias, false),
-            Packed::Dot(b) => b.gemm_round_bf16_at(m, at, ldat, out, bias, false),
+            Packed::Tiles(b) => b.gemm_round_bf16_new(m, x, lda, bias),
+            Packed::Dot(b) => b.gemm_round_bf16_new(m, x, lda, bias),
+        }
+    }
+
+    /// [`Packed::product_new`] of A = atᵀ (A[i][kk] = at[kk·ldat + i]): the kernels transpose
+    /// A as they round and pack it.
+    fn product_at_new(&self, m: usize, at: &[f32], ldat: usize, bias: &[f32]) -> Vec<f32> {
+        match self {
+            Packed::Tiles(b) => b.gemm_round_bf16_at_new(m, at, ldat, bias),
+            Packed::Dot(b) => b.gemm_round_bf16_at_new(m, at, ldat, bias),
         }
     }
 }
@@ -102,9 +111,7 @@ pub(crate) fn linear(
     on: Instructions,
 ) -> Vec<f32> {
     let bias: Vec<f32> = bias.iter().map(|&b| bf16_round(b)).collect();
-    let mut y = vec![0f32; m * n];
-    Packed::from_nk(w, n, k, on).product(m, x, k, &mut y, &bias, false);
-    y
+    Packed::from_nk(w, n, k, on).product_new(m, x, k, &bias)
 }
 
 /// The gradients of [`linear`] for output gradient `g` `[m, n]`: dx `[m, k]`, dw `[n, k]`,
@@ -134,14 +141,13 @@ pub(crate) fn grads(
     let zeros = vec![0f32; k];
     // dx = Σ_parts round(g_part · w_part): g_part the part's columns of g (the products round
     // g as they pack it), w_part `[np, k]` as the k×n B of the product.
-    let mut dx = vec![0f32; m * k];
-    for p in 0..parts {
-        let wp = &w[p * np * k..(p + 1) * np * k];
-        Packed::from_kn(wp, np, k, on).product(m, &g[p * np..], n, &mut dx, &zeros, p > 0);
+    let part = |p: usize| Packed::from_kn(&w[p * np * k..(p + 1) * np * k], np, k, on);
+    let mut dx = part(0).product_new(m, g, n, &zeros);
+    for p in 1..parts {
+        part(p).product(m, &g[p * np..], n, &mut dx, &zeros, true);
     }
     // dw = round(gᵀ · x): A = gᵀ `[n, m]`, read from g as it is; B = x (m rows of k).
-    let mut dw = vec![0f32; n * k];
-    Packed::from_kn(x, m, k, on).product_at(n, &g[..m * n], n, &mut dw, &zeros);
+    let dw = Packed::from_kn(x, m, k, on).product_at_new(n, &g[..m * n], n, &zeros);
     (dx, dw, rounded_column_sums(g, m, n))
 }
 

@@ -380,6 +380,24 @@ impl PackedSplit {
         )
     }
 
+    /// [`PackedSplit::gemm_round_bf16`] into a new m×n matrix (no accumulation), without
+    /// zero-filling it first.
+    pub fn gemm_round_bf16_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
+        self.new_rounded(m, ASource::Rows { x, lda }, bias)
+    }
+
+    /// [`PackedSplit::gemm_round_bf16_at`] into a new m×n matrix (no accumulation), without
+    /// zero-filling it first.
+    pub fn gemm_round_bf16_at_new(
+        &self,
+        m: usize,
+        at: &[f32],
+        ldat: usize,
+        bias: &[f32],
+    ) -> Vec<f32> {
+        self.new_rounded(m, ASource::Columns { at, ldat }, bias)
+    }
+
     /// [`PackedSplit::gemm_round_bf16`] of A = atᵀ, `at` holding A's k columns as rows `ldat`
     /// apart (A[i][kk] = at[kk·ldat + i]): a weight gradient gᵀ·x reads the output gradient g
     /// as it is, the transpose done while A is packed (a separate transpose pass cost as much
@@ -408,6 +426,54 @@ impl PackedSplit {
         gelu: bool,
         round: bool,
     ) {
+        // SAFETY: `out` is a live, initialised slice of out.len() values, borrowed mutably.
+        unsafe {
+            self.gemm_epilogue_raw(
+                m,
+                a,
+                out.as_mut_ptr(),
+                out.len(),
+                bias,
+                accumulate,
+                gelu,
+                round,
+            )
+        }
+    }
+
+    /// A new m×n matrix = round(A·Wᵀ + bias), not zero-filled first: the product writes every
+    /// value (every row below m, every column below n, at its last depth chunk). A fresh
+    /// buffer's zero fill was ~9 % of a bf16-mixed training step (`perf`, BENCHMARKS.md §6).
+    fn new_rounded(&self, m: usize, a: ASource, bias: &[f32]) -> Vec<f32> {
+        let len = m.checked_mul(self.n).expect("product size overflows");
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: the spare capacity holds len values, valid for writes and owned here; without
+        // `accumulate` nothing is read from it, and the product writes all m·n values (see
+        // above; for m or n of 0 there are none), so all len are initialised before `set_len`.
+        unsafe {
+            self.gemm_epilogue_raw(m, a, out.as_mut_ptr(), len, bias, false, false, true);
+            out.set_len(len);
+        }
+        out
+    }
+
+    /// [`PackedSplit::gemm_epilogue`] into `out_len` values at `out`.
+    ///
+    /// # Safety
+    /// The `out_len` values at `out` must be valid for writes, accessed by no one else during
+    /// the call, and initialised when `accumulate` (they are read then).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_epilogue_raw(
+        &self,
+        m: usize,
+        a: ASource,
+        out: *mut f32,
+        out_len: usize,
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+        round: bool,
+    ) {
         assert!(available(), "AMX products are not available");
         if m == 0 || self.n == 0 {
             return;
@@ -419,10 +485,8 @@ impl PackedSplit {
             matches!(a, ASource::Rows { .. }) || self.terms == TileTerms::Bf16,
             "A read from its transpose is packed for bf16 products only"
         );
-        assert!(
-            m.checked_mul(self.n).is_some_and(|need| out.len() >= need) && bias.len() >= self.n
-        );
-        let cp = SendPtr(out.as_mut_ptr());
+        assert!(m.checked_mul(self.n).is_some_and(|need| out_len >= need) && bias.len() >= self.n);
+        let cp = SendPtr(out);
         // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 512 KiB, so it stays in
         // L2 while the weights stream past; at least two blocks per thread where m allows.
         let threads = rayon::current_num_threads();
@@ -632,14 +696,6 @@ impl<'a> ASource<'a> {
                     "A holds fewer than k columns"
                 );
             }
-        }
-    }
-
-    /// A[i][kk] (bounds-checked).
-    pub(crate) fn get(self, i: usize, kk: usize) -> f32 {
-        match self {
-            ASource::Rows { x, lda } => x[i * lda + kk],
-            ASource::Columns { at, ldat } => at[kk * ldat + i],
         }
     }
 
@@ -878,13 +934,17 @@ unsafe fn pack_kn_panel(b: &[f32], k: usize, n: usize, j0: usize, cols: usize, h
 /// `src + row·stride` must be valid for reads.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn bf16_pairs(
+pub(crate) unsafe fn bf16_pairs(
     src: *const f32,
     stride: usize,
     kk: usize,
     k: usize,
     mask: __mmask16,
 ) -> __m512i {
+    if convert_available() {
+        // SAFETY: AVX512-BF16 checked just above; the rest is this function's contract.
+        return unsafe { bf16_pairs_converted(src, stride, kk, k, mask) };
+    }
     let row = |r: usize| {
         if r < k {
             round_bits16(_mm512_castps_si512(_mm512_maskz_loadu_ps(
@@ -896,6 +956,38 @@ unsafe fn bf16_pairs(
         }
     };
     _mm512_or_si512(row(kk), _mm512_slli_epi32(row(kk + 1), 16))
+}
+
+/// [`bf16_pairs`] with `vcvtne2ps2bf16` (both rows rounded in one instruction) and one word
+/// permutation to interleave them: the same bits for normal values and zeros, subnormals
+/// flushed to zero and NaNs kept (as [`pack_a_converted`]).
+///
+/// # Safety
+/// As [`bf16_pairs`], and the CPU must support AVX-512BW and AVX512-BF16.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn bf16_pairs_converted(
+    src: *const f32,
+    stride: usize,
+    kk: usize,
+    k: usize,
+    mask: __mmask16,
+) -> __m512i {
+    let row = |r: usize| {
+        if r < k {
+            _mm512_maskz_loadu_ps(mask, src.add(r * stride))
+        } else {
+            _mm512_setzero_ps()
+        }
+    };
+    // Words 0..16: row kk; 16..32: row kk + 1.
+    let both: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(row(kk + 1), row(kk)));
+    // Lane i takes row kk's word i (low half) and row kk + 1's (high half).
+    let interleave = _mm512_set_epi16(
+        31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4,
+        19, 3, 18, 2, 17, 1, 16, 0,
+    );
+    _mm512_permutexvar_epi16(interleave, both)
 }
 
 /// Pack rows [0, r) of A = atᵀ (A[i][kk] = at[kk·ldat + i]) as [`pack_a`] packs A's rows,

@@ -6,32 +6,31 @@
 //! Layouts. W (n×k, a PyTorch `Linear` weight) is packed once in panels of 16 columns; a panel
 //! holds, for each k-pair r, the 16 pairs (W[j][2r], W[j][2r+1]) as one 64-byte row (bf16 2r in
 //! the low half of each 32-bit lane, as `vdpbf16ps` pairs them). Activations are rounded per call
-//! into rows of k-pairs. k is padded to even with a zero; panels past n hold zeros.
+//! into panels of 12 rows: for each k-pair, the 12 rows' pairs side by side, so the register
+//! tile (12 rows × 2 panels, 24 accumulators) reads A as one sequential stream, as BLIS packs
+//! A. k is padded to even with a zero; panels past n and rows past m hold zeros.
 //!
 //! Unsafe code: AVX-512F/BW and AVX512-BF16 intrinsics, reached only after [`available`]; raw
 //! pointers into buffers whose sizes the packing fixes, each function stating what it needs.
 
-use super::amx::{bf16_bits, ASource};
+use super::act::mask_for;
+use super::amx::{bf16_pairs, ASource};
 use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
 
 /// Columns per panel (one zmm of f32 sums).
 const T: usize = 16;
-/// Rows of the output computed at once (2 panels × 8 rows: 16 accumulators).
-const MR: usize = 8;
+/// Rows of a packed A panel and of the register tile (12 rows × 2 panels: 24 of the 32 zmm
+/// registers accumulate, 2 hold W, 1 the broadcast pair). 8 rows with the row count a runtime
+/// value kept the sums on the stack: 32% of the instruction's measured peak on Zen 4.
+const MR: usize = 12;
 
 /// Whether these products can run here: AVX-512F/BW and AVX512-BF16.
 pub fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
         && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512bf16")
-}
-
-/// The pair (lo, hi) rounded to bf16 as `vdpbf16ps` reads one lane: `lo` in bits 0–15.
-#[inline]
-fn pair(lo: f32, hi: f32) -> u32 {
-    u32::from(bf16_bits(lo)) | (u32::from(bf16_bits(hi)) << 16)
 }
 
 /// Wᵀ rounded to bf16 and packed for `vdpbf16ps`.
@@ -50,36 +49,39 @@ impl PackedBf16Dot {
     /// From a PyTorch `Linear` weight (n rows of k).
     pub fn from_nk(w: &[f32], n: usize, k: usize) -> Self {
         assert!(w.len() >= n * k, "weight holds fewer than n·k values");
-        Self::pack(n, k, |j, kk| w[j * k + kk])
+        Self::pack(n, k, |panel, p, pairs| {
+            for jj in 0..T.min(n.saturating_sub(p * T)) {
+                // SAFETY: AVX-512F/BW and AVX512-BF16 (`pack`'s caller checked); row p·16 + jj
+                // < n holds k values of w (asserted); pairs r < pairs of column jj land inside
+                // the panel (pairs rows of 16).
+                unsafe {
+                    scatter_row_pairs(w.as_ptr().add((p * T + jj) * k), k, pairs, panel.add(jj), T)
+                }
+            }
+        })
     }
 
     /// From B given as k rows of n (the product is x · B): the packing of `from_nk(Bᵀ)`
     /// without the transpose (training's dx = g·W and dW = gᵀ·x).
     pub fn from_kn(b: &[f32], k: usize, n: usize) -> Self {
         assert!(b.len() >= k * n, "B holds fewer than k·n values");
-        Self::pack(n, k, |j, kk| b[kk * n + j])
+        // SAFETY: AVX-512F/BW and AVX512-BF16 (`pack` asserts them); b holds k rows of n
+        // (asserted); the panel is `pairs` rows of 16.
+        Self::pack(n, k, |panel, p, pairs| unsafe {
+            kn_panel(b, k, n, p, pairs, panel)
+        })
     }
 
-    /// The packing of an n×k operand whose element (column j, depth kk) is `get(j, kk)`.
-    fn pack<F: Fn(usize, usize) -> f32 + Sync>(n: usize, k: usize, get: F) -> Self {
+    /// The packing of an n×k operand: `fill(panel, p, pairs)` writes panel p (`pairs` rows of
+    /// 16 u32 at `panel`, zeros on entry), in parallel over panels.
+    fn pack(n: usize, k: usize, fill: impl Fn(*mut u32, usize, usize) + Sync) -> Self {
+        assert!(available(), "AVX512-BF16 products are not available");
         let pairs = k.div_ceil(2);
         let panels = n.div_ceil(2 * T) * 2;
         let mut data = vec![0u32; panels * pairs * T];
-        data.par_chunks_mut(pairs * T)
+        data.par_chunks_mut((pairs * T).max(1))
             .enumerate()
-            .for_each(|(p, panel)| {
-                for r in 0..pairs {
-                    for jj in 0..T.min(n.saturating_sub(p * T)) {
-                        let j = p * T + jj;
-                        let hi = if 2 * r + 1 < k {
-                            get(j, 2 * r + 1)
-                        } else {
-                            0.0
-                        };
-                        panel[r * T + jj] = pair(get(j, 2 * r), hi);
-                    }
-                }
-            });
+            .for_each(|(p, panel)| fill(panel.as_mut_ptr(), p, pairs));
         PackedBf16Dot { k, n, pairs, data }
     }
 
@@ -138,113 +140,333 @@ impl PackedBf16Dot {
         gelu: bool,
         round: bool,
     ) {
+        // SAFETY: `out` is a live, initialised slice of out.len() values, borrowed mutably.
+        unsafe {
+            self.gemm_epilogue_raw(
+                m,
+                a,
+                out.as_mut_ptr(),
+                out.len(),
+                bias,
+                accumulate,
+                gelu,
+                round,
+            )
+        }
+    }
+
+    /// A new m×n matrix = round(A·Wᵀ + bias), not zero-filled first: the row blocks × panel
+    /// pairs cover every row below m and every column below n, each written once.
+    fn new_rounded(&self, m: usize, a: ASource, bias: &[f32]) -> Vec<f32> {
+        let len = m.checked_mul(self.n).expect("product size overflows");
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: the spare capacity holds len values, valid for writes and owned here; without
+        // `accumulate` nothing is read from it, and the product writes all m·n values (see
+        // above; for m or n of 0 there are none), so all len are initialised before `set_len`.
+        unsafe {
+            self.gemm_epilogue_raw(m, a, out.as_mut_ptr(), len, bias, false, false, true);
+            out.set_len(len);
+        }
+        out
+    }
+
+    /// [`PackedBf16Dot::gemm_round_bf16`] into a new m×n matrix (no accumulation), without
+    /// zero-filling it first.
+    pub fn gemm_round_bf16_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
+        self.new_rounded(m, ASource::Rows { x, lda }, bias)
+    }
+
+    /// [`PackedBf16Dot::gemm_round_bf16_at`] into a new m×n matrix (no accumulation), without
+    /// zero-filling it first.
+    pub fn gemm_round_bf16_at_new(
+        &self,
+        m: usize,
+        at: &[f32],
+        ldat: usize,
+        bias: &[f32],
+    ) -> Vec<f32> {
+        self.new_rounded(m, ASource::Columns { at, ldat }, bias)
+    }
+
+    /// [`PackedBf16Dot::gemm_epilogue`] into `out_len` values at `out`.
+    ///
+    /// # Safety
+    /// The `out_len` values at `out` must be valid for writes, accessed by no one else during
+    /// the call, and initialised when `accumulate` (they are read then).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_epilogue_raw(
+        &self,
+        m: usize,
+        a: ASource,
+        out: *mut f32,
+        out_len: usize,
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+        round: bool,
+    ) {
         assert!(available(), "AVX512-BF16 products are not available");
         if m == 0 || self.n == 0 {
             return;
         }
         a.check(m, self.k);
-        assert!(
-            m.checked_mul(self.n).is_some_and(|need| out.len() >= need) && bias.len() >= self.n
-        );
-        let (k, pairs) = (self.k, self.pairs);
-        // The activations as k-pairs, row by row (zero past k); `a` is checked to hold them.
-        let packed = {
-            let mut rows = vec![0u32; m * pairs];
-            rows.par_chunks_mut(pairs.max(1))
-                .enumerate()
-                .for_each(|(i, row)| match a {
-                    // Scoring's case: a row read along its k values.
-                    ASource::Rows { x, lda } => {
-                        let src = &x[i * lda..][..k];
-                        for (r, v) in row.iter_mut().enumerate() {
-                            *v = pair(src[2 * r], src.get(2 * r + 1).copied().unwrap_or(0.0));
-                        }
-                    }
-                    ASource::Columns { .. } => {
-                        for (r, v) in row.iter_mut().enumerate() {
-                            let hi = if 2 * r + 1 < k {
-                                a.get(i, 2 * r + 1)
-                            } else {
-                                0.0
-                            };
-                            *v = pair(a.get(i, 2 * r), hi);
-                        }
-                    }
-                });
-            rows
-        };
-        let cp = SendPtr(out.as_mut_ptr());
-        let blocks = m.div_ceil(MR);
-        let panel_pairs = self.data.len() / (pairs * T) / 2;
-        (0..blocks * panel_pairs).into_par_iter().for_each(|job| {
-            let (bi, pj) = (job % blocks, job / blocks);
-            let i0 = bi * MR;
-            let rows = MR.min(m - i0);
-            // SAFETY: `block`'s contract: AVX-512F/BW and AVX512-BF16 are available (asserted
-            // above); `packed[i0 * pairs..]` holds `rows` rows of `pairs` values (a is m·pairs and
-            // i0 + rows ≤ m); panel pair pj < panels/2 holds 2·pairs·16 values; `cp + i0·n +
-            // pj·32` starts row i0 at column pj·32 < n (panel pairs past n are not made: their
-            // count is n/32 rounded up), `out` holds m·n values (asserted), and the jobs' (row
-            // block, panel pair) tiles are disjoint, so no two threads touch one element;
-            // bias.len() ≥ n (asserted).
-            unsafe {
-                self.block(
-                    packed.as_ptr().add(i0 * pairs),
-                    rows,
-                    pj,
-                    cp.get().add(i0 * self.n + pj * 2 * T),
-                    bias.as_ptr().add(pj * 2 * T),
-                    accumulate,
-                    gelu,
-                    round,
-                )
-            }
-        });
-    }
-
-    /// Rows [0, rows) of the packed activations at `a` (`pairs` apart) times panels 2·pj and
-    /// 2·pj + 1, into `out` (row stride n) from column 32·pj.
-    ///
-    /// # Safety
-    /// - AVX-512F/BW and AVX512-BF16 usable ([`available`]).
-    /// - `a` valid for reads of `rows · pairs` u32; `rows ≤ MR`; `pj < panels / 2`.
-    /// - For each row i < rows, the `min(32, n − 32·pj)` f32 at `out + i·n` valid for writes
-    ///   (and reads when `accumulate`), no other thread accessing them.
-    /// - `bias` valid for reads of `min(32, n − 32·pj)` f32.
-    #[allow(clippy::too_many_arguments)]
-    #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-    unsafe fn block(
-        &self,
-        a: *const u32,
-        rows: usize,
-        pj: usize,
-        out: *mut f32,
-        bias: *const f32,
-        accumulate: bool,
-        gelu: bool,
-        round: bool,
-    ) {
+        assert!(m.checked_mul(self.n).is_some_and(|need| out_len >= need) && bias.len() >= self.n);
         let pairs = self.pairs;
-        let b0 = self.data.as_ptr().add(2 * pj * pairs * T);
-        let b1 = b0.add(pairs * T);
-        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-        for r in 0..pairs {
-            // SAFETY (of the transmutes): __m512i and __m512bh are both 64 bytes of plain
-            // lanes; every bit pattern is a valid value of either.
-            let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b0.add(r * T) as *const _));
-            let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b1.add(r * T) as *const _));
-            for (i, row) in acc.iter_mut().enumerate().take(rows) {
-                let x: __m512bh =
-                    std::mem::transmute(_mm512_set1_epi32(*a.add(i * pairs + r) as i32));
-                row[0] = _mm512_dpbf16_ps(row[0], x, w0);
-                row[1] = _mm512_dpbf16_ps(row[1], x, w1);
+        let run = |packed: &[u32]| {
+            let cp = SendPtr(out);
+            let blocks = m.div_ceil(MR);
+            let panel_pairs = self.data.len() / (pairs * T) / 2;
+            (0..blocks * panel_pairs).into_par_iter().for_each(|job| {
+                // Consecutive jobs share a panel pair (read from L2) and stream A's panels.
+                let (bi, pj) = (job % blocks, job / blocks);
+                let i0 = bi * MR;
+                let rows = MR.min(m - i0);
+                let cols = 2 * T;
+                // SAFETY: `tile`'s contract: AVX-512F/BW and AVX512-BF16 are available (asserted
+                // above); A panel bi holds MR·pairs values (`with_packed_a` makes m.div_ceil(MR) of them);
+                // panel pair pj < panels/2 holds 2·pairs·16 values; `cp + i0·n + pj·32` starts row
+                // i0 at column pj·32 < n (panel pairs past n are not made: their count is n/32
+                // rounded up), `out` holds m·n values (asserted), and the jobs' (row block, panel
+                // pair) tiles are disjoint, so no two threads touch one element; bias.len() ≥ n
+                // (asserted).
+                unsafe {
+                    let out = cp.get().add(i0 * self.n + pj * cols);
+                    let c =
+                        Columns::new(cols.min(self.n - pj * cols), bias.as_ptr().add(pj * cols))
+                            .rounding(round);
+                    tile(
+                        packed.as_ptr().add(bi * MR * pairs),
+                        self.data.as_ptr().add(2 * pj * pairs * T),
+                        pairs,
+                        out,
+                        self.n,
+                        rows,
+                        &c,
+                        accumulate,
+                        gelu,
+                    );
+                }
+            });
+        };
+        // SAFETY: the CPU has AVX-512F/BW and AVX512-BF16 (asserted above); `a` holds m×k
+        // (checked above).
+        unsafe { with_packed_a(a, m, self.k, pairs, run) }
+    }
+}
+
+/// Panel p (columns 16p..) of B given as k rows of n, rounded to pairs: pair row r from B's rows
+/// 2r and 2r + 1, 16 columns at once (zeros past n and for the row past odd k).
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW and AVX512-BF16; `b.len() ≥ k·n`; `panel` valid for writes
+/// of `pairs · 16` u32, `pairs` = k rounded up to even, halved.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn kn_panel(b: &[f32], k: usize, n: usize, p: usize, pairs: usize, panel: *mut u32) {
+    let mask = mask_for(n.saturating_sub(p * T));
+    for r in 0..pairs {
+        // Rows 2r, 2r + 1 below k hold n values; the mask keeps to the columns below n.
+        let v = bf16_pairs(b.as_ptr().add(p * T), n, 2 * r, k, mask);
+        _mm512_storeu_si512(panel.add(r * T) as *mut _, v);
+    }
+}
+
+thread_local! {
+    /// Per calling thread: the packed A of its last product, kept for the next one (fresh pages
+    /// cost a fault and a clear each; every slot a product reads is written first).
+    static APACK: std::cell::RefCell<Vec<u32>> = std::cell::RefCell::default();
+}
+
+/// A (m×k) rounded to bf16 and packed in panels of [`MR`] rows (see the module's layouts):
+/// panel p, k-pair r, row ii at `(p·pairs + r)·MR + ii`, in the calling thread's buffer (a new
+/// one if a product on this thread already holds it), then `then(packed)`.
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW and AVX512-BF16, and `a` must hold an m×k A
+/// (`ASource::check(m, k)` passed); `pairs` is k rounded up to even, halved.
+unsafe fn with_packed_a<R>(
+    a: ASource,
+    m: usize,
+    k: usize,
+    pairs: usize,
+    then: impl FnOnce(&[u32]) -> R,
+) -> R {
+    let pack = |packed: &mut Vec<u32>| {
+        let len = m.div_ceil(MR) * MR * pairs;
+        // Grown with zeros when short; old values elsewhere are overwritten below.
+        if packed.len() < len {
+            packed.resize(len, 0);
+        }
+        packed[..len]
+            .par_chunks_mut((MR * pairs).max(1))
+            .enumerate()
+            // SAFETY: this function's contract; panel p is MR·pairs values.
+            .for_each(|(p, panel)| unsafe {
+                pack_a_panel(a, p * MR, MR.min(m - p * MR), k, pairs, panel)
+            });
+        then(&packed[..len])
+    };
+    APACK.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut packed) => pack(&mut packed),
+        Err(_) => pack(&mut Vec::new()),
+    })
+}
+
+/// Rows [i0, i0 + rows) of A into one panel (`pairs` steps of MR values; every value written,
+/// rows past `rows` as zeros). A read by columns (training's gᵀ) is read along its source rows,
+/// 12 values at a time; A by rows is rounded 32 values at a time and its 16 pairs scattered to
+/// their places.
+///
+/// # Safety
+/// As [`with_packed_a`]; `i0 + rows ≤ m`, `rows ≤ MR`, `panel.len() == MR · pairs`.
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn pack_a_panel(
+    a: ASource,
+    i0: usize,
+    rows: usize,
+    k: usize,
+    pairs: usize,
+    panel: &mut [u32],
+) {
+    debug_assert!(rows <= MR && panel.len() == MR * pairs);
+    let out = panel.as_mut_ptr();
+    match a {
+        ASource::Columns { at, ldat } => {
+            // Source row kk holds A's column kk: the panel's rows are `rows` values side by
+            // side there, inside `at` for kk < k (the check); lanes past `rows` load zeros.
+            let mask = mask_for(rows);
+            for r in 0..pairs {
+                let v = bf16_pairs(at.as_ptr().add(i0), ldat, 2 * r, k, mask);
+                // Pair r's MR slots, all written (zeros past `rows`).
+                _mm512_mask_storeu_epi32(out.add(r * MR) as *mut _, 0x0fff, v);
             }
         }
-        let cols = Columns::new((2 * T).min(self.n - pj * 2 * T), bias).rounding(round);
-        for (i, row) in acc.iter().enumerate().take(rows) {
-            finish_row(out.add(i * self.n), row[0], row[1], &cols, accumulate, gelu);
+        ASource::Rows { x, lda } => {
+            for ii in 0..rows {
+                // Row i0 + ii < m holds k values (the check); its pairs land in slots
+                // r·MR + ii of the panel.
+                scatter_row_pairs(x.as_ptr().add((i0 + ii) * lda), k, pairs, out.add(ii), MR);
+            }
+            for ii in rows..MR {
+                for r in 0..pairs {
+                    *out.add(r * MR + ii) = 0;
+                }
+            }
         }
     }
+}
+
+/// One row's k values (from `row`) rounded to bf16 pairs, pair r written to `out + r·stride`:
+/// 32 values rounded at a time (`vcvtne2ps2bf16`: to nearest even, subnormals to zero) and their
+/// 16 pairs scattered, so a row-major operand lands in a pair-major panel in one pass.
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW and AVX512-BF16; `row` valid for reads of k f32; `out +
+/// r·stride` valid for writes for r < pairs = k rounded up to even, halved; `stride < 2³¹ / 16`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn scatter_row_pairs(row: *const f32, k: usize, pairs: usize, out: *mut u32, stride: usize) {
+    let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(stride as i32));
+    for c in 0..pairs.div_ceil(T) {
+        let k0 = 2 * T * c;
+        // Loads masked to the values below k (zero past it: odd k's last pair is (x, 0)).
+        let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
+        let hi = _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.add(k0 + T));
+        // Words 2j, 2j + 1 hold values k0 + 2j, k0 + 2j + 1: lane j is pair 16c + j.
+        let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+        _mm512_mask_i32scatter_epi32::<4>(
+            out.add(c * T * stride) as *mut _,
+            mask_for(pairs - c * T),
+            offsets,
+            v,
+        );
+    }
+}
+
+/// One MR×32 tile of the product: A panel `a` (`pairs` steps of MR values) times the two W
+/// panels from `b0`, then the epilogue on its first `rows` rows (row stride `ldo`).
+///
+/// # Safety
+/// - AVX-512F/BW and AVX512-BF16 usable ([`available`]).
+/// - `a` valid for reads of `pairs · MR` u32; `b0` of `2 · pairs · 16` u32; `rows ≤ MR`.
+/// - For each row i < rows, the f32 at `out + i·ldo` in the lanes of `cols` valid for writes
+///   (and reads when `accumulate`), no other thread accessing them.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn tile(
+    a: *const u32,
+    b0: *const u32,
+    pairs: usize,
+    out: *mut f32,
+    ldo: usize,
+    rows: usize,
+    cols: &Columns,
+    accumulate: bool,
+    gelu: bool,
+) {
+    let b1 = b0.add(pairs * T);
+    // All MR rows are computed (the padding rows are zeros): a fixed count keeps the sums in
+    // registers.
+    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+    for r in 0..pairs {
+        // SAFETY (of the transmutes): __m512i and __m512bh are both 64 bytes of plain
+        // lanes; every bit pattern is a valid value of either.
+        let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b0.add(r * T) as *const _));
+        let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b1.add(r * T) as *const _));
+        let ap = a.add(r * MR);
+        for (i, row) in acc.iter_mut().enumerate() {
+            let x: __m512bh = std::mem::transmute(_mm512_set1_epi32(*ap.add(i) as i32));
+            row[0] = _mm512_dpbf16_ps(row[0], x, w0);
+            row[1] = _mm512_dpbf16_ps(row[1], x, w1);
+        }
+    }
+    for (i, row) in acc.iter().enumerate().take(rows) {
+        finish_row(out.add(i * ldo), row[0], row[1], cols, accumulate, gelu);
+    }
+}
+
+/// `iters` rounds of 12 independent `vdpbf16ps` (16 lanes of one bf16 pair each); returns
+/// their sum (so the work is kept).
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX512-BF16 ([`available`]). Registers and locals only.
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn dot_loop(iters: usize) -> f32 {
+    // SAFETY (of the transmutes): __m512i and __m512bh are both 64 bytes of plain lanes.
+    let x: __m512bh = std::mem::transmute(_mm512_set1_epi32(0x3f80_3f80)); // (1.0, 1.0)
+    let w: __m512bh = std::mem::transmute(_mm512_set1_epi32(0x3380_3380)); // (6e-8, 6e-8)
+    let mut c = [_mm512_set1_ps(1.0); 12];
+    for _ in 0..iters {
+        for acc in c.iter_mut() {
+            *acc = _mm512_dpbf16_ps(*acc, x, w);
+        }
+    }
+    let mut s = _mm512_setzero_ps();
+    for acc in c {
+        s = _mm512_add_ps(s, acc);
+    }
+    _mm512_reduce_add_ps(s)
+}
+
+/// The measured rate of `vdpbf16ps` in a register-only loop (12 independent accumulators, so
+/// the latency is hidden) on `threads` threads at once, best of 3 rounds; `None` where
+/// AVX512-BF16 is not [`available`]. The yardstick of these products' utilisation, as
+/// [`crate::peak::measure`] is of f32's.
+pub fn peak(threads: usize, seconds: f64) -> Option<crate::peak::Peak> {
+    if !available() {
+        return None;
+    }
+    let threads = threads.max(1);
+    // SAFETY: AVX-512F and AVX512-BF16 are available (checked above).
+    let run = |iters: usize| unsafe { dot_loop(iters) };
+    // 12 instructions of 16 lanes × 2 multiply-adds, 2 FLOPs each.
+    let flops_per_iter = (12 * T * 2 * 2) as f64;
+    let best = crate::peak::best_rate(threads, seconds, 1_000_000, flops_per_iter, run);
+    Some(crate::peak::Peak {
+        gflops: best,
+        threads,
+        isa: "avx512-bf16",
+    })
 }
 
 #[cfg(test)]
@@ -258,7 +480,7 @@ mod tests {
         if !available() {
             return;
         }
-        let round = |x: f32| f32::from_bits(u32::from(bf16_bits(x)) << 16) as f64;
+        let round = |x: f32| f32::from_bits(u32::from(crate::amx::bf16_bits(x)) << 16) as f64;
         for &(m, n, k) in &[(1, 1, 1), (13, 33, 7), (9, 96, 513), (70, 40, 1024)] {
             let a = crate::test_data::activations(m * k, 506.0);
             let w = crate::test_data::weights(n * k);

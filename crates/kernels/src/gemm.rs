@@ -767,11 +767,21 @@ mod speed {
             } else {
                 (f64::NAN, f64::NAN)
             };
+            let (dot, dot_peak) = if crate::bf16dot::available() {
+                let d = crate::bf16dot::PackedBf16Dot::from_nk(&w, n, k);
+                let peak = crate::bf16dot::peak(2, 0.3).map_or(f64::NAN, |p| p.gflops);
+                (
+                    fl / best(&mut || d.gemm_round_bf16(m, &a, k, &mut c, &bias, false)),
+                    peak,
+                )
+            } else {
+                (f64::NAN, f64::NAN)
+            };
             let p1 = crate::peak::measure(1, 0.3);
             let p2 = crate::peak::measure(2, 0.3);
             println!(
-                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}, AMX bf16 rounded {:.1}; peak {:.1} ({})",
-                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, bf16, p2.gflops, p2.isa
+                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}, AMX bf16 rounded {:.1}, AVX512-BF16 rounded {:.1} (peak {:.1}); peak {:.1} ({})",
+                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, bf16, dot, dot_peak, p2.gflops, p2.isa
             );
         }
     }
