@@ -81,11 +81,14 @@ pub enum PeakKind {
     F32,
     /// bf16 tile products (`kernels::amx_bf16_peak`).
     Bf16Amx,
+    /// bf16 pair products in vector lanes (`kernels::bf16dot_peak`, `vdpbf16ps`).
+    Bf16Dot,
 }
 
 impl PeakKind {
-    /// On the CPU: f32 FMAs for f32, bf16 tile products for scorekit's bf16 AMX encoder; none
-    /// for int8, for candle's half types and on a GPU (nothing measures those).
+    /// On the CPU: f32 FMAs for f32, bf16 tile products for scorekit's bf16 AMX encoder,
+    /// `vdpbf16ps` for its AVX512-BF16 one; none for int8, for candle's half types and on a GPU
+    /// (nothing measures those).
     pub fn of(
         device: &candle_core::Device,
         dtype: candle_core::DType,
@@ -95,9 +98,9 @@ impl PeakKind {
         match dtype {
             _ if !device.is_cpu() || int8 => None,
             candle_core::DType::F32 => Some(PeakKind::F32),
-            // The engine as it names itself (`FastBert::engine` in scorekit-native): the bf16
-            // tiles are measured; bf16 on AVX512-BF16 has no probe of its own.
+            // The engine as it names itself (`FastBert::engine` in scorekit-native).
             candle_core::DType::BF16 if engine.contains("bf16 AMX") => Some(PeakKind::Bf16Amx),
+            candle_core::DType::BF16 if engine.contains("AVX512-BF16") => Some(PeakKind::Bf16Dot),
             _ => None,
         }
     }
@@ -107,6 +110,7 @@ impl PeakKind {
         match self {
             PeakKind::F32 => Some(runtime::kernels::peak::measure(threads, 0.6)),
             PeakKind::Bf16Amx => runtime::kernels::amx_bf16_peak(threads, 0.6),
+            PeakKind::Bf16Dot => runtime::kernels::bf16dot_peak(threads, 0.6),
         }
     }
 }

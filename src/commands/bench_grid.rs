@@ -53,6 +53,7 @@ struct Peaks {
     device: Device,
     f32: Option<f64>,
     bf16_amx: Option<f64>,
+    bf16_dot: Option<f64>,
 }
 
 impl Peaks {
@@ -61,6 +62,7 @@ impl Peaks {
         match PeakKind::of(&self.device, dtype, int8, engine)? {
             PeakKind::F32 => self.f32,
             PeakKind::Bf16Amx => self.bf16_amx,
+            PeakKind::Bf16Dot => self.bf16_dot,
         }
     }
 }
@@ -705,6 +707,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         device: device.clone(),
         f32: measure(PeakKind::F32, true),
         bf16_amx: measure(PeakKind::Bf16Amx, bf16_cells),
+        bf16_dot: measure(
+            PeakKind::Bf16Dot,
+            bf16_cells && !runtime::kernels::amx_available(),
+        ),
     };
     let progress = scorekit_core::progress::bar(specs.len() as u64, "bench cells", args.json);
     let mut cells = Vec::new();

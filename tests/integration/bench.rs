@@ -487,8 +487,9 @@ fn judge_grid_counts_pairs() {
 }
 
 /// A single-cell `--judge` run states its utilisation against the peak of the precision the
-/// judge computes in: the f32 loop for f32, the bf16 tile loop for the bf16 AMX encoder (not
-/// the f32 loop, which a bf16 pass can exceed), none where nothing measures that precision.
+/// judge computes in: the f32 loop for f32, the bf16 tile loop for the bf16 AMX encoder and the
+/// `vdpbf16ps` loop for the AVX512-BF16 one (not the f32 loop, which a bf16 pass can exceed),
+/// none where nothing measures that precision.
 #[test]
 fn judge_bench_measures_against_its_own_precision_peak() {
     let t = tempfile::tempdir().unwrap();
@@ -523,14 +524,18 @@ fn judge_bench_measures_against_its_own_precision_peak() {
     assert!((util - expect).abs() < 1e-12 && util > 0.0, "{f32_run}");
     let bf16 = run("bf16");
     let engine = bf16["engine"].as_str().unwrap();
+    let measured = |isa: &str| {
+        assert_eq!(bf16["peak_isa"], isa, "{bf16}");
+        let util = bf16["real_token_utilisation"].as_f64().unwrap();
+        let expect = bf16["gflops"].as_f64().unwrap() / bf16["peak_gflops"].as_f64().unwrap();
+        assert!((util - expect).abs() < 1e-12 && util > 0.0, "{bf16}");
+    };
     if engine.contains("bf16 AMX") {
-        assert_eq!(bf16["peak_isa"], "amx-bf16", "{bf16}");
-        assert!(
-            bf16["real_token_utilisation"].as_f64().unwrap() > 0.0,
-            "{bf16}"
-        );
+        measured("amx-bf16");
+    } else if engine.contains("AVX512-BF16") {
+        measured("avx512-bf16");
     } else {
-        // candle's bf16 or AVX512-BF16: no probe measures those, so no figure is made up.
+        // candle's bf16: no probe measures it, so no figure is made up.
         assert!(bf16["peak_gflops"].is_null(), "{bf16}");
         assert!(bf16["real_token_utilisation"].is_null(), "{bf16}");
     }

@@ -212,45 +212,52 @@ impl PackedBf16Dot {
         a.check(m, self.k);
         assert!(m.checked_mul(self.n).is_some_and(|need| out_len >= need) && bias.len() >= self.n);
         let pairs = self.pairs;
-        let run = |packed: &[u32]| {
-            let cp = SendPtr(out);
-            let blocks = m.div_ceil(MR);
-            let panel_pairs = self.data.len() / (pairs * T) / 2;
-            (0..blocks * panel_pairs).into_par_iter().for_each(|job| {
-                // Consecutive jobs share a panel pair (read from L2) and stream A's panels.
-                let (bi, pj) = (job % blocks, job / blocks);
-                let i0 = bi * MR;
-                let rows = MR.min(m - i0);
-                let cols = 2 * T;
-                // SAFETY: `tile`'s contract: AVX-512F/BW and AVX512-BF16 are available (asserted
-                // above); A panel bi holds MR·pairs values (`with_packed_a` makes m.div_ceil(MR) of them);
-                // panel pair pj < panels/2 holds 2·pairs·16 values; `cp + i0·n + pj·32` starts row
-                // i0 at column pj·32 < n (panel pairs past n are not made: their count is n/32
-                // rounded up), `out` holds m·n values (asserted), and the jobs' (row block, panel
-                // pair) tiles are disjoint, so no two threads touch one element; bias.len() ≥ n
-                // (asserted).
-                unsafe {
-                    let out = cp.get().add(i0 * self.n + pj * cols);
-                    let c =
-                        Columns::new(cols.min(self.n - pj * cols), bias.as_ptr().add(pj * cols))
+        let cp = SendPtr(out);
+        let panels = m.div_ceil(MR);
+        // Groups of up to PANEL_GROUP panels, at least four tasks a thread where m allows.
+        let group = (panels / (4 * rayon::current_num_threads())).clamp(1, PANEL_GROUP);
+        let panel_pairs = self.data.len() / (pairs * T) / 2;
+        (0..panels.div_ceil(group)).into_par_iter().for_each(|g| {
+            let (p0, count) = (g * group, group.min(panels - g * group));
+            let run = |packed: &[u32]| {
+                // Each panel pair of W (in L1 or L2) over the group's A panels (in L2).
+                for pj in 0..panel_pairs {
+                    for q in 0..count {
+                        let i0 = (p0 + q) * MR;
+                        let cols = 2 * T;
+                        // SAFETY: `tile`'s contract: AVX-512F/BW and AVX512-BF16 are available
+                        // (asserted above); A panel q of the group holds MR·pairs values;
+                        // panel pair pj < panels/2 holds 2·pairs·16 values; `cp + i0·n + pj·32`
+                        // starts row i0 < m at column pj·32 < n (panel pairs past n are not
+                        // made: their count is n/32 rounded up), `out` holds m·n values
+                        // (asserted), and the tasks' row groups are disjoint, so no two threads
+                        // touch one element; bias.len() ≥ n (asserted).
+                        unsafe {
+                            let out = cp.get().add(i0 * self.n + pj * cols);
+                            let c = Columns::new(
+                                cols.min(self.n - pj * cols),
+                                bias.as_ptr().add(pj * cols),
+                            )
                             .rounding(round);
-                    tile(
-                        packed.as_ptr().add(bi * MR * pairs),
-                        self.data.as_ptr().add(2 * pj * pairs * T),
-                        pairs,
-                        out,
-                        self.n,
-                        rows,
-                        &c,
-                        accumulate,
-                        gelu,
-                    );
+                            tile(
+                                packed.as_ptr().add(q * MR * pairs),
+                                self.data.as_ptr().add(2 * pj * pairs * T),
+                                pairs,
+                                out,
+                                self.n,
+                                MR.min(m - i0),
+                                &c,
+                                accumulate,
+                                gelu,
+                            );
+                        }
+                    }
                 }
-            });
-        };
-        // SAFETY: the CPU has AVX-512F/BW and AVX512-BF16 (asserted above); `a` holds m×k
-        // (checked above).
-        unsafe { with_packed_a(a, m, self.k, pairs, run) }
+            };
+            // SAFETY: the CPU has AVX-512F/BW and AVX512-BF16 (asserted above); `a` holds m×k
+            // (checked above); panels [p0, p0 + count) are below m.div_ceil(MR).
+            unsafe { with_packed_a(a, p0, count, m, self.k, pairs, run) }
+        });
     }
 }
 
@@ -271,38 +278,38 @@ unsafe fn kn_panel(b: &[f32], k: usize, n: usize, p: usize, pairs: usize, panel:
 }
 
 thread_local! {
-    /// Per calling thread: the packed A of its last product, kept for the next one (fresh pages
-    /// cost a fault and a clear each; every slot a product reads is written first).
+    /// Per thread: the packed A panels of its last task, kept for the next one (fresh pages cost
+    /// a fault and a clear each; every slot a product reads is written first).
     static APACK: std::cell::RefCell<Vec<u32>> = std::cell::RefCell::default();
 }
 
-/// A (m×k) rounded to bf16 and packed in panels of [`MR`] rows (see the module's layouts):
-/// panel p, k-pair r, row ii at `(p·pairs + r)·MR + ii`, in the calling thread's buffer (a new
-/// one if a product on this thread already holds it), then `then(packed)`.
+/// Panels [p0, p0 + count) of A (m×k) rounded to bf16 and packed (see the module's layouts):
+/// panel p0 + q, k-pair r, row ii at `(q·pairs + r)·MR + ii`, in the calling thread's buffer (a
+/// new one if a product on this thread already holds it), then `then(packed)`: packed by the
+/// task that multiplies them, so they are still in L2 when the tiles read them (BLIS's packed
+/// block of A).
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW and AVX512-BF16, and `a` must hold an m×k A
-/// (`ASource::check(m, k)` passed); `pairs` is k rounded up to even, halved.
+/// (`ASource::check(m, k)` passed); `pairs` is k rounded up to even, halved; `count ≥ 1` and
+/// `(p0 + count − 1)·MR < m`.
 unsafe fn with_packed_a<R>(
     a: ASource,
+    p0: usize,
+    count: usize,
     m: usize,
     k: usize,
     pairs: usize,
     then: impl FnOnce(&[u32]) -> R,
 ) -> R {
     let pack = |packed: &mut Vec<u32>| {
-        let len = m.div_ceil(MR) * MR * pairs;
+        let len = count * MR * pairs;
         // Grown with zeros when short; old values elsewhere are overwritten below.
         if packed.len() < len {
             packed.resize(len, 0);
         }
-        packed[..len]
-            .par_chunks_mut((MR * pairs).max(1))
-            .enumerate()
-            // SAFETY: this function's contract; panel p is MR·pairs values.
-            .for_each(|(p, panel)| unsafe {
-                pack_a_panel(a, p * MR, MR.min(m - p * MR), k, pairs, panel)
-            });
+        // SAFETY: this function's contract; the slice is `count` panels of MR·pairs values.
+        unsafe { pack_a_panels(a, p0, m, k, pairs, &mut packed[..len]) };
         then(&packed[..len])
     };
     APACK.with(|buf| match buf.try_borrow_mut() {
@@ -311,76 +318,120 @@ unsafe fn with_packed_a<R>(
     })
 }
 
-/// Rows [i0, i0 + rows) of A into one panel (`pairs` steps of MR values; every value written,
-/// rows past `rows` as zeros). A read by columns (training's gᵀ) is read along its source rows,
-/// 12 values at a time; A by rows is rounded 32 values at a time and its 16 pairs scattered to
-/// their places.
+/// A task's panels at most: 96 rows, whose packed pairs stay in L2 (k = 2,912: 560 KiB). A read
+/// by columns is read in blocks of 16 pairs (32 source rows) across the group's rows, so each
+/// source row is read up to 384 bytes at a time (a panel at a time, 48 bytes from each of k
+/// source rows: TLB and cache misses, 1.3 ns a value at 1,536 × 2,912).
+const PANEL_GROUP: usize = 8;
+
+/// The panels from `p0` on held in `panels` (each `pairs` steps of MR values; every value
+/// written, rows past m as zeros). A read by columns (training's gᵀ) is read along its source
+/// rows, 12 values at a time; A by rows is rounded 32 values at a time and its 16 pairs
+/// scattered to their places.
 ///
 /// # Safety
-/// As [`with_packed_a`]; `i0 + rows ≤ m`, `rows ≤ MR`, `panel.len() == MR · pairs`.
+/// As [`with_packed_a`]; `panels.len()` a multiple of MR · pairs, its panels below
+/// m.div_ceil(MR) from `p0`.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn pack_a_panel(
+unsafe fn pack_a_panels(
     a: ASource,
-    i0: usize,
-    rows: usize,
+    p0: usize,
+    m: usize,
     k: usize,
     pairs: usize,
-    panel: &mut [u32],
+    panels: &mut [u32],
 ) {
-    debug_assert!(rows <= MR && panel.len() == MR * pairs);
-    let out = panel.as_mut_ptr();
+    let count = panels.len() / (MR * pairs).max(1);
+    debug_assert!(count > 0 && (p0 + count - 1) * MR < m);
+    let out = panels.as_mut_ptr();
     match a {
         ASource::Columns { at, ldat } => {
-            // Source row kk holds A's column kk: the panel's rows are `rows` values side by
-            // side there, inside `at` for kk < k (the check); lanes past `rows` load zeros.
-            let mask = mask_for(rows);
-            for r in 0..pairs {
-                let v = bf16_pairs(at.as_ptr().add(i0), ldat, 2 * r, k, mask);
-                // Pair r's MR slots, all written (zeros past `rows`).
-                _mm512_mask_storeu_epi32(out.add(r * MR) as *mut _, 0x0fff, v);
+            for r0 in (0..pairs).step_by(T) {
+                for q in 0..count {
+                    let i0 = (p0 + q) * MR;
+                    // Source row kk holds A's column kk: the panel's rows are side by side
+                    // there, inside `at` for kk < k (the check); lanes past m load zeros.
+                    let mask = mask_for(m - i0);
+                    for r in r0..pairs.min(r0 + T) {
+                        let v = bf16_pairs(at.as_ptr().add(i0), ldat, 2 * r, k, mask);
+                        // Pair r's MR slots of panel q, all written (zeros past m).
+                        let at = out.add((q * pairs + r) * MR);
+                        _mm512_mask_storeu_epi32(at as *mut _, 0x0fff, v);
+                    }
+                }
             }
         }
         ASource::Rows { x, lda } => {
-            for ii in 0..rows {
-                // Row i0 + ii < m holds k values (the check); its pairs land in slots
-                // r·MR + ii of the panel.
-                scatter_row_pairs(x.as_ptr().add((i0 + ii) * lda), k, pairs, out.add(ii), MR);
-            }
-            for ii in rows..MR {
-                for r in 0..pairs {
-                    *out.add(r * MR + ii) = 0;
+            for q in 0..count {
+                let (i0, panel) = ((p0 + q) * MR, out.add(q * pairs * MR));
+                let rows = MR.min(m - i0);
+                // Chunk by chunk of 16 pairs, so the scatters land in 16·MR slots (in L1) at
+                // a time: row by row they spread over the whole panel (0.9 ns a value at
+                // k = 1536, 16% of the product's time, against 0.3 at k = 384).
+                for c in 0..pairs.div_ceil(T) {
+                    for ii in 0..rows {
+                        // Row i0 + ii < m holds k values (the check); its pairs land in slots
+                        // r·MR + ii of the panel.
+                        let row = x.as_ptr().add((i0 + ii) * lda);
+                        scatter_chunk_pairs(row, k, pairs, c, panel.add(ii), MR);
+                    }
+                }
+                for ii in rows..MR {
+                    for r in 0..pairs {
+                        *panel.add(r * MR + ii) = 0;
+                    }
                 }
             }
         }
     }
 }
 
-/// One row's k values (from `row`) rounded to bf16 pairs, pair r written to `out + r·stride`:
-/// 32 values rounded at a time (`vcvtne2ps2bf16`: to nearest even, subnormals to zero) and their
-/// 16 pairs scattered, so a row-major operand lands in a pair-major panel in one pass.
+/// One row's k values (from `row`) rounded to bf16 pairs, pair r written to `out + r·stride`
+/// ([`scatter_chunk_pairs`] for each chunk of 16 pairs).
 ///
 /// # Safety
-/// The CPU must support AVX-512F/BW and AVX512-BF16; `row` valid for reads of k f32; `out +
-/// r·stride` valid for writes for r < pairs = k rounded up to even, halved; `stride < 2³¹ / 16`.
+/// As [`scatter_chunk_pairs`], for every chunk.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 unsafe fn scatter_row_pairs(row: *const f32, k: usize, pairs: usize, out: *mut u32, stride: usize) {
+    for c in 0..pairs.div_ceil(T) {
+        scatter_chunk_pairs(row, k, pairs, c, out, stride);
+    }
+}
+
+/// Pairs [16c, 16c + 16) ∩ [0, pairs) of one row's k values (from `row`), rounded to bf16
+/// (`vcvtne2ps2bf16`: to nearest even, subnormals to zero; one instruction for 32 values) and
+/// scattered, pair r to `out + r·stride`: a row-major operand lands in a pair-major panel.
+///
+/// # Safety
+/// The CPU must support AVX-512F/BW and AVX512-BF16; `row` valid for reads of k f32; `out +
+/// r·stride` valid for writes for those r; `16c < pairs` = k rounded up to even, halved;
+/// `stride < 2³¹ / 16`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn scatter_chunk_pairs(
+    row: *const f32,
+    k: usize,
+    pairs: usize,
+    c: usize,
+    out: *mut u32,
+    stride: usize,
+) {
     let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(stride as i32));
-    for c in 0..pairs.div_ceil(T) {
-        let k0 = 2 * T * c;
-        // Loads masked to the values below k (zero past it: odd k's last pair is (x, 0)).
-        let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
-        let hi = _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.add(k0 + T));
-        // Words 2j, 2j + 1 hold values k0 + 2j, k0 + 2j + 1: lane j is pair 16c + j.
-        let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
-        _mm512_mask_i32scatter_epi32::<4>(
-            out.add(c * T * stride) as *mut _,
-            mask_for(pairs - c * T),
-            offsets,
-            v,
-        );
-    }
+    let k0 = 2 * T * c;
+    // Loads masked to the values below k (zero past it: odd k's last pair is (x, 0)); k0 < k
+    // as 16c < pairs.
+    let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
+    let hi = _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.add(k0 + T));
+    // Words 2j, 2j + 1 hold values k0 + 2j, k0 + 2j + 1: lane j is pair 16c + j.
+    let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+    _mm512_mask_i32scatter_epi32::<4>(
+        out.add(c * T * stride) as *mut _,
+        mask_for(pairs - c * T),
+        offsets,
+        v,
+    );
 }
 
 /// One MR×32 tile of the product: A panel `a` (`pairs` steps of MR values) times the two W

@@ -73,6 +73,18 @@ pub fn bf16dot_available() -> bool {
     false
 }
 
+/// The measured peak of bf16 pair products in vector lanes (see `bf16dot::peak`); `None` where
+/// AVX512-BF16 is not available, and off x86-64.
+pub fn bf16dot_peak(threads: usize, seconds: f64) -> Option<peak::Peak> {
+    #[cfg(target_arch = "x86_64")]
+    return bf16dot::peak(threads, seconds);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (threads, seconds);
+        None
+    }
+}
+
 /// Whether `--quantize` runs on AMX-INT8 tiles here (else on AVX-512 VNNI).
 pub fn amx_int8_available() -> bool {
     #[cfg(target_arch = "x86_64")]

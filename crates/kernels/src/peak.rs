@@ -12,8 +12,8 @@ pub struct Peak {
     pub gflops: f64,
     /// Threads that ran the loop.
     pub threads: usize,
-    /// Which loop: "avx512", "avx2" or "scalar" (f32 FMAs), or "amx-bf16" (bf16 tile products,
-    /// `amx::bf16_peak`).
+    /// Which loop: "avx512", "avx2" or "scalar" (f32 FMAs), "amx-bf16" (bf16 tile products,
+    /// `amx::bf16_peak`) or "avx512-bf16" (`vdpbf16ps`, `bf16dot::peak`).
     pub isa: &'static str,
 }
 
