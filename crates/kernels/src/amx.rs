@@ -415,123 +415,6 @@ impl PackedSplit {
         self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_epilogue(
-        &self,
-        m: usize,
-        a: ASource,
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-        gelu: bool,
-        round: bool,
-    ) {
-        // SAFETY: `out` is a live, initialised slice of out.len() values, borrowed mutably.
-        unsafe {
-            self.gemm_epilogue_raw(
-                m,
-                a,
-                out.as_mut_ptr(),
-                out.len(),
-                bias,
-                accumulate,
-                gelu,
-                round,
-            )
-        }
-    }
-
-    /// A new m×n matrix = round(A·Wᵀ + bias), not zero-filled first: the product writes every
-    /// value (every row below m, every column below n, at its last depth chunk). A fresh
-    /// buffer's zero fill was ~9 % of a bf16-mixed training step (`perf`, BENCHMARKS.md §6).
-    fn new_rounded(&self, m: usize, a: ASource, bias: &[f32]) -> Vec<f32> {
-        let len = m.checked_mul(self.n).expect("product size overflows");
-        let mut out = Vec::with_capacity(len);
-        // SAFETY: the spare capacity holds len values, valid for writes and owned here; without
-        // `accumulate` nothing is read from it, and the product writes all m·n values (see
-        // above; for m or n of 0 there are none), so all len are initialised before `set_len`.
-        unsafe {
-            self.gemm_epilogue_raw(m, a, out.as_mut_ptr(), len, bias, false, false, true);
-            out.set_len(len);
-        }
-        out
-    }
-
-    /// [`PackedSplit::gemm_epilogue`] into `out_len` values at `out`.
-    ///
-    /// # Safety
-    /// The `out_len` values at `out` must be valid for writes, accessed by no one else during
-    /// the call, and initialised when `accumulate` (they are read then).
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm_epilogue_raw(
-        &self,
-        m: usize,
-        a: ASource,
-        out: *mut f32,
-        out_len: usize,
-        bias: &[f32],
-        accumulate: bool,
-        gelu: bool,
-        round: bool,
-    ) {
-        assert!(available(), "AMX products are not available");
-        if m == 0 || self.n == 0 {
-            return;
-        }
-        // A product of depth 0 has no tiles to run (and would divide the block size by 0).
-        assert!(self.k > 0, "a product of depth 0");
-        a.check(m, self.k);
-        assert!(
-            matches!(a, ASource::Rows { .. }) || self.terms == TileTerms::Bf16,
-            "A read from its transpose is packed for bf16 products only"
-        );
-        assert!(m.checked_mul(self.n).is_some_and(|need| out_len >= need) && bias.len() >= self.n);
-        let cp = SendPtr(out);
-        // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 512 KiB, so it stays in
-        // L2 while the weights stream past; at least two blocks per thread where m allows.
-        let threads = rayon::current_num_threads();
-        // Whole tile pairs (32 rows): a block of 170 rows would compute 192.
-        let depth = self.kp.min(KC_TILES * KT);
-        let by_cache = ((1 << 19) / (depth * 4) / (2 * T) * (2 * T)).clamp(2 * T, 256);
-        let by_threads = m.div_ceil(threads * 2).div_ceil(2 * T) * 2 * T;
-        let rows = by_cache.min(by_threads).max(2 * T);
-        let blocks = m.div_ceil(rows);
-        let run = |bi: usize| {
-            let i0 = bi * rows;
-            let r = rows.min(m - i0);
-            APACK.with(|buf| {
-                let (ahi, alo, partial) = &mut *buf.borrow_mut();
-                // SAFETY: block's contract: AMX (with AVX-512F/BW) is available, asserted at
-                // the top; `a.rows_from(i0)` holds rows [i0, i0 + r) of A: for rows, r rows of
-                // k values `lda` apart because x.len() ≥ (m − 1)·lda + k (asserted) and
-                // i0 + r ≤ m; for columns, k rows of at least r values `ldat` apart because
-                // at.len() ≥ (k − 1)·ldat + m (asserted); `cp + i0·n` starts row i0 of `out`, which holds
-                // m·n values (asserted), so rows [i0, i0 + r) lie inside it, and the blocks'
-                // row ranges are disjoint, so no two threads touch the same element;
-                // bias.len() ≥ n (asserted).
-                unsafe {
-                    self.block(
-                        a.rows_from(i0),
-                        r,
-                        ahi,
-                        alo,
-                        partial,
-                        cp.get().add(i0 * self.n),
-                        bias,
-                        accumulate,
-                        gelu,
-                        round,
-                    )
-                }
-            })
-        };
-        if blocks == 1 {
-            run(0);
-        } else {
-            (0..blocks).into_par_iter().for_each(run);
-        }
-    }
-
     /// Rows [0, r) of A (`a`) into out (row stride n).
     ///
     /// # Safety
@@ -659,6 +542,161 @@ impl PackedSplit {
             }
         }
         asm!("tilerelease");
+    }
+}
+
+// SAFETY: `gemm_epilogue_raw` writes every value of rows below m and columns below n at the last
+// depth chunk (`block`: all row tiles below r, all panel pairs below n, each row's columns below
+// n by `Columns`' masks), and reads `out` only when `accumulate` (`finish_row`'s `load_c`).
+unsafe impl RawProduct for PackedSplit {
+    fn columns(&self) -> usize {
+        self.n
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_epilogue_raw(
+        &self,
+        m: usize,
+        a: ASource,
+        out: *mut f32,
+        out_len: usize,
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+        round: bool,
+    ) {
+        assert!(available(), "AMX products are not available");
+        if m == 0 || self.n == 0 {
+            return;
+        }
+        // A product of depth 0 has no tiles to run (and would divide the block size by 0).
+        assert!(self.k > 0, "a product of depth 0");
+        a.check(m, self.k);
+        assert!(
+            matches!(a, ASource::Rows { .. }) || self.terms == TileTerms::Bf16,
+            "A read from its transpose is packed for bf16 products only"
+        );
+        assert!(m.checked_mul(self.n).is_some_and(|need| out_len >= need) && bias.len() >= self.n);
+        let cp = SendPtr(out);
+        // Row blocks whose packed A (hi + lo, 4 bytes per value) is about 512 KiB, so it stays in
+        // L2 while the weights stream past; at least two blocks per thread where m allows.
+        let threads = rayon::current_num_threads();
+        // Whole tile pairs (32 rows): a block of 170 rows would compute 192.
+        let depth = self.kp.min(KC_TILES * KT);
+        let by_cache = ((1 << 19) / (depth * 4) / (2 * T) * (2 * T)).clamp(2 * T, 256);
+        let by_threads = m.div_ceil(threads * 2).div_ceil(2 * T) * 2 * T;
+        let rows = by_cache.min(by_threads).max(2 * T);
+        let blocks = m.div_ceil(rows);
+        let run = |bi: usize| {
+            let i0 = bi * rows;
+            let r = rows.min(m - i0);
+            APACK.with(|buf| {
+                let (ahi, alo, partial) = &mut *buf.borrow_mut();
+                // SAFETY: block's contract: AMX (with AVX-512F/BW) is available, asserted at
+                // the top; `a.rows_from(i0)` holds rows [i0, i0 + r) of A: for rows, r rows of
+                // k values `lda` apart because x.len() ≥ (m − 1)·lda + k (asserted) and
+                // i0 + r ≤ m; for columns, k rows of at least r values `ldat` apart because
+                // at.len() ≥ (k − 1)·ldat + m (asserted); `cp + i0·n` starts row i0 of `out`, which holds
+                // m·n values (asserted), so rows [i0, i0 + r) lie inside it, and the blocks'
+                // row ranges are disjoint, so no two threads touch the same element;
+                // bias.len() ≥ n (asserted).
+                unsafe {
+                    self.block(
+                        a.rows_from(i0),
+                        r,
+                        ahi,
+                        alo,
+                        partial,
+                        cp.get().add(i0 * self.n),
+                        bias,
+                        accumulate,
+                        gelu,
+                        round,
+                    )
+                }
+            })
+        };
+        if blocks == 1 {
+            run(0);
+        } else {
+            (0..blocks).into_par_iter().for_each(run);
+        }
+    }
+}
+
+/// What the two bf16 kernels (AMX tiles, AVX512-BF16 lanes) share around their raw product: the
+/// safe entry over a slice, and a new matrix written without a zero fill.
+///
+/// # Safety
+/// Implementations' `gemm_epilogue_raw` writes every value of rows below m and columns below
+/// [`RawProduct::columns`] before it returns, and reads `out` only when `accumulate`:
+/// [`RawProduct::new_rounded`] hands out uninitialised memory on that promise.
+pub(crate) unsafe trait RawProduct {
+    /// Columns of the product (n: W's rows).
+    fn columns(&self) -> usize;
+
+    /// out (m×n, `out_len` values at `out`) = A·Wᵀ + bias, each result rounded to bf16 when
+    /// `round`, plus out when `accumulate`, then GELU when `gelu`.
+    ///
+    /// # Safety
+    /// The `out_len` values at `out` must be valid for writes, accessed by no one else during
+    /// the call, and initialised when `accumulate` (they are read then).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_epilogue_raw(
+        &self,
+        m: usize,
+        a: ASource,
+        out: *mut f32,
+        out_len: usize,
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+        round: bool,
+    );
+
+    /// [`RawProduct::gemm_epilogue_raw`] into a slice (checked to hold m×n by the product).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_epilogue(
+        &self,
+        m: usize,
+        a: ASource,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+        round: bool,
+    ) {
+        // SAFETY: `out` is a live, initialised slice of out.len() values, borrowed mutably.
+        unsafe {
+            self.gemm_epilogue_raw(
+                m,
+                a,
+                out.as_mut_ptr(),
+                out.len(),
+                bias,
+                accumulate,
+                gelu,
+                round,
+            )
+        }
+    }
+
+    /// A new m×n matrix = round(A·Wᵀ + bias), not zero-filled first: a fresh buffer's zero fill
+    /// was ~9 % of a bf16-mixed training step (`perf`, BENCHMARKS.md §6).
+    fn new_rounded(&self, m: usize, a: ASource, bias: &[f32]) -> Vec<f32> {
+        let len = m
+            .checked_mul(self.columns())
+            .expect("product size overflows");
+        let mut out = Vec::with_capacity(len);
+        // SAFETY: the spare capacity holds len values, valid for writes and owned here; without
+        // `accumulate` nothing is read from it, and the product writes all m·n values (the
+        // trait's contract; for m or n of 0 there are none), so all len are initialised before
+        // `set_len`.
+        unsafe {
+            self.gemm_epilogue_raw(m, a, out.as_mut_ptr(), len, bias, false, false, true);
+            out.set_len(len);
+        }
+        out
     }
 }
 
@@ -1347,6 +1385,10 @@ mod tests {
             let mut got = vec![0f32; m * n];
             b.gemm_round_bf16_at(m, &at[..(k - 1) * ldat + m], ldat, &mut got, &bias, false);
             assert_eq!(got, want, "{m}x{n}x{k} ldat {ldat}");
+            // Into new matrices, not zero-filled first: every value written all the same.
+            assert_eq!(b.gemm_round_bf16_new(m, &a, k, &bias), want);
+            let at = &at[..(k - 1) * ldat + m];
+            assert_eq!(b.gemm_round_bf16_at_new(m, at, ldat, &bias), want);
         }
     }
 

@@ -14,7 +14,7 @@
 //! pointers into buffers whose sizes the packing fixes, each function stating what it needs.
 
 use super::act::mask_for;
-use super::amx::{bf16_pairs, ASource};
+use super::amx::{bf16_pairs, ASource, RawProduct};
 use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
@@ -129,47 +129,6 @@ impl PackedBf16Dot {
         self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_epilogue(
-        &self,
-        m: usize,
-        a: ASource,
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-        gelu: bool,
-        round: bool,
-    ) {
-        // SAFETY: `out` is a live, initialised slice of out.len() values, borrowed mutably.
-        unsafe {
-            self.gemm_epilogue_raw(
-                m,
-                a,
-                out.as_mut_ptr(),
-                out.len(),
-                bias,
-                accumulate,
-                gelu,
-                round,
-            )
-        }
-    }
-
-    /// A new m×n matrix = round(A·Wᵀ + bias), not zero-filled first: the row blocks × panel
-    /// pairs cover every row below m and every column below n, each written once.
-    fn new_rounded(&self, m: usize, a: ASource, bias: &[f32]) -> Vec<f32> {
-        let len = m.checked_mul(self.n).expect("product size overflows");
-        let mut out = Vec::with_capacity(len);
-        // SAFETY: the spare capacity holds len values, valid for writes and owned here; without
-        // `accumulate` nothing is read from it, and the product writes all m·n values (see
-        // above; for m or n of 0 there are none), so all len are initialised before `set_len`.
-        unsafe {
-            self.gemm_epilogue_raw(m, a, out.as_mut_ptr(), len, bias, false, false, true);
-            out.set_len(len);
-        }
-        out
-    }
-
     /// [`PackedBf16Dot::gemm_round_bf16`] into a new m×n matrix (no accumulation), without
     /// zero-filling it first.
     pub fn gemm_round_bf16_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
@@ -187,12 +146,17 @@ impl PackedBf16Dot {
     ) -> Vec<f32> {
         self.new_rounded(m, ASource::Columns { at, ldat }, bias)
     }
+}
 
-    /// [`PackedBf16Dot::gemm_epilogue`] into `out_len` values at `out`.
-    ///
-    /// # Safety
-    /// The `out_len` values at `out` must be valid for writes, accessed by no one else during
-    /// the call, and initialised when `accumulate` (they are read then).
+// SAFETY: `gemm_epilogue_raw` writes every value of rows below m and columns below n: the row
+// groups cover every A panel, each runs every W panel pair, and `tile` stores each of its rows
+// below m in the columns below n (`Columns`' masks); it reads `out` only when `accumulate`
+// (`finish_row`'s `load_c`).
+unsafe impl RawProduct for PackedBf16Dot {
+    fn columns(&self) -> usize {
+        self.n
+    }
+
     #[allow(clippy::too_many_arguments)]
     unsafe fn gemm_epilogue_raw(
         &self,
@@ -573,6 +537,31 @@ mod tests {
         let mut got = vec![0f32; m * n];
         PackedBf16Dot::from_kn(&wt, k, n).gemm(m, &a, &mut got, &bias, false, false);
         assert_eq!(got, want);
+    }
+
+    /// Products into new matrices (not zero-filled first) equal products into zeroed ones, for
+    /// A by rows and by columns, on shapes with a ragged last panel, several row groups and
+    /// threads, odd k.
+    #[test]
+    fn new_matrices_equal_products_into_zeroed_ones() {
+        if !available() {
+            return;
+        }
+        for &(m, n, k) in &[(1, 1, 1), (13, 33, 7), (300, 50, 99), (1000, 70, 40)] {
+            let a = crate::test_data::activations(m * k, 506.0);
+            let w = crate::test_data::weights(n * k);
+            let at: Vec<f32> = (0..k * m).map(|i| a[(i % m) * k + i / m]).collect();
+            let bias: Vec<f32> = (0..n).map(|j| j as f32 * 0.01).collect();
+            let b = PackedBf16Dot::from_nk(&w, n, k);
+            let mut want = vec![0f32; m * n];
+            b.gemm_round_bf16(m, &a, k, &mut want, &bias, false);
+            assert_eq!(b.gemm_round_bf16_new(m, &a, k, &bias), want, "{m}x{n}x{k}");
+            assert_eq!(
+                b.gemm_round_bf16_at_new(m, &at, m, &bias),
+                want,
+                "{m}x{n}x{k}"
+            );
+        }
     }
 
     /// A read from its transpose gives the products of A read by rows, bit for bit (odd k, a
