@@ -424,8 +424,8 @@ impl PackedSplit {
     /// - `a` holds r rows of A: for `Rows`, `x` at least `(r − 1) * lda + self.k` values; for
     ///   `Columns`, `at` at least `(self.k − 1) * ldat + r` (read through raw pointers by
     ///   `pack_a` and `pack_a_columns`).
-    /// - The `r * self.n` f32 at `out` (r rows, stride n) are valid for reads and writes, and no
-    ///   other thread accesses them during the call.
+    /// - The `r * self.n` f32 at `out` (r rows, stride n) are valid for writes, and for reads
+    ///   (initialised) when `accumulate`, and no other thread accesses them during the call.
     /// - `bias.len() >= self.n`.
     ///
     /// The weight panels (`hi`, `lo`) and the scratch buffers are sized here or at packing.

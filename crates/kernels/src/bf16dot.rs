@@ -180,7 +180,9 @@ unsafe impl RawProduct for PackedBf16Dot {
         let panels = m.div_ceil(MR);
         // Groups of up to PANEL_GROUP panels, at least four tasks a thread where m allows.
         let group = (panels / (4 * rayon::current_num_threads())).clamp(1, PANEL_GROUP);
-        let panel_pairs = self.data.len() / (pairs * T) / 2;
+        // Pairs of 16-column panels (n / 32 rounded up; also for k = 0, whose packing is empty:
+        // the tiles then write the bias alone).
+        let panel_pairs = self.n.div_ceil(2 * T);
         (0..panels.div_ceil(group)).into_par_iter().for_each(|g| {
             let (p0, count) = (g * group, group.min(panels - g * group));
             let run = |packed: &[u32]| {
@@ -230,10 +232,14 @@ unsafe impl RawProduct for PackedBf16Dot {
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW and AVX512-BF16; `b.len() ≥ k·n`; `panel` valid for writes
-/// of `pairs · 16` u32, `pairs` = k rounded up to even, halved.
+/// of `pairs · 16` u32 and zeros on entry, `pairs` = k rounded up to even, halved.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 unsafe fn kn_panel(b: &[f32], k: usize, n: usize, p: usize, pairs: usize, panel: *mut u32) {
-    let mask = mask_for(n.saturating_sub(p * T));
+    if p * T >= n {
+        // The padding panel past n: left as the zeros it was made with.
+        return;
+    }
+    let mask = mask_for(n - p * T);
     for r in 0..pairs {
         // Rows 2r, 2r + 1 below k hold n values; the mask keeps to the columns below n.
         let v = bf16_pairs(b.as_ptr().add(p * T), n, 2 * r, k, mask);
@@ -273,7 +279,7 @@ unsafe fn with_packed_a<R>(
             packed.resize(len, 0);
         }
         // SAFETY: this function's contract; the slice is `count` panels of MR·pairs values.
-        unsafe { pack_a_panels(a, p0, m, k, pairs, &mut packed[..len]) };
+        unsafe { pack_a_panels(a, p0, count, m, k, pairs, &mut packed[..len]) };
         then(&packed[..len])
     };
     APACK.with(|buf| match buf.try_borrow_mut() {
@@ -294,19 +300,19 @@ const PANEL_GROUP: usize = 8;
 /// scattered to their places.
 ///
 /// # Safety
-/// As [`with_packed_a`]; `panels.len()` a multiple of MR · pairs, its panels below
-/// m.div_ceil(MR) from `p0`.
+/// As [`with_packed_a`]; `panels.len() == count · MR · pairs`, panels [p0, p0 + count) below
+/// m.div_ceil(MR).
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 unsafe fn pack_a_panels(
     a: ASource,
     p0: usize,
+    count: usize,
     m: usize,
     k: usize,
     pairs: usize,
     panels: &mut [u32],
 ) {
-    let count = panels.len() / (MR * pairs).max(1);
-    debug_assert!(count > 0 && (p0 + count - 1) * MR < m);
+    debug_assert!(count > 0 && (p0 + count - 1) * MR < m && panels.len() == count * MR * pairs);
     let out = panels.as_mut_ptr();
     match a {
         ASource::Columns { at, ldat } => {
@@ -387,7 +393,8 @@ unsafe fn scatter_chunk_pairs(
     // Loads masked to the values below k (zero past it: odd k's last pair is (x, 0)); k0 < k
     // as 16c < pairs.
     let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
-    let hi = _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.add(k0 + T));
+    // Past the end when k0 + 16 ≥ k (then no lane is loaded): computed without `add`'s promise.
+    let hi = _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.wrapping_add(k0 + T));
     // Words 2j, 2j + 1 hold values k0 + 2j, k0 + 2j + 1: lane j is pair 16c + j.
     let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
     _mm512_mask_i32scatter_epi32::<4>(
@@ -541,13 +548,19 @@ mod tests {
 
     /// Products into new matrices (not zero-filled first) equal products into zeroed ones, for
     /// A by rows and by columns, on shapes with a ragged last panel, several row groups and
-    /// threads, odd k.
+    /// threads, odd k, and k = 0 (the bias alone).
     #[test]
     fn new_matrices_equal_products_into_zeroed_ones() {
         if !available() {
             return;
         }
-        for &(m, n, k) in &[(1, 1, 1), (13, 33, 7), (300, 50, 99), (1000, 70, 40)] {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (13, 33, 7),
+            (300, 50, 99),
+            (1000, 70, 40),
+            (5, 20, 0),
+        ] {
             let a = crate::test_data::activations(m * k, 506.0);
             let w = crate::test_data::weights(n * k);
             let at: Vec<f32> = (0..k * m).map(|i| a[(i % m) * k + i / m]).collect();
@@ -556,6 +569,14 @@ mod tests {
             let mut want = vec![0f32; m * n];
             b.gemm_round_bf16(m, &a, k, &mut want, &bias, false);
             assert_eq!(b.gemm_round_bf16_new(m, &a, k, &bias), want, "{m}x{n}x{k}");
+            if k == 0 {
+                // No depth: the bias alone (0.01·j rounded to bf16).
+                let round = |x: f32| f32::from_bits(u32::from(crate::amx::bf16_bits(x)) << 16);
+                assert!(
+                    (0..m * n).all(|i| want[i] == round(bias[i % n])),
+                    "{want:?}"
+                );
+            }
             assert_eq!(
                 b.gemm_round_bf16_at_new(m, &at, m, &bias),
                 want,

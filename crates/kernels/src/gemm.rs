@@ -287,7 +287,8 @@ impl Columns {
         } else {
             (
                 _mm512_maskz_loadu_ps(m0, bias),
-                _mm512_maskz_loadu_ps(m1, bias.add(16)),
+                // Past the end for nr ≤ 16 (no lane loaded then): no `add` promise.
+                _mm512_maskz_loadu_ps(m1, bias.wrapping_add(16)),
             )
         };
         Columns {
@@ -330,14 +331,15 @@ pub(crate) unsafe fn finish_row(
     }
     if load_c {
         v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(cols.m0, p));
-        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(cols.m1, p.add(16)));
+        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(cols.m1, p.wrapping_add(16)));
     }
     if gelu {
         v0 = act::gelu_erf_avx512(v0);
         v1 = act::gelu_erf_avx512(v1);
     }
     _mm512_mask_storeu_ps(p, cols.m0, v0);
-    _mm512_mask_storeu_ps(p.add(16), cols.m1, v1);
+    // Past the row's end for 16 columns or fewer (no lane stored then): no `add` promise.
+    _mm512_mask_storeu_ps(p.wrapping_add(16), cols.m1, v1);
 }
 
 /// C rows [i0, i0+rows) for all n columns, all k.
