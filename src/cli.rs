@@ -141,8 +141,9 @@ pub struct JudgeTrainArgs {
     /// auto, cpu, cuda, cuda:N, metal or metal:N.
     #[arg(long, default_value = "auto")]
     pub device: String,
-    /// Precision of the products (default: bf16-mixed on CUDA, f32 elsewhere; bf16-mixed is ~1.57x
-    /// faster on CPUs with AMX-BF16 for BERT-family judges, not bit-exact; docs/judge.md).
+    /// Precision of the products (default: bf16-mixed on CUDA, f32 elsewhere; bf16-mixed is
+    /// ~1.45-1.6x faster on CPUs with AMX-BF16 or AVX512-BF16 for BERT-family judges, not
+    /// bit-exact; docs/judge.md).
     #[arg(long, value_name = "P")]
     pub precision: Option<Precision>,
     /// Continue the run in --out from its last checkpoint.

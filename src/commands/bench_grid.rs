@@ -18,6 +18,7 @@ use scorekit_runtime::batching::plan_batches;
 use scorekit_runtime::judge::{Judge, JUDGE_FILES};
 use scorekit_runtime::models::bert::forward_flops as bert_flops;
 use scorekit_runtime::{self as runtime, Embedder, ResolvedModel, TextTokenizer, Tokens};
+use std::cell::OnceCell;
 use std::path::Path;
 use std::time::Instant;
 
@@ -47,23 +48,27 @@ struct Spec {
     batch_tokens: usize,
 }
 
-/// The CPU's measured peaks, GFLOP/s, of the precisions scorekit computes in, measured once
-/// before the cells.
+/// The CPU's measured peaks, GFLOP/s, of the precisions scorekit computes in: each measured
+/// once, when the first cell that computes in it has been timed (so a grid measures only the
+/// peaks its cells use, whichever engine `--amx` or the CPU picks for them).
 struct Peaks {
     device: Device,
-    f32: Option<f64>,
-    bf16_amx: Option<f64>,
-    bf16_dot: Option<f64>,
+    threads: usize,
+    f32: OnceCell<Option<f64>>,
+    bf16_amx: OnceCell<Option<f64>>,
+    bf16_dot: OnceCell<Option<f64>>,
 }
 
 impl Peaks {
     /// The peak of a cell's precision ([`PeakKind::of`]).
     fn of(&self, dtype: DType, int8: bool, engine: &str) -> Option<f64> {
-        match PeakKind::of(&self.device, dtype, int8, engine)? {
-            PeakKind::F32 => self.f32,
-            PeakKind::Bf16Amx => self.bf16_amx,
-            PeakKind::Bf16Dot => self.bf16_dot,
-        }
+        let kind = PeakKind::of(&self.device, dtype, int8, engine)?;
+        let cell = match kind {
+            PeakKind::F32 => &self.f32,
+            PeakKind::Bf16Amx => &self.bf16_amx,
+            PeakKind::Bf16Dot => &self.bf16_dot,
+        };
+        *cell.get_or_init(|| kind.measure(self.threads).map(|p| p.gflops))
     }
 }
 
@@ -693,24 +698,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         ));
     }
     let warmup = args.warmup.unwrap_or(DEFAULT_WARMUP);
-    let threads = rayon::current_num_threads();
-    // Each precision's peak is measured once, before the cells (a cell picks its own); the
-    // bf16 one only where a cell computes in bf16.
-    let measure = |kind: PeakKind, wanted: bool| {
-        (device.is_cpu() && wanted)
-            .then(|| kind.measure(threads))
-            .flatten()
-            .map(|p| p.gflops)
-    };
-    let bf16_cells = specs.iter().any(|s| dtype_of(s.dtype) == Some(DType::BF16));
     let peaks = Peaks {
         device: device.clone(),
-        f32: measure(PeakKind::F32, true),
-        bf16_amx: measure(PeakKind::Bf16Amx, bf16_cells),
-        bf16_dot: measure(
-            PeakKind::Bf16Dot,
-            bf16_cells && !runtime::kernels::amx_available(),
-        ),
+        threads: rayon::current_num_threads(),
+        f32: OnceCell::new(),
+        bf16_amx: OnceCell::new(),
+        bf16_dot: OnceCell::new(),
     };
     let progress = scorekit_core::progress::bar(specs.len() as u64, "bench cells", args.json);
     let mut cells = Vec::new();
@@ -734,7 +727,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         device: runtime::device_name(&device),
         cpu: device.is_cpu().then(cpu_model_name).flatten(),
         gpu: (!device.is_cpu()).then(|| runtime::device_name(&device)),
-        threads,
+        threads: peaks.threads,
         unit: if is_judge { "pairs" } else { "sentences" }.into(),
         repeats: args.repeats,
         warmup,

@@ -9,7 +9,7 @@
 //! falls near a rounding boundary. Both operands are rounded as they are packed, so nothing is
 //! rounded in a separate pass but the gradient (db sums it) and the results.
 
-use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
+use scorekit_kernels::amx::{self, PackedProduct, PackedSplit, TileTerms};
 use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
 use scorekit_kernels::train::bf16_round;
 
@@ -41,62 +41,19 @@ impl Instructions {
     }
 }
 
-/// The B operand of a bf16 product, rounded and packed for the instructions the CPU has.
-enum Packed {
-    Tiles(PackedSplit),
-    Dot(PackedBf16Dot),
+/// B = wᵀ for a `Linear` weight `w` `[n, k]`, rounded and packed for `on`.
+fn packed_nk(w: &[f32], n: usize, k: usize, on: Instructions) -> Box<dyn PackedProduct> {
+    match on {
+        Instructions::Tiles => Box::new(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16)),
+        Instructions::Dot => Box::new(PackedBf16Dot::from_nk(w, n, k)),
+    }
 }
 
-impl Packed {
-    /// B = wᵀ for a `Linear` weight `w` `[n, k]`.
-    fn from_nk(w: &[f32], n: usize, k: usize, on: Instructions) -> Packed {
-        match on {
-            Instructions::Tiles => Packed::Tiles(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16)),
-            Instructions::Dot => Packed::Dot(PackedBf16Dot::from_nk(w, n, k)),
-        }
-    }
-
-    /// B stored as k rows of n.
-    fn from_kn(b: &[f32], k: usize, n: usize, on: Instructions) -> Packed {
-        match on {
-            Instructions::Tiles => Packed::Tiles(PackedSplit::from_kn_as(b, k, n, TileTerms::Bf16)),
-            Instructions::Dot => Packed::Dot(PackedBf16Dot::from_kn(b, k, n)),
-        }
-    }
-
-    /// `out` (m×n) = round(round(x)·B + bias), summed in f32, added to `out` when
-    /// `accumulate` (after the rounding), else written over it; x's rows `lda` apart.
-    fn product(
-        &self,
-        m: usize,
-        x: &[f32],
-        lda: usize,
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-    ) {
-        match self {
-            Packed::Tiles(b) => b.gemm_round_bf16(m, x, lda, out, bias, accumulate),
-            Packed::Dot(b) => b.gemm_round_bf16(m, x, lda, out, bias, accumulate),
-        }
-    }
-
-    /// [`Packed::product`] into a new m×n matrix (not zero-filled first: the product writes
-    /// every value).
-    fn product_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
-        match self {
-            Packed::Tiles(b) => b.gemm_round_bf16_new(m, x, lda, bias),
-            Packed::Dot(b) => b.gemm_round_bf16_new(m, x, lda, bias),
-        }
-    }
-
-    /// [`Packed::product_new`] of A = atᵀ (A[i][kk] = at[kk·ldat + i]): the kernels transpose
-    /// A as they round and pack it.
-    fn product_at_new(&self, m: usize, at: &[f32], ldat: usize, bias: &[f32]) -> Vec<f32> {
-        match self {
-            Packed::Tiles(b) => b.gemm_round_bf16_at_new(m, at, ldat, bias),
-            Packed::Dot(b) => b.gemm_round_bf16_at_new(m, at, ldat, bias),
-        }
+/// B stored as k rows of n, rounded and packed for `on`.
+fn packed_kn(b: &[f32], k: usize, n: usize, on: Instructions) -> Box<dyn PackedProduct> {
+    match on {
+        Instructions::Tiles => Box::new(PackedSplit::from_kn_as(b, k, n, TileTerms::Bf16)),
+        Instructions::Dot => Box::new(PackedBf16Dot::from_kn(b, k, n)),
     }
 }
 
@@ -111,7 +68,7 @@ pub(crate) fn linear(
     on: Instructions,
 ) -> Vec<f32> {
     let bias: Vec<f32> = bias.iter().map(|&b| bf16_round(b)).collect();
-    Packed::from_nk(w, n, k, on).product_new(m, x, k, &bias)
+    packed_nk(w, n, k, on).gemm_round_bf16_new(m, x, k, &bias)
 }
 
 /// The gradients of [`linear`] for output gradient `g` `[m, n]`: dx `[m, k]`, dw `[n, k]`,
@@ -141,13 +98,13 @@ pub(crate) fn grads(
     let zeros = vec![0f32; k];
     // dx = Σ_parts round(g_part · w_part): g_part the part's columns of g (the products round
     // g as they pack it), w_part `[np, k]` as the k×n B of the product.
-    let part = |p: usize| Packed::from_kn(&w[p * np * k..(p + 1) * np * k], np, k, on);
-    let mut dx = part(0).product_new(m, g, n, &zeros);
+    let part = |p: usize| packed_kn(&w[p * np * k..(p + 1) * np * k], np, k, on);
+    let mut dx = part(0).gemm_round_bf16_new(m, g, n, &zeros);
     for p in 1..parts {
-        part(p).product(m, &g[p * np..], n, &mut dx, &zeros, true);
+        part(p).gemm_round_bf16(m, &g[p * np..], n, &mut dx, &zeros, true);
     }
     // dw = round(gᵀ · x): A = gᵀ `[n, m]`, read from g as it is; B = x (m rows of k).
-    let dw = Packed::from_kn(x, m, k, on).product_at_new(n, &g[..m * n], n, &zeros);
+    let dw = packed_kn(x, m, k, on).gemm_round_bf16_at_new(n, &g[..m * n], n, &zeros);
     (dx, dw, rounded_column_sums(g, m, n))
 }
 

@@ -342,79 +342,6 @@ impl PackedSplit {
         self.terms
     }
 
-    /// out (m×n) = x (m×k)·Wᵀ + bias (+ out when `accumulate`), GELU when `gelu`.
-    pub fn gemm(
-        &self,
-        m: usize,
-        x: &[f32],
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-        gelu: bool,
-    ) {
-        let a = ASource::Rows { x, lda: self.k };
-        self.gemm_epilogue(m, a, out, bias, accumulate, gelu, false)
-    }
-
-    /// out (m×n) = round(x (m×k, rows `lda` apart)·Wᵀ + bias) (+ out when `accumulate`), each
-    /// result rounded to bf16 before it is added: a product of bf16-mixed training
-    /// (`torch.autocast` returns the product in bf16), several of which may be summed into one
-    /// f32 `out`; `lda` > k reads x as columns of a wider matrix (Q's, K's or V's gradient).
-    pub fn gemm_round_bf16(
-        &self,
-        m: usize,
-        x: &[f32],
-        lda: usize,
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-    ) {
-        self.gemm_epilogue(
-            m,
-            ASource::Rows { x, lda },
-            out,
-            bias,
-            accumulate,
-            false,
-            true,
-        )
-    }
-
-    /// [`PackedSplit::gemm_round_bf16`] into a new m×n matrix (no accumulation), without
-    /// zero-filling it first.
-    pub fn gemm_round_bf16_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
-        self.new_rounded(m, ASource::Rows { x, lda }, bias)
-    }
-
-    /// [`PackedSplit::gemm_round_bf16_at`] into a new m×n matrix (no accumulation), without
-    /// zero-filling it first.
-    pub fn gemm_round_bf16_at_new(
-        &self,
-        m: usize,
-        at: &[f32],
-        ldat: usize,
-        bias: &[f32],
-    ) -> Vec<f32> {
-        self.new_rounded(m, ASource::Columns { at, ldat }, bias)
-    }
-
-    /// [`PackedSplit::gemm_round_bf16`] of A = atᵀ, `at` holding A's k columns as rows `ldat`
-    /// apart (A[i][kk] = at[kk·ldat + i]): a weight gradient gᵀ·x reads the output gradient g
-    /// as it is, the transpose done while A is packed (a separate transpose pass cost as much
-    /// as the product, BENCHMARKS.md §6). For bf16 packings ([`TileTerms::Bf16`]) only.
-    pub fn gemm_round_bf16_at(
-        &self,
-        m: usize,
-        at: &[f32],
-        ldat: usize,
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-    ) {
-        let a = ASource::Columns { at, ldat };
-        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
-    }
-
     /// Rows [0, r) of A (`a`) into out (row stride n).
     ///
     /// # Safety
@@ -548,7 +475,11 @@ impl PackedSplit {
 // SAFETY: `gemm_epilogue_raw` writes every value of rows below m and columns below n at the last
 // depth chunk (`block`: all row tiles below r, all panel pairs below n, each row's columns below
 // n by `Columns`' masks), and reads `out` only when `accumulate` (`finish_row`'s `load_c`).
-unsafe impl RawProduct for PackedSplit {
+unsafe impl PackedProduct for PackedSplit {
+    fn depth(&self) -> usize {
+        self.k
+    }
+
     fn columns(&self) -> usize {
         self.n
     }
@@ -624,14 +555,17 @@ unsafe impl RawProduct for PackedSplit {
     }
 }
 
-/// What the two bf16 kernels (AMX tiles, AVX512-BF16 lanes) share around their raw product: the
-/// safe entry over a slice, and a new matrix written without a zero fill.
+/// A packed W of the AMX and AVX512-BF16 kernels (`PackedSplit`, `bf16dot::PackedBf16Dot`):
+/// the products both offer, written once over each kernel's raw product.
 ///
 /// # Safety
 /// Implementations' `gemm_epilogue_raw` writes every value of rows below m and columns below
-/// [`RawProduct::columns`] before it returns, and reads `out` only when `accumulate`:
-/// [`RawProduct::new_rounded`] hands out uninitialised memory on that promise.
-pub(crate) unsafe trait RawProduct {
+/// [`PackedProduct::columns`] before it returns, and reads `out` only when `accumulate`:
+/// [`PackedProduct::gemm_round_bf16_new`] hands out memory it did not fill on that promise.
+pub unsafe trait PackedProduct {
+    /// Depth of the product (k: W's columns).
+    fn depth(&self) -> usize;
+
     /// Columns of the product (n: W's rows).
     fn columns(&self) -> usize;
 
@@ -654,7 +588,7 @@ pub(crate) unsafe trait RawProduct {
         round: bool,
     );
 
-    /// [`RawProduct::gemm_epilogue_raw`] into a slice (checked to hold m×n by the product).
+    /// [`PackedProduct::gemm_epilogue_raw`] into a slice (checked to hold m×n by the product).
     #[allow(clippy::too_many_arguments)]
     fn gemm_epilogue(
         &self,
@@ -681,23 +615,84 @@ pub(crate) unsafe trait RawProduct {
         }
     }
 
-    /// A new m×n matrix = round(A·Wᵀ + bias), not zero-filled first: a fresh buffer's zero fill
-    /// was ~9 % of a bf16-mixed training step (`perf`, BENCHMARKS.md §6).
-    fn new_rounded(&self, m: usize, a: ASource, bias: &[f32]) -> Vec<f32> {
-        let len = m
-            .checked_mul(self.columns())
-            .expect("product size overflows");
-        let mut out = Vec::with_capacity(len);
-        // SAFETY: the spare capacity holds len values, valid for writes and owned here; without
-        // `accumulate` nothing is read from it, and the product writes all m·n values (the
-        // trait's contract; for m or n of 0 there are none), so all len are initialised before
-        // `set_len`.
-        unsafe {
-            self.gemm_epilogue_raw(m, a, out.as_mut_ptr(), len, bias, false, false, true);
-            out.set_len(len);
-        }
-        out
+    /// out (m×n) = x (m×k)·Wᵀ + bias (+ out when `accumulate`), GELU when `gelu`.
+    fn gemm(
+        &self,
+        m: usize,
+        x: &[f32],
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+        gelu: bool,
+    ) {
+        let a = ASource::Rows {
+            x,
+            lda: self.depth(),
+        };
+        self.gemm_epilogue(m, a, out, bias, accumulate, gelu, false)
     }
+
+    /// out (m×n) = round(x (m×k, rows `lda` apart)·Wᵀ + bias) (+ out when `accumulate`), each
+    /// result rounded to bf16 before it is added: a product of bf16-mixed training
+    /// (`torch.autocast` returns the product in bf16), several of which may be summed into one
+    /// f32 `out`; `lda` > k reads x as columns of a wider matrix (Q's, K's or V's gradient).
+    fn gemm_round_bf16(
+        &self,
+        m: usize,
+        x: &[f32],
+        lda: usize,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+    ) {
+        let a = ASource::Rows { x, lda };
+        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
+    }
+
+    /// [`PackedProduct::gemm_round_bf16`] of A = atᵀ, `at` holding A's k columns as rows `ldat`
+    /// apart (A[i][kk] = at[kk·ldat + i]): a weight gradient gᵀ·x reads the output gradient g
+    /// as it is, the transpose done while A is packed (a separate transpose pass cost as much
+    /// as the product, BENCHMARKS.md §6). On tiles, for bf16 packings ([`TileTerms::Bf16`])
+    /// only.
+    fn gemm_round_bf16_at(
+        &self,
+        m: usize,
+        at: &[f32],
+        ldat: usize,
+        out: &mut [f32],
+        bias: &[f32],
+        accumulate: bool,
+    ) {
+        let a = ASource::Columns { at, ldat };
+        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
+    }
+
+    /// [`PackedProduct::gemm_round_bf16`] into a new m×n matrix (no accumulation), not
+    /// zero-filled first: a fresh buffer's zero fill was ~9 % of a bf16-mixed training step
+    /// (`perf`, BENCHMARKS.md §6).
+    fn gemm_round_bf16_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
+        new_rounded(self, m, ASource::Rows { x, lda }, bias)
+    }
+
+    /// [`PackedProduct::gemm_round_bf16_at`] into a new m×n matrix, as
+    /// [`PackedProduct::gemm_round_bf16_new`].
+    fn gemm_round_bf16_at_new(&self, m: usize, at: &[f32], ldat: usize, bias: &[f32]) -> Vec<f32> {
+        new_rounded(self, m, ASource::Columns { at, ldat }, bias)
+    }
+}
+
+/// A new m×n matrix = round(A·Wᵀ + bias) from `p`, written by the product alone.
+fn new_rounded<P: PackedProduct + ?Sized>(p: &P, m: usize, a: ASource, bias: &[f32]) -> Vec<f32> {
+    let len = m.checked_mul(p.columns()).expect("product size overflows");
+    let mut out = Vec::with_capacity(len);
+    // SAFETY: the spare capacity holds len values, valid for writes and owned here; without
+    // `accumulate` nothing is read from it, and the product writes all m·n values (the trait's
+    // contract; for m or n of 0 there are none), so all len are initialised before `set_len`.
+    unsafe {
+        p.gemm_epilogue_raw(m, a, out.as_mut_ptr(), len, bias, false, false, true);
+        out.set_len(len);
+    }
+    out
 }
 
 /// Values a strided operand spans: `rows` strides of `stride` and one last run of `len`, or
@@ -708,7 +703,7 @@ pub(crate) fn needs(rows: usize, stride: usize, len: usize) -> Option<usize> {
 
 /// Where a product's A (m×k) is read from (the AMX and the AVX512-BF16 products alike).
 #[derive(Clone, Copy)]
-pub(crate) enum ASource<'a> {
+pub enum ASource<'a> {
     /// Row i at `x[i·lda..]`, k values.
     Rows { x: &'a [f32], lda: usize },
     /// Column kk at `at[kk·ldat..]`, m values: A is atᵀ.

@@ -14,7 +14,7 @@
 //! pointers into buffers whose sizes the packing fixes, each function stating what it needs.
 
 use super::act::mask_for;
-use super::amx::{bf16_pairs, ASource, RawProduct};
+use super::amx::{bf16_pairs, ASource, PackedProduct};
 use super::gemm::{finish_row, Columns, SendPtr};
 use rayon::prelude::*;
 use std::arch::x86_64::*;
@@ -51,7 +51,7 @@ impl PackedBf16Dot {
         assert!(w.len() >= n * k, "weight holds fewer than n·k values");
         Self::pack(n, k, |panel, p, pairs| {
             for jj in 0..T.min(n.saturating_sub(p * T)) {
-                // SAFETY: AVX-512F/BW and AVX512-BF16 (`pack`'s caller checked); row p·16 + jj
+                // SAFETY: AVX-512F/BW and AVX512-BF16 (`pack` asserts them); row p·16 + jj
                 // < n holds k values of w (asserted); pairs r < pairs of column jj land inside
                 // the panel (pairs rows of 16).
                 unsafe {
@@ -84,75 +84,17 @@ impl PackedBf16Dot {
             .for_each(|(p, panel)| fill(panel.as_mut_ptr(), p, pairs));
         PackedBf16Dot { k, n, pairs, data }
     }
-
-    /// out (m×n) = x (m×k)·Wᵀ + bias (+ out when `accumulate`), GELU when `gelu`.
-    pub fn gemm(
-        &self,
-        m: usize,
-        x: &[f32],
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-        gelu: bool,
-    ) {
-        let a = ASource::Rows { x, lda: self.k };
-        self.gemm_epilogue(m, a, out, bias, accumulate, gelu, false)
-    }
-
-    /// out (m×n) = round(x (m×k, rows `lda` apart)·Wᵀ + bias) (+ out when `accumulate`), as
-    /// `amx::PackedSplit::gemm_round_bf16`.
-    pub fn gemm_round_bf16(
-        &self,
-        m: usize,
-        x: &[f32],
-        lda: usize,
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-    ) {
-        let a = ASource::Rows { x, lda };
-        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
-    }
-
-    /// [`PackedBf16Dot::gemm_round_bf16`] of A = atᵀ (A[i][kk] = at[kk·ldat + i]), as
-    /// `amx::PackedSplit::gemm_round_bf16_at`: the transpose happens as A is rounded into pairs.
-    pub fn gemm_round_bf16_at(
-        &self,
-        m: usize,
-        at: &[f32],
-        ldat: usize,
-        out: &mut [f32],
-        bias: &[f32],
-        accumulate: bool,
-    ) {
-        let a = ASource::Columns { at, ldat };
-        self.gemm_epilogue(m, a, out, bias, accumulate, false, true)
-    }
-
-    /// [`PackedBf16Dot::gemm_round_bf16`] into a new m×n matrix (no accumulation), without
-    /// zero-filling it first.
-    pub fn gemm_round_bf16_new(&self, m: usize, x: &[f32], lda: usize, bias: &[f32]) -> Vec<f32> {
-        self.new_rounded(m, ASource::Rows { x, lda }, bias)
-    }
-
-    /// [`PackedBf16Dot::gemm_round_bf16_at`] into a new m×n matrix (no accumulation), without
-    /// zero-filling it first.
-    pub fn gemm_round_bf16_at_new(
-        &self,
-        m: usize,
-        at: &[f32],
-        ldat: usize,
-        bias: &[f32],
-    ) -> Vec<f32> {
-        self.new_rounded(m, ASource::Columns { at, ldat }, bias)
-    }
 }
 
 // SAFETY: `gemm_epilogue_raw` writes every value of rows below m and columns below n: the row
 // groups cover every A panel, each runs every W panel pair, and `tile` stores each of its rows
 // below m in the columns below n (`Columns`' masks); it reads `out` only when `accumulate`
 // (`finish_row`'s `load_c`).
-unsafe impl RawProduct for PackedBf16Dot {
+unsafe impl PackedProduct for PackedBf16Dot {
+    fn depth(&self) -> usize {
+        self.k
+    }
+
     fn columns(&self) -> usize {
         self.n
     }

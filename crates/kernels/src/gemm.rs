@@ -758,7 +758,7 @@ mod speed {
             });
             let i8s = best(&mut || q.gemm(m, &a, &mut c, &bias, false, false));
             let (amx, bf16) = if crate::amx::available() {
-                use crate::amx::{PackedSplit, TileTerms};
+                use crate::amx::{PackedProduct, PackedSplit, TileTerms};
                 let s = PackedSplit::from_nk(&w, n, k);
                 let h = PackedSplit::from_nk_as(&w, n, k, TileTerms::Bf16);
                 (
@@ -770,6 +770,7 @@ mod speed {
                 (f64::NAN, f64::NAN)
             };
             let (dot, dot_peak) = if crate::bf16dot::available() {
+                use crate::amx::PackedProduct;
                 let d = crate::bf16dot::PackedBf16Dot::from_nk(&w, n, k);
                 let peak = crate::bf16dot::peak(2, 0.3).map_or(f64::NAN, |p| p.gflops);
                 (

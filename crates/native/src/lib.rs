@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use scorekit_encoder::NativeLayout;
 use scorekit_encoder::{Batch, Encoder, Hidden, Linear as HeadLinear};
 use scorekit_kernels::act;
-use scorekit_kernels::amx::{self, PackedSplit, TileTerms};
+use scorekit_kernels::amx::{self, PackedProduct, PackedSplit, TileTerms};
 use scorekit_kernels::attention::{self, HeadRows};
 use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
 use scorekit_kernels::gemm::{self, Epilogue, PackedB, SendPtr};
