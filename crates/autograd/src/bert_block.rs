@@ -24,6 +24,7 @@ use super::ops::{
     gelu_grad_into, gelu_into, ln_bwd, ln_rows, native::grads, softmax_grad_row, softmax_row,
     with_slice,
 };
+use super::rng::KeepDraws;
 use super::{bf16_linear, GradSink, Precision};
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
@@ -56,19 +57,32 @@ impl LayerTensors {
     ];
 }
 
-/// The dropout of one layer: which elements are kept, and the scale of the kept ones.
+/// The dropout of one layer: the draws that decide which elements are kept (one per element
+/// of the padded tensor, in its order, as the composed path draws its masks; the layer
+/// computes those of its tokens only), and the scale of the kept ones.
 pub struct LayerDropout {
-    /// Attention probabilities, as drawn `[b, heads, s, s]`; inside the op, the packed
-    /// blocks (None: no dropout).
-    pub attention: Option<Vec<bool>>,
-    /// After the attention's output projection, as drawn `[b, s, h]` (inside the op, packed).
-    pub attention_output: Option<Vec<bool>>,
-    /// After the feed-forward output projection, as drawn `[b, s, h]` (inside the op, packed).
-    pub output: Option<Vec<bool>>,
+    /// Attention probabilities `[b, heads, s, s]` (None: no dropout).
+    pub attention: Option<KeepDraws>,
+    /// After the attention's output projection, `[b, s, h]`.
+    pub attention_output: Option<KeepDraws>,
+    /// After the feed-forward output projection, `[b, s, h]`.
+    pub output: Option<KeepDraws>,
     /// 1 / (1 − p) of the attention dropout, as f32.
     pub attention_scale: f32,
     /// 1 / (1 − p) of the hidden dropout, as f32.
     pub hidden_scale: f32,
+}
+
+/// A layer's dropout inside the op: the keep decisions of the packed rows (see [`Packing`]).
+struct PackedDropout {
+    /// The attention blocks' decisions, block after block.
+    attention: Option<Vec<bool>>,
+    /// After the attention's output projection, `[tokens, h]`.
+    attention_output: Option<Vec<bool>>,
+    /// After the feed-forward output projection, `[tokens, h]`.
+    output: Option<Vec<bool>>,
+    attention_scale: f32,
+    hidden_scale: f32,
 }
 
 /// The shape of a layer's input and its configuration.
@@ -148,13 +162,24 @@ pub fn forward(
             );
         }
     }
+    let sizes = [
+        (&dropout.attention, b * heads * s * s, "attention"),
+        (&dropout.attention_output, b * s * h, "attention output"),
+        (&dropout.output, b * s * h, "output"),
+    ];
+    for (draws, n, what) in sizes {
+        if let Some(d) = draws.filter(|d| d.len() != n) {
+            bail!("fused BERT layer: {} {what} dropout draws for {n}", d.len());
+        }
+    }
     let weights = Weights::read(&tensors)?;
     let packing = Packing::new(&mask, b, s, heads);
-    let dropout = LayerDropout {
-        attention: dropout.attention.map(|k| packing.attention_keep(&k, heads)),
-        attention_output: dropout.attention_output.map(|k| packing.gather(&k, h)),
-        output: dropout.output.map(|k| packing.gather(&k, h)),
-        ..dropout
+    let dropout = PackedDropout {
+        attention: dropout.attention.map(|d| packing.attention_keep(&d, heads)),
+        attention_output: dropout.attention_output.map(|d| packing.keep_rows(&d, h)),
+        output: dropout.output.map(|d| packing.keep_rows(&d, h)),
+        attention_scale: dropout.attention_scale,
+        hidden_scale: dropout.hidden_scale,
     };
     x.contiguous()?.apply_op1(LayerOp {
         shape,
@@ -239,38 +264,72 @@ impl Packing {
         out
     }
 
-    /// The token rows (width `w`) of a padded `[b·s, w]` matrix.
-    fn gather<T: Copy>(&self, padded: &[T], w: usize) -> Vec<T> {
-        let mut out = Vec::with_capacity(self.tokens() * w);
-        for (i, &n) in self.lens.iter().enumerate() {
-            out.extend_from_slice(&padded[i * self.s * w..(i * self.s + n) * w]);
+    /// `all` cut into the sequences' packed rows of width `w`.
+    fn sequences<'a, T>(&self, mut all: &'a mut [T], w: usize) -> Vec<&'a mut [T]> {
+        let mut out = Vec::with_capacity(self.lens.len());
+        for &n in &self.lens {
+            let (part, rest) = all.split_at_mut(n * w);
+            out.push(part);
+            all = rest;
         }
         out
     }
 
-    /// The padded `[b·s, w]` matrix of packed rows, zero in the padding.
+    /// The token rows (width `w`) of a padded `[b·s, w]` matrix, copied in parallel (a
+    /// layer's input and output gradient: on one thread these copies were 2% of a step).
+    fn gather(&self, padded: &[f32], w: usize) -> Vec<f32> {
+        let mut out = vec![0f32; self.tokens() * w];
+        self.sequences(&mut out, w)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(i, part)| {
+                let at = i * self.s * w;
+                part.copy_from_slice(&padded[at..at + part.len()]);
+            });
+        out
+    }
+
+    /// The padded `[b·s, w]` matrix of packed rows, zero in the padding, copied in parallel.
     fn scatter(&self, packed: &[f32], w: usize) -> Vec<f32> {
         let mut out = vec![0f32; self.lens.len() * self.s * w];
-        for (i, &n) in self.lens.iter().enumerate() {
-            let src = &packed[self.starts[i] * w..self.starts[i + 1] * w];
-            out[i * self.s * w..(i * self.s + n) * w].copy_from_slice(src);
-        }
+        out.par_chunks_mut((self.s * w).max(1))
+            .enumerate()
+            .for_each(|(i, seq)| {
+                let src = &packed[self.starts[i] * w..self.starts[i + 1] * w];
+                seq[..src.len()].copy_from_slice(src);
+            });
         out
     }
 
-    /// The token × token part of each (sequence, head) block of a padded `[b, heads, s, s]`
-    /// attention mask, block after block.
-    fn attention_keep(&self, keep: &[bool], heads: usize) -> Vec<bool> {
+    /// The keep decisions of the token × token part of each (sequence, head) block of a
+    /// padded `[b, heads, s, s]` attention mask, block after block, computed in parallel.
+    fn attention_keep(&self, draws: &KeepDraws, heads: usize) -> Vec<bool> {
         let s = self.s;
-        let mut out = Vec::with_capacity(self.attention_len());
-        for (i, &n) in self.lens.iter().enumerate() {
-            for hd in 0..heads {
-                let block = (i * heads + hd) * s * s;
-                for r in 0..n {
-                    out.extend_from_slice(&keep[block + r * s..block + r * s + n]);
+        let mut out = vec![false; self.attention_len()];
+        self.blocks(&mut out)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(job, block)| {
+                let n = self.lens[job / heads];
+                for (r, row) in block.chunks_mut(n.max(1)).enumerate() {
+                    draws.fill((job * s + r) * s, row);
                 }
-            }
-        }
+            });
+        out
+    }
+
+    /// The keep decisions of the token rows (width `w`) of a padded `[b·s, w]` mask, computed
+    /// in parallel.
+    fn keep_rows(&self, draws: &KeepDraws, w: usize) -> Vec<bool> {
+        let mut out = vec![false; self.tokens() * w];
+        self.sequences(&mut out, w)
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(i, part)| {
+                part.par_chunks_mut(1 << 14)
+                    .enumerate()
+                    .for_each(|(c, chunk)| draws.fill(i * self.s * w + (c << 14), chunk));
+            });
         out
     }
 }
@@ -340,7 +399,7 @@ struct LayerOp {
     mask: Vec<f32>,
     tensors: LayerTensors,
     weights: Weights,
-    dropout: LayerDropout,
+    dropout: PackedDropout,
     /// bf16-mixed products on these instructions (None: f32).
     bf16: Option<bf16_linear::Instructions>,
     saved: Mutex<Option<Saved>>,

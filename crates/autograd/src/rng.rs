@@ -30,19 +30,18 @@ impl SplitMix {
         mix(self.state)
     }
 
-    /// The next `n` draws, each mapped through `f`, computed in parallel: draw `i` depends only
-    /// on the state and `i` (the state advances by a constant per draw), so the result and the
-    /// state afterwards are those of `n` calls of [`SplitMix::next_u64`].
-    pub fn map_draws<T: Send>(&mut self, n: usize, f: impl Fn(u64) -> T + Sync) -> Vec<T> {
-        use rayon::prelude::*;
-        let s0 = self.state;
-        let out = (0..n)
-            .into_par_iter()
-            .with_min_len(1 << 14)
-            .map(|i| f(mix(s0.wrapping_add((i as u64 + 1).wrapping_mul(GAMMA)))))
-            .collect();
-        self.state = s0.wrapping_add((n as u64).wrapping_mul(GAMMA));
-        out
+    /// Dropout's keep decisions for the next `n` draws, with drop probability `p`, computed
+    /// when asked for ([`KeepDraws::fill`]): the state moves past them now, as `n` calls of
+    /// [`SplitMix::next_u64`] would. A fused layer asks only for the draws of the elements it
+    /// computes (not those of padding), from the draw's index.
+    pub fn keep_draws(&mut self, n: usize, p: f64) -> KeepDraws {
+        let draws = KeepDraws {
+            s0: self.state,
+            threshold: (p * (1u64 << 24) as f64) as u64,
+            n,
+        };
+        self.state = self.state.wrapping_add((n as u64).wrapping_mul(GAMMA));
+        draws
     }
 
     /// Uniform in [0, 1) with 53 random bits.
@@ -71,6 +70,87 @@ impl SplitMix {
     }
 }
 
+/// A run of `n` draws of the generator read as dropout keep decisions: draw `i` keeps its
+/// element when its top 24 bits reach `p`·2²⁴. Draw `i` depends only on the state before the
+/// run and `i` (the state advances by a constant per draw), so any part of the run can be
+/// computed alone, in parallel, and equals the sequential draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepDraws {
+    /// The state before the first draw.
+    s0: u64,
+    /// Kept when `draw >> 40 >= threshold`.
+    threshold: u64,
+    /// Draws in the run.
+    n: usize,
+}
+
+impl KeepDraws {
+    /// Draws in the run.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the run is empty.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The decisions of draws `i0..i0 + out.len()` into `out`, on the calling thread.
+    ///
+    /// # Panics
+    /// If the range runs past the run.
+    pub fn fill(&self, i0: usize, out: &mut [bool]) {
+        assert!(
+            i0.checked_add(out.len()).is_some_and(|end| end <= self.n),
+            "draws {i0}..+{} of a run of {}",
+            out.len(),
+            self.n
+        );
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+        {
+            // SAFETY: the CPU has the features the function is compiled for (checked above);
+            // it touches nothing but `out`.
+            return unsafe { fill_avx512(self, i0, out) };
+        }
+        fill_lanes(self, i0, out);
+    }
+
+    /// Every decision of the run, computed in parallel.
+    pub fn all(&self) -> Vec<bool> {
+        use rayon::prelude::*;
+        let mut out = vec![false; self.n];
+        out.par_chunks_mut(1 << 14)
+            .enumerate()
+            .for_each(|(c, chunk)| self.fill(c << 14, chunk));
+        out
+    }
+}
+
+/// [`KeepDraws::fill`] as a loop over independent lanes (each draw from its own state), which
+/// the compiler vectorises where 64-bit vector products exist.
+#[inline(always)]
+fn fill_lanes(d: &KeepDraws, i0: usize, out: &mut [bool]) {
+    let first =
+        d.s0.wrapping_add((i0 as u64).wrapping_add(1).wrapping_mul(GAMMA));
+    for (j, o) in out.iter_mut().enumerate() {
+        let state = first.wrapping_add((j as u64).wrapping_mul(GAMMA));
+        *o = mix(state) >> 40 >= d.threshold;
+    }
+}
+
+/// [`fill_lanes`] compiled for AVX-512 (`vpmullq`: eight draws an instruction; the scalar loop
+/// was 3% of a training step's CPU time, BENCHMARKS.md §6).
+///
+/// # Safety
+/// The CPU must support AVX-512F and AVX-512DQ.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
+unsafe fn fill_avx512(d: &KeepDraws, i0: usize, out: &mut [bool]) {
+    fill_lanes(d, i0, out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,14 +177,39 @@ mod tests {
     }
 
     #[test]
-    fn parallel_draws_equal_sequential_draws() {
-        for n in [0, 1, 5, 16_384, 100_003] {
+    fn keep_draws_equal_sequential_draws() {
+        for (n, p) in [(0, 0.1), (1, 0.1), (5, 0.5), (16_384, 0.1), (100_003, 0.3)] {
             let mut seq = SplitMix::new(0xDEAD_BEEF ^ n as u64);
             let mut par = seq;
-            let want: Vec<u64> = (0..n).map(|_| seq.next_u64() >> 40).collect();
-            assert_eq!(par.map_draws(n, |r| r >> 40), want, "n = {n}");
+            let threshold = (p * (1u64 << 24) as f64) as u64;
+            let want: Vec<bool> = (0..n).map(|_| seq.next_u64() >> 40 >= threshold).collect();
+            let draws = par.keep_draws(n, p);
+            assert_eq!(draws.all(), want, "n = {n}");
             assert_eq!(par.state, seq.state, "n = {n}");
             assert_eq!(par.next_u64(), seq.next_u64());
+            // Any part alone, at any offset, equals the same part of the run (both paths).
+            if n > 40 {
+                let mut part = vec![false; 33];
+                draws.fill(7, &mut part);
+                assert_eq!(part, want[7..40]);
+                fill_lanes(&draws, 7, &mut part);
+                assert_eq!(part, want[7..40]);
+            }
+            let kept = want.iter().filter(|&&k| k).count() as f64;
+            if n > 10_000 {
+                assert!(
+                    (kept / n as f64 - (1.0 - p)).abs() < 0.01,
+                    "n = {n}: {kept}"
+                );
+            }
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "draws 3..+8 of a run of 10")]
+    fn a_part_past_the_run_is_refused() {
+        SplitMix::new(1)
+            .keep_draws(10, 0.1)
+            .fill(3, &mut [false; 8]);
     }
 }

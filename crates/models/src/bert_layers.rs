@@ -40,8 +40,7 @@ impl Train {
     /// Which of `n` elements dropout with probability `p` keeps: one draw per element, dropped
     /// when its top 24 bits fall below `p`·2²⁴.
     pub fn keep_mask(&mut self, n: usize, p: f64) -> Vec<bool> {
-        let threshold = (p * (1u64 << 24) as f64) as u64;
-        self.rng.map_draws(n, |r| (r >> 40) >= threshold)
+        self.rng.keep_draws(n, p).all()
     }
 
     /// Drop elements of `x` with probability `p` and scale the rest by 1 / (1 − p), as
@@ -323,7 +322,8 @@ impl BertLayers {
     ) -> candle_core::Result<Tensor> {
         let (b, s, h) = x.dims3()?;
         let mask = mask.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-        let draw = |tr: &mut Train, n: usize, p: f64| (p > 0.0).then(|| tr.keep_mask(n, p));
+        // The draws of the composed path's masks, which the layer computes for its tokens only.
+        let draw = |tr: &mut Train, n: usize, p: f64| (p > 0.0).then(|| tr.rng.keep_draws(n, p));
         let scale = |p: f64| (1.0 / (1.0 - p)) as f32;
         for l in &self.layers {
             let missing = || candle_core::Error::Msg("fused BERT layer: a bias is missing".into());
