@@ -28,6 +28,7 @@ use super::rng::KeepDraws;
 use super::{bf16_linear, GradSink, Precision};
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
+use scorekit_kernels::bf16small::{Operand, SmallBf16};
 use scorekit_kernels::gemm::{gemm, gemm_at_raw, gemm_raw, Epilogue, PackedB, SendPtr};
 use scorekit_kernels::train::{bf16_round, bf16_round_in_place};
 use std::sync::Mutex;
@@ -192,6 +193,7 @@ pub fn forward(
             Precision::F32 => None,
             Precision::Bf16Mixed => bf16_linear::Instructions::here(),
         },
+        small_bf16: precision == Precision::Bf16Mixed && scorekit_kernels::bf16dot::available(),
         saved: Mutex::new(None),
         sink,
     })
@@ -402,6 +404,9 @@ struct LayerOp {
     dropout: PackedDropout,
     /// bf16-mixed products on these instructions (None: f32).
     bf16: Option<bf16_linear::Instructions>,
+    /// bf16-mixed attention products on AVX512-BF16 (`bf16small`); else the f32 kernel, the
+    /// results rounded after in bf16-mixed.
+    small_bf16: bool,
     saved: Mutex<Option<Saved>>,
     sink: GradSink,
 }
@@ -445,9 +450,19 @@ fn linear(x: &[f32], m: usize, w: &[f32], bias: &[f32], n: usize, k: usize) -> V
     y
 }
 
-/// Per-thread scratch of the attention jobs: two n×n matrices, two packed operands and a
-/// softmax row.
-type Scratch = (Vec<f32>, Vec<f32>, PackedB, PackedB, Vec<f64>);
+/// Per-thread scratch of the attention jobs.
+#[derive(Default)]
+struct Scratch {
+    /// Two n×n matrices.
+    t1: Vec<f32>,
+    t2: Vec<f32>,
+    /// The f32 products' packed B.
+    packed: PackedB,
+    /// The bf16 products' converted operands.
+    small: SmallBf16,
+    /// A softmax row.
+    z: Vec<f64>,
+}
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Default::default());
@@ -501,19 +516,48 @@ impl LayerOp {
         }
     }
 
-    /// In bf16-mixed, the `rows` × `cols` values at `p` (rows `stride` apart) rounded to bf16:
-    /// an attention product's result, rounded by the job that wrote it; nothing in f32.
+    /// One attention job's product `out = A·B` (A m×k, B k×n; C's rows `ldo` apart from `out`)
+    /// in the layer's precision. bf16-mixed: on AVX512-BF16 (`bf16small`, each result rounded:
+    /// autocast's bf16 product); on AMX CPUs without it, the f32 kernel on the operands (bf16
+    /// values already) with the result rounded after. f32: the f32 kernel.
     ///
     /// # Safety
-    /// The region must be valid for reads and writes and accessed by no other thread during the
-    /// call (the contract under which the job's product wrote it).
-    unsafe fn round_block(&self, p: *mut f32, rows: usize, cols: usize, stride: usize) {
-        if self.bf16.is_none() {
-            return;
+    /// `gemm_raw`'s contract for the m×n elements at `out`: valid for reads and writes, and
+    /// accessed by no other thread during the call.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn head_product(
+        &self,
+        sc: &mut Scratch,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: Operand,
+        b: Operand,
+        out: *mut f32,
+        ldo: usize,
+    ) {
+        if self.small_bf16 {
+            // SAFETY: this function's contract is product_raw's.
+            return unsafe { sc.small.product_raw(m, n, k, a, b, out, ldo, true) };
         }
-        for r in 0..rows {
-            // SAFETY: row r of the region, inside it by the caller's contract.
-            bf16_round_in_place(unsafe { std::slice::from_raw_parts_mut(p.add(r * stride), cols) });
+        match b {
+            Operand::Rows { x, ld } => sc.packed.repack_kn(x, k, n, ld),
+            Operand::Columns { x, ld } => sc.packed.repack_nk(x, n, k, ld),
+        }
+        // SAFETY: this function's contract is gemm_raw's and gemm_at_raw's.
+        unsafe {
+            match a {
+                Operand::Rows { x, ld } => {
+                    gemm_raw(m, x, ld, &sc.packed, out, ldo, Epilogue::default(), false)
+                }
+                Operand::Columns { x, ld } => gemm_at_raw(m, x, ld, &sc.packed, out, ldo),
+            }
+        }
+        if self.bf16.is_some() {
+            for r in 0..m {
+                // SAFETY: row r of the region just written, under the same contract.
+                bf16_round_in_place(unsafe { std::slice::from_raw_parts_mut(out.add(r * ldo), n) });
+            }
         }
     }
 
@@ -550,46 +594,58 @@ impl LayerOp {
                 }
                 let base = pk.starts[bi] * 3 * h + hd * d;
                 SCRATCH.with(|sc| {
-                    let (scores, pd, kp, vp, z) = &mut *sc.borrow_mut();
-                    scores.clear();
+                    let sc = &mut *sc.borrow_mut();
+                    let mut scores = std::mem::take(&mut sc.t1);
                     scores.resize(n * n, 0.0);
-                    z.resize(n, 0.0);
-                    kp.repack_nk(&qkv[base + h..], n, d, 3 * h);
-                    let plain = Epilogue::default();
-                    gemm(n, &qkv[base..], 3 * h, kp, scores, n, plain, false);
-                    self.scale_scores(scores, scale);
+                    sc.z.resize(n, 0.0);
+                    let q = Operand::Rows {
+                        x: &qkv[base..],
+                        ld: 3 * h,
+                    };
+                    // Kᵀ: K's rows read as columns.
+                    let kt = Operand::Columns {
+                        x: &qkv[base + h..],
+                        ld: 3 * h,
+                    };
+                    // SAFETY: head_product's contract: `scores` holds n×n and is this
+                    // thread's own.
+                    unsafe { self.head_product(sc, n, n, d, q, kt, scores.as_mut_ptr(), n) };
+                    self.scale_scores(&mut scores, scale);
                     let mrow = &self.mask[bi * s..bi * s + n];
                     for (xr, yr) in scores.chunks(n).zip(p.chunks_mut(n)) {
-                        softmax_row(xr, mrow, softmax_scale, yr, z);
+                        softmax_row(xr, mrow, softmax_scale, yr, &mut sc.z);
                     }
-                    let pd: &[f32] = match (&dr.attention, self.bf16.is_some()) {
-                        (None, false) => &*p,
-                        (keep, bf16) => {
-                            pd.clear();
-                            pd.extend_from_slice(p);
-                            if let Some(keep) = keep {
-                                drop_in_place(pd, &keep[pk.block(job)], dr.attention_scale);
-                            }
-                            // bf16-mixed: the product's operand, rounded.
-                            if bf16 {
-                                bf16_round_in_place(pd);
-                            }
-                            pd
+                    sc.t1 = scores;
+                    let mut pd = std::mem::take(&mut sc.t2);
+                    // The product's operand: the probabilities after dropout, rounded in
+                    // bf16-mixed (by the bf16 products as they convert them, else here).
+                    let round = self.bf16.is_some() && !self.small_bf16;
+                    let pd_ref: &[f32] = if dr.attention.is_none() && !round {
+                        &*p
+                    } else {
+                        pd.clear();
+                        pd.extend_from_slice(p);
+                        if let Some(keep) = &dr.attention {
+                            drop_in_place(&mut pd, &keep[pk.block(job)], dr.attention_scale);
                         }
+                        if round {
+                            bf16_round_in_place(&mut pd);
+                        }
+                        &pd
                     };
-                    vp.repack_kn(&qkv[base + 2 * h..], n, d, 3 * h);
+                    let v = Operand::Rows {
+                        x: &qkv[base + 2 * h..],
+                        ld: 3 * h,
+                    };
                     let off = pk.starts[bi] * h + hd * d;
                     assert!(off + (n - 1) * h + d <= ctx_len, "context out of range");
-                    // SAFETY: gemm_raw's contract. The assert keeps the n rows × d columns
+                    let pd_op = Operand::Rows { x: pd_ref, ld: n };
+                    // SAFETY: head_product's contract. The assert keeps the n rows × d columns
                     // written at `off` (stride h) inside `ctx`, which is borrowed mutably for
                     // the whole loop and written only here; job (bi, hd) writes rows of
                     // sequence bi × columns [hd·d, hd·d + d), which no other job writes.
-                    // bf16-mixed: the product's result rounded while it is in cache (the
-                    // same region, the same contract).
-                    unsafe {
-                        gemm_raw(n, pd, n, vp, out.get().add(off), h, plain, false);
-                        self.round_block(out.get().add(off), n, d, h);
-                    }
+                    unsafe { self.head_product(sc, n, d, n, pd_op, v, out.get().add(off), h) };
+                    sc.t2 = pd;
                 });
             });
 
@@ -695,66 +751,64 @@ impl LayerOp {
             let p = &probs[pk.block(job)];
             let keep = dr.attention.as_ref().map(|k| &k[pk.block(job)]);
             let dc = &dctx[pk.starts[bi] * h + hd * d..];
+            let at = |col: usize| {
+                let off = pk.starts[bi] * 3 * h + col;
+                assert!(off + (s - 1) * 3 * h + d <= len, "dqkv out of range");
+                off
+            };
+            fn rows(x: &[f32], ld: usize) -> Operand<'_> {
+                Operand::Rows { x, ld }
+            }
+            let (q, k) = (rows(&qkv[base..], 3 * h), rows(&qkv[base + h..], 3 * h));
+            let dc_op = rows(dc, h);
             SCRATCH.with(|sc| {
-                let (t1, t2, bp, _, _) = &mut *sc.borrow_mut();
-                // d(dropped probs) = dctx · Vᵀ.
-                t1.clear();
+                let sc = &mut *sc.borrow_mut();
+                let (mut t1, mut t2) = (std::mem::take(&mut sc.t1), std::mem::take(&mut sc.t2));
+                // d(dropped probs) = dctx · Vᵀ (rounded in bf16-mixed before the dropout's
+                // backward, as the product's result).
                 t1.resize(s * s, 0.0);
-                bp.repack_nk(&qkv[base + 2 * h..], s, d, 3 * h);
-                gemm(s, dc, h, bp, t1, s, Epilogue::default(), false);
+                let vt = Operand::Columns {
+                    x: &qkv[base + 2 * h..],
+                    ld: 3 * h,
+                };
+                // SAFETY: head_product's contract: t1 holds s×s and is this thread's own.
+                unsafe { self.head_product(sc, s, s, d, dc_op, vt, t1.as_mut_ptr(), s) };
                 // The dropped probabilities, then dV = (dropped probs)ᵀ · dctx.
                 t2.clear();
                 t2.extend_from_slice(p);
                 if let Some(keep) = keep {
-                    drop_in_place(t2, keep, dr.attention_scale);
+                    drop_in_place(&mut t2, keep, dr.attention_scale);
+                    drop_in_place(&mut t1, keep, dr.attention_scale);
                 }
-                if self.bf16.is_some() {
-                    // The product's rounded operand, and the gradient reaching it, rounded
-                    // before the dropout's backward.
-                    bf16_round_in_place(t2);
-                    bf16_round_in_place(t1);
+                if self.bf16.is_some() && !self.small_bf16 {
+                    // The product's operand, rounded (the bf16 products round as they
+                    // convert).
+                    bf16_round_in_place(&mut t2);
                 }
-                if let Some(keep) = keep {
-                    drop_in_place(t1, keep, dr.attention_scale);
-                }
-                bp.repack_kn(dc, s, d, h);
-                let at = |col: usize| {
-                    let off = pk.starts[bi] * 3 * h + col;
-                    assert!(off + (s - 1) * 3 * h + d <= len, "dqkv out of range");
-                    off
-                };
-                // SAFETY: gemm_raw's contract (this and the two calls below). `at` asserts
+                // SAFETY: head_product's contract (this and the two calls below). `at` asserts
                 // that the s rows × d columns written at the offset (stride 3h) lie inside
                 // `dqkv`, borrowed mutably for the whole loop and written only by these calls;
                 // job (bi, hd) writes rows of sequence bi × its head's columns of Q, K and V
                 // ([hd·d, hd·d + d) + 0, h, 2h), which no other job writes.
-                // bf16-mixed rounds each result in the region just written (same contract).
                 unsafe {
                     let c = out.get().add(at(2 * h + hd * d));
-                    gemm_at_raw(s, t2, s, bp, c, 3 * h);
-                    self.round_block(c, s, d, 3 * h);
+                    let t2t = Operand::Columns { x: &t2, ld: s };
+                    self.head_product(sc, s, d, s, t2t, dc_op, c, 3 * h);
                 }
                 // d(scores) through the softmax (t1 has been through the dropout).
                 for (dr, (pr, gr)) in t2.chunks_mut(s).zip(p.chunks(s).zip(t1.chunks(s))) {
                     softmax_grad_row(pr, gr, softmax_scale, dr);
                 }
-                self.scale_scores(t2, scale);
-                // dQ = dS · K.
-                bp.repack_kn(&qkv[base + h..], s, d, 3 * h);
-                // SAFETY: as above.
+                self.scale_scores(&mut t2, scale);
+                // dQ = dS · K, dK = dSᵀ · Q. SAFETY: as above.
                 unsafe {
                     let c = out.get().add(at(hd * d));
-                    gemm_raw(s, t2, s, bp, c, 3 * h, Epilogue::default(), false);
-                    self.round_block(c, s, d, 3 * h);
-                }
-                // dK = dSᵀ · Q.
-                bp.repack_kn(&qkv[base..], s, d, 3 * h);
-                // SAFETY: as above.
-                unsafe {
+                    self.head_product(sc, s, d, s, rows(&t2, s), k, c, 3 * h);
                     let c = out.get().add(at(h + hd * d));
-                    gemm_at_raw(s, t2, s, bp, c, 3 * h);
-                    self.round_block(c, s, d, 3 * h);
+                    let dst = Operand::Columns { x: &t2, ld: s };
+                    self.head_product(sc, s, d, s, dst, q, c, 3 * h);
                 }
+                (sc.t1, sc.t2) = (t1, t2);
             });
         });
         dqkv

@@ -20,11 +20,11 @@ use rayon::prelude::*;
 use std::arch::x86_64::*;
 
 /// Columns per panel (one zmm of f32 sums).
-const T: usize = 16;
+pub(crate) const T: usize = 16;
 /// Rows of a packed A panel and of the register tile (12 rows × 2 panels: 24 of the 32 zmm
 /// registers accumulate, 2 hold W, 1 the broadcast pair). 8 rows with the row count a runtime
 /// value kept the sums on the stack: 32% of the instruction's measured peak on Zen 4.
-const MR: usize = 12;
+pub(crate) const MR: usize = 12;
 
 /// Whether these products can run here: AVX-512F/BW and AVX512-BF16.
 pub fn available() -> bool {
@@ -305,7 +305,13 @@ unsafe fn pack_a_panels(
 /// As [`scatter_chunk_pairs`], for every chunk.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn scatter_row_pairs(row: *const f32, k: usize, pairs: usize, out: *mut u32, stride: usize) {
+pub(crate) unsafe fn scatter_row_pairs(
+    row: *const f32,
+    k: usize,
+    pairs: usize,
+    out: *mut u32,
+    stride: usize,
+) {
     for c in 0..pairs.div_ceil(T) {
         scatter_chunk_pairs(row, k, pairs, c, out, stride);
     }
@@ -347,6 +353,41 @@ unsafe fn scatter_chunk_pairs(
     );
 }
 
+/// The loop of [`tile`] and [`tile_at`]: pair r of A's row i at `a + i·row_step + r·pair_step`,
+/// expanded in each so that `tile` keeps its constant steps.
+macro_rules! tile_body {
+    ($a:expr, $row_step:expr, $pair_step:expr, $b0:expr, $pairs:expr, $out:expr, $ldo:expr,
+     $rows:expr, $cols:expr, $accumulate:expr, $gelu:expr) => {{
+        let b1 = $b0.add($pairs * T);
+        // All MR rows are computed (the padding rows are zeros): a fixed count keeps the sums
+        // in registers.
+        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+        for r in 0..$pairs {
+            // SAFETY (of the transmutes): __m512i and __m512bh are both 64 bytes of plain
+            // lanes; every bit pattern is a valid value of either.
+            let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512($b0.add(r * T) as *const _));
+            let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b1.add(r * T) as *const _));
+            let ap = $a.add(r * $pair_step);
+            for (i, row) in acc.iter_mut().enumerate() {
+                let x: __m512bh =
+                    std::mem::transmute(_mm512_set1_epi32(*ap.add(i * $row_step) as i32));
+                row[0] = _mm512_dpbf16_ps(row[0], x, w0);
+                row[1] = _mm512_dpbf16_ps(row[1], x, w1);
+            }
+        }
+        for (i, row) in acc.iter().enumerate().take($rows) {
+            finish_row(
+                $out.add(i * $ldo),
+                row[0],
+                row[1],
+                $cols,
+                $accumulate,
+                $gelu,
+            );
+        }
+    }};
+}
+
 /// One MR×32 tile of the product: A panel `a` (`pairs` steps of MR values) times the two W
 /// panels from `b0`, then the epilogue on its first `rows` rows (row stride `ldo`).
 ///
@@ -368,25 +409,33 @@ unsafe fn tile(
     accumulate: bool,
     gelu: bool,
 ) {
-    let b1 = b0.add(pairs * T);
-    // All MR rows are computed (the padding rows are zeros): a fixed count keeps the sums in
-    // registers.
-    let mut acc = [[_mm512_setzero_ps(); 2]; MR];
-    for r in 0..pairs {
-        // SAFETY (of the transmutes): __m512i and __m512bh are both 64 bytes of plain
-        // lanes; every bit pattern is a valid value of either.
-        let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(b0.add(r * T) as *const _));
-        let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(b1.add(r * T) as *const _));
-        let ap = a.add(r * MR);
-        for (i, row) in acc.iter_mut().enumerate() {
-            let x: __m512bh = std::mem::transmute(_mm512_set1_epi32(*ap.add(i) as i32));
-            row[0] = _mm512_dpbf16_ps(row[0], x, w0);
-            row[1] = _mm512_dpbf16_ps(row[1], x, w1);
-        }
-    }
-    for (i, row) in acc.iter().enumerate().take(rows) {
-        finish_row(out.add(i * ldo), row[0], row[1], cols, accumulate, gelu);
-    }
+    // The panel's constant steps, written into the loop (a call of `tile_at` with them was
+    // not inlined: its broadcasts then took runtime strides).
+    tile_body!(a, 1, MR, b0, pairs, out, ldo, rows, cols, accumulate, gelu)
+}
+
+/// [`tile`] with pair r of A's row i read from `a + i·row_step + r·pair_step` (a packed panel:
+/// 1 and MR; `bf16small`'s row-major and pair-major operands).
+///
+/// # Safety
+/// As [`tile`], with `a + i·row_step + r·pair_step` valid for reads for i < MR, r < pairs.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+pub(crate) unsafe fn tile_at(
+    a: *const u32,
+    row_step: usize,
+    pair_step: usize,
+    b0: *const u32,
+    pairs: usize,
+    out: *mut f32,
+    ldo: usize,
+    rows: usize,
+    cols: &Columns,
+    accumulate: bool,
+    gelu: bool,
+) {
+    tile_body!(a, row_step, pair_step, b0, pairs, out, ldo, rows, cols, accumulate, gelu)
 }
 
 /// `iters` rounds of 12 independent `vdpbf16ps` (16 lanes of one bf16 pair each); returns

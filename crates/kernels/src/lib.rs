@@ -27,6 +27,8 @@ pub mod attention;
 #[cfg(target_arch = "x86_64")]
 pub mod bf16dot;
 #[cfg(target_arch = "x86_64")]
+pub mod bf16small;
+#[cfg(target_arch = "x86_64")]
 pub mod gemm;
 #[cfg(target_arch = "x86_64")]
 pub mod int8;
