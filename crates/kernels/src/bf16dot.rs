@@ -6,9 +6,12 @@
 //! Layouts. W (n×k, a PyTorch `Linear` weight) is packed once in panels of 16 columns; a panel
 //! holds, for each k-pair r, the 16 pairs (W[j][2r], W[j][2r+1]) as one 64-byte row (bf16 2r in
 //! the low half of each 32-bit lane, as `vdpbf16ps` pairs them). Activations are rounded per call
-//! into panels of 12 rows: for each k-pair, the 12 rows' pairs side by side, so the register
-//! tile (12 rows × 2 panels, 24 accumulators) reads A as one sequential stream, as BLIS packs
-//! A. k is padded to even with a zero; panels past n and rows past m hold zeros.
+//! into panels of 12 rows, the register tile's (12 rows × 2 panels, 24 accumulators): A read by
+//! columns (training's gᵀ) pair-major, for each k-pair the 12 rows' pairs side by side, as BLIS
+//! packs A; A read by rows row-major in pairs, each row's pairs in order, which the tile reads
+//! with a row stride (one conversion and a plain store per 32 values: the pair-major scatter
+//! cost more than the strided broadcasts save). k is padded to even with a zero; panels past n
+//! and rows past m hold zeros.
 //!
 //! Unsafe code: AVX-512F/BW and AVX512-BF16 intrinsics, reached only after [`available`]; raw
 //! pointers into buffers whose sizes the packing fixes, each function stating what it needs.
@@ -125,6 +128,8 @@ unsafe impl PackedProduct for PackedBf16Dot {
         // Pairs of 16-column panels (n / 32 rounded up; also for k = 0, whose packing is empty:
         // the tiles then write the bias alone).
         let panel_pairs = self.n.div_ceil(2 * T);
+        // A by rows is packed row-major in pairs, A by columns pair-major (`pack_a_panels`).
+        let by_rows = matches!(a, ASource::Rows { .. });
         (0..panels.div_ceil(group)).into_par_iter().for_each(|g| {
             let (p0, count) = (g * group, group.min(panels - g * group));
             let run = |packed: &[u32]| {
@@ -147,17 +152,17 @@ unsafe impl PackedProduct for PackedBf16Dot {
                                 bias.as_ptr().add(pj * cols),
                             )
                             .rounding(round);
-                            tile(
+                            let (a, w) = (
                                 packed.as_ptr().add(q * MR * pairs),
                                 self.data.as_ptr().add(2 * pj * pairs * T),
-                                pairs,
-                                out,
-                                self.n,
-                                MR.min(m - i0),
-                                &c,
-                                accumulate,
-                                gelu,
                             );
+                            let rows = MR.min(m - i0);
+                            if by_rows {
+                                let n = self.n;
+                                tile_at(a, pairs, 1, w, pairs, out, n, rows, &c, accumulate, gelu);
+                            } else {
+                                tile(a, w, pairs, out, self.n, rows, &c, accumulate, gelu);
+                            }
                         }
                     }
                 }
@@ -196,7 +201,8 @@ thread_local! {
 }
 
 /// Panels [p0, p0 + count) of A (m×k) rounded to bf16 and packed (see the module's layouts):
-/// panel p0 + q, k-pair r, row ii at `(q·pairs + r)·MR + ii`, in the calling thread's buffer (a
+/// panel p0 + q at `q·MR·pairs`, k-pair r of its row ii at `r·MR + ii` from there (A by columns)
+/// or `ii·pairs + r` (A by rows), in the calling thread's buffer (a
 /// new one if a product on this thread already holds it), then `then(packed)`: packed by the
 /// task that multiplies them, so they are still in L2 when the tiles read them (BLIS's packed
 /// block of A).
@@ -238,8 +244,8 @@ const PANEL_GROUP: usize = 8;
 
 /// The panels from `p0` on held in `panels` (each `pairs` steps of MR values; every value
 /// written, rows past m as zeros). A read by columns (training's gᵀ) is read along its source
-/// rows, 12 values at a time; A by rows is rounded 32 values at a time and its 16 pairs
-/// scattered to their places.
+/// rows, 12 values at a time, into pair-major panels; A by rows is rounded 32 values at a time
+/// into row-major pairs.
 ///
 /// # Safety
 /// As [`with_packed_a`]; `panels.len() == count · MR · pairs`, panels [p0, p0 + count) below
@@ -274,27 +280,45 @@ unsafe fn pack_a_panels(
             }
         }
         ASource::Rows { x, lda } => {
+            // Row-major pairs: row ii of panel q at (q·MR + ii)·pairs, read by `tile_at` with
+            // steps (pairs, 1). One conversion and a plain store per 32 values: scattering
+            // each pair to its panel slot (the layout of A by columns) was 6–7% of a
+            // bf16-mixed training step.
             for q in 0..count {
                 let (i0, panel) = ((p0 + q) * MR, out.add(q * pairs * MR));
                 let rows = MR.min(m - i0);
-                // Chunk by chunk of 16 pairs, so the scatters land in 16·MR slots (in L1) at
-                // a time: row by row they spread over the whole panel (0.9 ns a value at
-                // k = 1536, 16% of the product's time, against 0.3 at k = 384).
-                for c in 0..pairs.div_ceil(T) {
-                    for ii in 0..rows {
-                        // Row i0 + ii < m holds k values (the check); its pairs land in slots
-                        // r·MR + ii of the panel.
-                        let row = x.as_ptr().add((i0 + ii) * lda);
-                        scatter_chunk_pairs(row, k, pairs, c, panel.add(ii), MR);
-                    }
+                for ii in 0..rows {
+                    // Row i0 + ii < m holds k values (the check); its pairs fill slots
+                    // [ii·pairs, ii·pairs + pairs) of the panel.
+                    convert_row(
+                        x.as_ptr().add((i0 + ii) * lda),
+                        k,
+                        pairs,
+                        panel.add(ii * pairs),
+                    );
                 }
-                for ii in rows..MR {
-                    for r in 0..pairs {
-                        *panel.add(r * MR + ii) = 0;
-                    }
-                }
+                std::ptr::write_bytes(panel.add(rows * pairs), 0, (MR - rows) * pairs);
             }
         }
+    }
+}
+
+/// One row's k values rounded to bf16 pairs, stored in order at `out` (`pairs` u32).
+///
+/// # Safety
+/// AVX-512F/BW and AVX512-BF16; `row` valid for reads of k f32, `out` for writes of `pairs` u32.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+pub(crate) unsafe fn convert_row(row: *const f32, k: usize, pairs: usize, out: *mut u32) {
+    for c in 0..pairs.div_ceil(T) {
+        let k0 = 2 * T * c;
+        let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
+        // Past the row when k0 + 16 ≥ k (no lane loaded then): no `add` promise.
+        let hi =
+            _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.wrapping_add(k0 + T));
+        // SAFETY: __m512bh and __m512i are both 64 bytes of plain lanes.
+        let v: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo)) };
+        _mm512_mask_storeu_epi32(out.add(c * T) as *mut _, mask_for(pairs - c * T), v);
     }
 }
 

@@ -16,7 +16,7 @@
 
 use super::act::mask_for;
 use super::amx::bf16_pairs;
-use super::bf16dot::{available, scatter_row_pairs, tile_at, MR, T};
+use super::bf16dot::{available, convert_row, scatter_row_pairs, tile_at, MR, T};
 use super::gemm::Columns;
 use std::arch::x86_64::*;
 
@@ -278,25 +278,6 @@ impl SmallBf16 {
                 }
             }
         }
-    }
-}
-
-/// One row's k values rounded to bf16 pairs, stored in order at `out` (`pairs` u32).
-///
-/// # Safety
-/// AVX-512F/BW and AVX512-BF16; `row` valid for reads of k f32, `out` for writes of `pairs` u32.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn convert_row(row: *const f32, k: usize, pairs: usize, out: *mut u32) {
-    for c in 0..pairs.div_ceil(T) {
-        let k0 = 2 * T * c;
-        let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
-        // Past the row when k0 + 16 ≥ k (no lane loaded then): no `add` promise.
-        let hi =
-            _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.wrapping_add(k0 + T));
-        // SAFETY: __m512bh and __m512i are both 64 bytes of plain lanes.
-        let v: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo)) };
-        _mm512_mask_storeu_epi32(out.add(c * T) as *mut _, mask_for(pairs - c * T), v);
     }
 }
 
