@@ -280,7 +280,7 @@ impl Packing {
     /// The token rows (width `w`) of a padded `[b·s, w]` matrix, copied in parallel (a
     /// layer's input and output gradient: on one thread these copies were 2% of a step).
     fn gather(&self, padded: &[f32], w: usize) -> Vec<f32> {
-        let mut out = vec![0f32; self.tokens() * w];
+        let mut out = overwritten(self.tokens() * w);
         self.sequences(&mut out, w)
             .into_par_iter()
             .enumerate()
@@ -395,6 +395,25 @@ struct Saved {
     r2: Vec<f32>,
 }
 
+impl Saved {
+    /// Hands every buffer to [`overwritten`] (after the backward pass).
+    fn recycle(self) {
+        let Saved {
+            qkv,
+            probs,
+            ctx,
+            r1,
+            a,
+            pre,
+            act,
+            r2,
+        } = self;
+        [qkv, probs, ctx, r1, a, pre, act, r2]
+            .into_iter()
+            .for_each(recycle);
+    }
+}
+
 struct LayerOp {
     shape: LayerShape,
     packing: Packing,
@@ -411,6 +430,56 @@ struct LayerOp {
     sink: GradSink,
 }
 
+/// Buffers the layers have finished with (activations after their backward, gradients after
+/// their products), handed to the next buffer a layer overwrites in full, so that it is not
+/// first filled with zeros: `vec![0; n]` on memory the allocator kept was a memset of ~400 MB a
+/// MiniLM step (3.4% of a bf16-mixed step's samples, `perf`).
+static SPARE: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
+
+/// Spare buffers kept at most (a layer's forward and backward free about a dozen).
+const SPARE_MAX: usize = 32;
+
+/// A vector of `len` values for a caller that overwrites every one: a spare buffer (holding old
+/// values, not zeros) when one has the capacity, else a new zeroed one.
+fn overwritten(len: usize) -> Vec<f32> {
+    let taken = {
+        let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        // The smallest that fits, so large buffers stay for large requests.
+        let best = (0..spare.len())
+            .filter(|&i| spare[i].capacity() >= len)
+            .min_by_key(|&i| spare[i].capacity());
+        best.map(|i| spare.swap_remove(i))
+    };
+    match taken {
+        Some(mut v) => {
+            if v.len() >= len {
+                v.truncate(len);
+            } else {
+                v.resize(len, 0.0);
+            }
+            v
+        }
+        None => vec![0f32; len],
+    }
+}
+
+/// Fills every spare buffer with NaN, so that a test run after it fails wherever a layer reads
+/// a value of a recycled buffer it did not write (a test hook; scoring and training never call
+/// it).
+#[doc(hidden)]
+pub fn poison_spare_buffers() {
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    spare.iter_mut().for_each(|v| v.fill(f32::NAN));
+}
+
+/// Hands `v` to [`overwritten`] (dropped when enough are kept).
+fn recycle(v: Vec<f32>) {
+    let mut spare = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    if spare.len() < SPARE_MAX && v.capacity() > 0 {
+        spare.push(v);
+    }
+}
+
 /// `x · keep-scale` where kept, 0 where dropped (the composed path's `x * mask`).
 fn apply_dropout(x: &mut [f32], keep: Option<&Vec<bool>>, scale: f32) {
     if let Some(keep) = keep {
@@ -422,6 +491,25 @@ fn apply_dropout(x: &mut [f32], keep: Option<&Vec<bool>>, scale: f32) {
                 }
             });
     }
+}
+
+/// [`apply_dropout`] into a new vector, `x` left as it is (a gradient both the dropout's
+/// backward and the residual path read), in one parallel pass.
+fn dropped(x: &[f32], keep: Option<&Vec<bool>>, scale: f32) -> Vec<f32> {
+    let mut out = overwritten(x.len());
+    out.par_chunks_mut(1 << 14)
+        .zip(x.par_chunks(1 << 14))
+        .enumerate()
+        .for_each(|(c, (o, xs))| match keep {
+            Some(keep) => {
+                let ks = &keep[c << 14..(c << 14) + xs.len()];
+                for ((o, &v), &k) in o.iter_mut().zip(xs).zip(ks) {
+                    *o = v * if k { scale } else { 0.0 };
+                }
+            }
+            None => o.copy_from_slice(xs),
+        });
+    out
 }
 
 /// `x · keep-scale` where kept, 0 where dropped, on one thread (inside a parallel job).
@@ -579,8 +667,9 @@ impl LayerOp {
         // its n×n block of `probs` and its head's columns of its sequence's rows of `ctx`.
         let pk = &self.packing;
         let (scale, softmax_scale) = self.softmax_scale(d);
-        let mut probs = vec![0f32; pk.attention_len()];
-        let mut ctx = vec![0f32; m * h];
+        // Every value of both is written below (each job its block and its columns).
+        let mut probs = overwritten(pk.attention_len());
+        let mut ctx = overwritten(m * h);
         let out = SendPtr(ctx.as_mut_ptr());
         let ctx_len = ctx.len();
         pk.blocks(&mut probs)
@@ -654,7 +743,7 @@ impl LayerOp {
         add_into(&mut r1, x);
         let a = ln_rows(&r1, &w.ln1_g, &w.ln1_b, eps);
         let pre = self.linear(&a, m, &w.i_w, &w.i_b, f, h);
-        let mut act = vec![0f32; pre.len()];
+        let mut act = overwritten(pre.len());
         gelu_into(&pre, &mut act);
         let mut r2 = self.linear(&act, m, &w.o2_w, &w.o2_b, h, f);
         apply_dropout(&mut r2, dr.output.as_ref(), dr.hidden_scale);
@@ -681,31 +770,27 @@ impl LayerOp {
         let dr = &self.dropout;
 
         let (dr2, dg2, db2) = ln_bwd(&sv.r2, &w.ln2_g, dy, eps);
-        let mut d_out = dr2.clone();
-        apply_dropout(&mut d_out, dr.output.as_ref(), dr.hidden_scale);
+        let d_out = dropped(&dr2, dr.output.as_ref(), dr.hidden_scale);
         let (dact, dw_o2, db_o2) = self.grads(&sv.act, &w.o2_w, &d_out, m, h, f, 1);
-        drop(d_out);
-        let mut dpre = vec![0f32; dact.len()];
+        recycle(d_out);
+        let mut dpre = overwritten(dact.len());
         gelu_grad_into(&sv.pre, &dact, &mut dpre);
-        drop(dact);
+        recycle(dact);
         let (mut da, dw_i, db_i) = self.grads(&sv.a, &w.i_w, &dpre, m, f, h, 1);
-        drop(dpre);
+        recycle(dpre);
         add_into(&mut da, &dr2);
-        drop(dr2);
+        recycle(dr2);
         let (dr1, dg1, db1) = ln_bwd(&sv.r1, &w.ln1_g, &da, eps);
-        drop(da);
-        let mut d_attn_out = dr1.clone();
-        apply_dropout(
-            &mut d_attn_out,
-            dr.attention_output.as_ref(),
-            dr.hidden_scale,
-        );
+        recycle(da);
+        let d_attn_out = dropped(&dr1, dr.attention_output.as_ref(), dr.hidden_scale);
         let (dctx, dw_o, db_o) = self.grads(&sv.ctx, &w.o_w, &d_attn_out, m, h, h, 1);
-        drop(d_attn_out);
+        recycle(d_attn_out);
         let dqkv = self.attention_backward(&sv.qkv, &sv.probs, &dctx);
-        drop(dctx);
+        recycle(dctx);
         let (mut dx, dw_qkv, db_qkv) = self.grads(x, &w.qkv_w, &dqkv, m, 3 * h, h, 3);
+        recycle(dqkv);
         add_into(&mut dx, &dr1);
+        recycle(dr1);
 
         let t = &self.tensors.0;
         let dev = t[0].device();
@@ -738,7 +823,8 @@ impl LayerOp {
         let d = h / heads;
         let (scale, softmax_scale) = self.softmax_scale(d);
         let dr = &self.dropout;
-        let mut dqkv = vec![0f32; pk.tokens() * 3 * h];
+        // Every value is written below (each job its sequence's rows × its head's columns).
+        let mut dqkv = overwritten(pk.tokens() * 3 * h);
         let len = dqkv.len();
         let out = SendPtr(dqkv.as_mut_ptr());
         (0..pk.lens.len() * heads).into_par_iter().for_each(|job| {
@@ -839,10 +925,14 @@ impl CustomOp1 for LayerOp {
         let (pk, h) = (&self.packing, self.shape.h);
         let dx = with_slice::<f32, _>(x, |x| {
             with_slice::<f32, _>(dy, |dy| {
-                let dx = self.backward(&pk.gather(x, h), &pk.gather(dy, h), &saved)?;
-                Ok(pk.scatter(&dx, h))
+                let (x, dy) = (pk.gather(x, h), pk.gather(dy, h));
+                let dx = self.backward(&x, &dy, &saved)?;
+                let padded = pk.scatter(&dx, h);
+                [x, dy, dx].into_iter().for_each(recycle);
+                Ok(padded)
             })
         })?;
+        saved.recycle();
         Ok(Some(Tensor::from_vec(dx, x.shape(), x.device())?))
     }
 }
