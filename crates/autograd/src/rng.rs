@@ -1,15 +1,7 @@
 //! The training run's random numbers: splitmix64, whose whole state is one u64 (saved in
 //! checkpoints, so a resumed run draws what the uninterrupted one would have drawn).
 
-/// splitmix64's increment of the state per draw.
-const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// splitmix64's output function of a state.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use scorekit_kernels::splitmix::{keep_flags, mix, GAMMA};
 
 /// splitmix64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,15 +98,10 @@ impl KeepDraws {
             out.len(),
             self.n
         );
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-        {
-            // SAFETY: the CPU has the features the function is compiled for (checked above);
-            // it touches nothing but `out`.
-            return unsafe { fill_avx512(self, i0, out) };
-        }
-        fill_lanes(self, i0, out);
+        let first = self
+            .s0
+            .wrapping_add((i0 as u64).wrapping_add(1).wrapping_mul(GAMMA));
+        keep_flags(first, self.threshold, out);
     }
 
     /// Every decision of the run, computed in parallel.
@@ -126,29 +113,6 @@ impl KeepDraws {
             .for_each(|(c, chunk)| self.fill(c << 14, chunk));
         out
     }
-}
-
-/// [`KeepDraws::fill`] as a loop over independent lanes (each draw from its own state), which
-/// the compiler vectorises where 64-bit vector products exist.
-#[inline(always)]
-fn fill_lanes(d: &KeepDraws, i0: usize, out: &mut [bool]) {
-    let first =
-        d.s0.wrapping_add((i0 as u64).wrapping_add(1).wrapping_mul(GAMMA));
-    for (j, o) in out.iter_mut().enumerate() {
-        let state = first.wrapping_add((j as u64).wrapping_mul(GAMMA));
-        *o = mix(state) >> 40 >= d.threshold;
-    }
-}
-
-/// [`fill_lanes`] compiled for AVX-512 (`vpmullq`: eight draws an instruction; the scalar loop
-/// was 3% of a training step's CPU time, BENCHMARKS.md §6).
-///
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512DQ.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl")]
-unsafe fn fill_avx512(d: &KeepDraws, i0: usize, out: &mut [bool]) {
-    fill_lanes(d, i0, out)
 }
 
 #[cfg(test)]
@@ -187,12 +151,10 @@ mod tests {
             assert_eq!(draws.all(), want, "n = {n}");
             assert_eq!(par.state, seq.state, "n = {n}");
             assert_eq!(par.next_u64(), seq.next_u64());
-            // Any part alone, at any offset, equals the same part of the run (both paths).
+            // Any part alone, at any offset, equals the same part of the run.
             if n > 40 {
                 let mut part = vec![false; 33];
                 draws.fill(7, &mut part);
-                assert_eq!(part, want[7..40]);
-                fill_lanes(&draws, 7, &mut part);
                 assert_eq!(part, want[7..40]);
             }
             let kept = want.iter().filter(|&&k| k).count() as f64;

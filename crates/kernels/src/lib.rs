@@ -36,6 +36,7 @@ pub mod json_string;
 pub mod peak;
 pub mod resample;
 pub mod sha256_lanes;
+pub mod splitmix;
 pub mod train;
 
 /// Whether this CPU can run the fast encoder's f32 kernels (x86-64 with AVX-512F).
