@@ -130,6 +130,7 @@ unsafe impl PackedProduct for PackedBf16Dot {
         let panel_pairs = self.n.div_ceil(2 * T);
         // A by rows is packed row-major in pairs, A by columns pair-major (`pack_a_panels`).
         let by_rows = matches!(a, ASource::Rows { .. });
+        let row_len = a_row_len(&a, pairs);
         (0..panels.div_ceil(group)).into_par_iter().for_each(|g| {
             let (p0, count) = (g * group, group.min(panels - g * group));
             let run = |packed: &[u32]| {
@@ -139,7 +140,8 @@ unsafe impl PackedProduct for PackedBf16Dot {
                         let i0 = (p0 + q) * MR;
                         let cols = 2 * T;
                         // SAFETY: `tile`'s contract: AVX-512F/BW and AVX512-BF16 are available
-                        // (asserted above); A panel q of the group holds MR·pairs values;
+                        // (asserted above); A panel q of the group holds MR·row_len values
+                        // (MR rows of `pairs` read, row_len apart when by rows);
                         // panel pair pj < panels/2 holds 2·pairs·16 values; `cp + i0·n + pj·32`
                         // starts row i0 < m at column pj·32 < n (panel pairs past n are not
                         // made: their count is n/32 rounded up), `out` holds m·n values
@@ -153,13 +155,13 @@ unsafe impl PackedProduct for PackedBf16Dot {
                             )
                             .rounding(round);
                             let (a, w) = (
-                                packed.as_ptr().add(q * MR * pairs),
+                                packed.as_ptr().add(q * MR * row_len),
                                 self.data.as_ptr().add(2 * pj * pairs * T),
                             );
                             let rows = MR.min(m - i0);
                             if by_rows {
-                                let n = self.n;
-                                tile_at(a, pairs, 1, w, pairs, out, n, rows, &c, accumulate, gelu);
+                                let (n, rl) = (self.n, row_len);
+                                tile_at(a, rl, 1, w, pairs, out, n, rows, &c, accumulate, gelu);
                             } else {
                                 tile(a, w, pairs, out, self.n, rows, &c, accumulate, gelu);
                             }
@@ -221,12 +223,13 @@ unsafe fn with_packed_a<R>(
     then: impl FnOnce(&[u32]) -> R,
 ) -> R {
     let pack = |packed: &mut Vec<u32>| {
-        let len = count * MR * pairs;
+        let len = count * MR * a_row_len(&a, pairs);
         // Grown with zeros when short; old values elsewhere are overwritten below.
         if packed.len() < len {
             packed.resize(len, 0);
         }
-        // SAFETY: this function's contract; the slice is `count` panels of MR·pairs values.
+        // SAFETY: this function's contract; the slice is `count` panels of MR·a_row_len
+        // values.
         unsafe { pack_a_panels(a, p0, count, m, k, pairs, &mut packed[..len]) };
         then(&packed[..len])
     };
@@ -234,6 +237,22 @@ unsafe fn with_packed_a<R>(
         Ok(mut packed) => pack(&mut packed),
         Err(_) => pack(&mut Vec::new()),
     })
+}
+
+/// The slots a packed row of A takes: `pairs` for A by columns (pair-major panels); for A by
+/// rows (row-major pairs) `pairs` rounded up to whole cache lines, an odd number of them, so
+/// that the tile's 12 row streams fall in 12 different L1 sets (at k = 4,096 the rows were 8 KiB
+/// apart, all in one set: the product ran 15–20% slower than with pair-major panels).
+pub(crate) fn a_row_len(a: &ASource, pairs: usize) -> usize {
+    match a {
+        ASource::Rows { .. } => row_stride(pairs),
+        ASource::Columns { .. } => pairs,
+    }
+}
+
+/// `pairs` rounded up to an odd number of 16-pair cache lines (see [`a_row_len`]).
+pub(crate) fn row_stride(pairs: usize) -> usize {
+    (pairs.div_ceil(T) | 1) * T
 }
 
 /// A task's panels at most: 96 rows, whose packed pairs stay in L2 (k = 2,912: 560 KiB). A read
@@ -248,7 +267,7 @@ const PANEL_GROUP: usize = 8;
 /// into row-major pairs.
 ///
 /// # Safety
-/// As [`with_packed_a`]; `panels.len() == count · MR · pairs`, panels [p0, p0 + count) below
+/// As [`with_packed_a`]; `panels.len() == count · MR · a_row_len(a, pairs)`, panels [p0, p0 + count) below
 /// m.div_ceil(MR).
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 unsafe fn pack_a_panels(
@@ -260,7 +279,8 @@ unsafe fn pack_a_panels(
     pairs: usize,
     panels: &mut [u32],
 ) {
-    debug_assert!(count > 0 && (p0 + count - 1) * MR < m && panels.len() == count * MR * pairs);
+    let row_len = a_row_len(&a, pairs);
+    debug_assert!(count > 0 && (p0 + count - 1) * MR < m && panels.len() == count * MR * row_len);
     let out = panels.as_mut_ptr();
     match a {
         ASource::Columns { at, ldat } => {
@@ -280,24 +300,24 @@ unsafe fn pack_a_panels(
             }
         }
         ASource::Rows { x, lda } => {
-            // Row-major pairs: row ii of panel q at (q·MR + ii)·pairs, read by `tile_at` with
-            // steps (pairs, 1). One conversion and a plain store per 32 values: scattering
-            // each pair to its panel slot (the layout of A by columns) was 6–7% of a
-            // bf16-mixed training step.
+            // Row-major pairs: row ii of panel q at (q·MR + ii)·row_len, read by `tile_at`
+            // with steps (row_len, 1). One conversion and a plain store per 32 values:
+            // scattering each pair to its panel slot (the layout of A by columns) was 6–7% of a
+            // bf16-mixed training step. The slots between pairs and row_len are not read.
             for q in 0..count {
-                let (i0, panel) = ((p0 + q) * MR, out.add(q * pairs * MR));
+                let (i0, panel) = ((p0 + q) * MR, out.add(q * row_len * MR));
                 let rows = MR.min(m - i0);
                 for ii in 0..rows {
                     // Row i0 + ii < m holds k values (the check); its pairs fill slots
-                    // [ii·pairs, ii·pairs + pairs) of the panel.
+                    // [ii·row_len, ii·row_len + pairs) of the panel.
                     convert_row(
                         x.as_ptr().add((i0 + ii) * lda),
                         k,
                         pairs,
-                        panel.add(ii * pairs),
+                        panel.add(ii * row_len),
                     );
                 }
-                std::ptr::write_bytes(panel.add(rows * pairs), 0, (MR - rows) * pairs);
+                std::ptr::write_bytes(panel.add(rows * row_len), 0, (MR - rows) * row_len);
             }
         }
     }

@@ -16,7 +16,7 @@
 
 use super::act::mask_for;
 use super::amx::bf16_pairs;
-use super::bf16dot::{available, convert_row, scatter_row_pairs, tile_at, MR, T};
+use super::bf16dot::{available, convert_row, row_stride, scatter_row_pairs, tile_at, MR, T};
 use super::gemm::Columns;
 use std::arch::x86_64::*;
 
@@ -183,8 +183,10 @@ impl SmallBf16 {
         rows: usize,
         pairs: usize,
     ) -> (usize, usize) {
-        if self.a.len() < rows * pairs {
-            self.a.resize(rows * pairs, 0);
+        // Row-major rows an odd number of cache lines apart (`bf16dot::row_stride`).
+        let row_len = row_stride(pairs);
+        if self.a.len() < rows * row_len {
+            self.a.resize(rows * row_len, 0);
         }
         let dst = self.a.as_mut_ptr();
         match a {
@@ -192,10 +194,10 @@ impl SmallBf16 {
                 for i in 0..m {
                     // SAFETY: `convert_row`'s contract: the features are this function's; row
                     // i < m holds k values at x[i·ld..] (`Operand::check`); its pairs go to
-                    // dst[i·pairs..i·pairs + pairs], inside the rows·pairs buffer.
-                    unsafe { convert_row(x.as_ptr().add(i * ld), k, pairs, dst.add(i * pairs)) };
+                    // dst[i·row_len..i·row_len + pairs], inside the rows·row_len buffer.
+                    unsafe { convert_row(x.as_ptr().add(i * ld), k, pairs, dst.add(i * row_len)) };
                 }
-                (pairs, 1)
+                (row_len, 1)
             }
             Operand::Columns { x, ld } => {
                 // Stored row kk holds A's column kk: pair r of rows i0..i0 + 16 interleaves
