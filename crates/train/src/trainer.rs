@@ -278,7 +278,7 @@ impl<'m> Trainer<'m> {
 /// The precision `judge train` uses on `device` unless told: bf16-mixed on CUDA (the tensor
 /// cores multiply bf16 at ~15x their f32 rate), f32 elsewhere: on the CPU, bf16-mixed is
 /// faster only where the fused layer runs (BERT-family layers on AMX-BF16 or AVX512-BF16,
-/// 1.4-1.7x a step, BENCHMARKS.md §6) and slower elsewhere, while f32 reproduces PyTorch's f32
+/// 1.5-2.1x a step, BENCHMARKS.md §6) and slower elsewhere, while f32 reproduces PyTorch's f32
 /// training exactly (docs/judge.md "Precision"); candle's Metal bf16 products are not measured.
 pub fn default_precision(device: &candle_core::Device) -> Precision {
     if device.is_cuda() {
