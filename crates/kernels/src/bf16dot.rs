@@ -469,8 +469,8 @@ unsafe fn tile(
     tile_body!(a, 1, MR, b0, pairs, out, ldo, rows, cols, accumulate, gelu)
 }
 
-/// [`tile`] with pair r of A's row i read from `a + i·row_step + r·pair_step` (a packed panel:
-/// 1 and MR; `bf16small`'s row-major and pair-major operands).
+/// [`tile`] with pair r of A's row i read from `a + i·row_step + r·pair_step`: A by rows packed
+/// row-major (the row length and 1), and `bf16small`'s row-major and pair-major operands.
 ///
 /// # Safety
 /// As [`tile`], with `a + i·row_step + r·pair_step` valid for reads for i < MR, r < pairs.
