@@ -485,11 +485,7 @@ fn apply_dropout(x: &mut [f32], keep: Option<&Vec<bool>>, scale: f32) {
     if let Some(keep) = keep {
         x.par_chunks_mut(1 << 14)
             .zip(keep.par_chunks(1 << 14))
-            .for_each(|(xs, ks)| {
-                for (v, &k) in xs.iter_mut().zip(ks) {
-                    *v *= if k { scale } else { 0.0 };
-                }
-            });
+            .for_each(|(xs, ks)| drop_in_place(xs, ks, scale));
     }
 }
 
@@ -500,14 +496,11 @@ fn dropped(x: &[f32], keep: Option<&Vec<bool>>, scale: f32) -> Vec<f32> {
     out.par_chunks_mut(1 << 14)
         .zip(x.par_chunks(1 << 14))
         .enumerate()
-        .for_each(|(c, (o, xs))| match keep {
-            Some(keep) => {
-                let ks = &keep[c << 14..(c << 14) + xs.len()];
-                for ((o, &v), &k) in o.iter_mut().zip(xs).zip(ks) {
-                    *o = v * if k { scale } else { 0.0 };
-                }
+        .for_each(|(c, (o, xs))| {
+            o.copy_from_slice(xs);
+            if let Some(keep) = keep {
+                drop_in_place(o, &keep[c << 14..(c << 14) + xs.len()], scale);
             }
-            None => o.copy_from_slice(xs),
         });
     out
 }

@@ -71,7 +71,7 @@ impl PackedBf16Dot {
         // SAFETY: AVX-512F/BW and AVX512-BF16 (`pack` asserts them); b holds k rows of n
         // (asserted); the panel is `pairs` rows of 16.
         Self::pack(n, k, |panel, p, pairs| unsafe {
-            kn_panel(b, k, n, p, pairs, panel)
+            kn_panel(b, n, k, n, p, pairs, panel)
         })
     }
 
@@ -176,22 +176,31 @@ unsafe impl PackedProduct for PackedBf16Dot {
     }
 }
 
-/// Panel p (columns 16p..) of B given as k rows of n, rounded to pairs: pair row r from B's rows
-/// 2r and 2r + 1, 16 columns at once (zeros past n and for the row past odd k).
+/// Panel p (columns 16p..) of B given as k rows of n (`ld` apart), rounded to pairs: pair row r
+/// from B's rows 2r and 2r + 1, 16 columns at once (zeros past n and for the row past odd k).
+/// A panel wholly past n is left as it is (its columns' results are never stored).
 ///
 /// # Safety
-/// The CPU must support AVX-512F/BW and AVX512-BF16; `b.len() ≥ k·n`; `panel` valid for writes
-/// of `pairs · 16` u32 and zeros on entry, `pairs` = k rounded up to even, halved.
+/// The CPU must support AVX-512F/BW and AVX512-BF16; `b` holds k rows of n values `ld` apart
+/// (`b.len() ≥ (k − 1)·ld + n`); `panel` valid for writes of `pairs · 16` u32, `pairs` = k
+/// rounded up to even, halved.
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-unsafe fn kn_panel(b: &[f32], k: usize, n: usize, p: usize, pairs: usize, panel: *mut u32) {
+pub(crate) unsafe fn kn_panel(
+    b: &[f32],
+    ld: usize,
+    k: usize,
+    n: usize,
+    p: usize,
+    pairs: usize,
+    panel: *mut u32,
+) {
     if p * T >= n {
-        // The padding panel past n: left as the zeros it was made with.
         return;
     }
     let mask = mask_for(n - p * T);
     for r in 0..pairs {
         // Rows 2r, 2r + 1 below k hold n values; the mask keeps to the columns below n.
-        let v = bf16_pairs(b.as_ptr().add(p * T), n, 2 * r, k, mask);
+        let v = bf16_pairs(b.as_ptr().add(p * T), ld, 2 * r, k, mask);
         _mm512_storeu_si512(panel.add(r * T) as *mut _, v);
     }
 }
@@ -203,8 +212,9 @@ thread_local! {
 }
 
 /// Panels [p0, p0 + count) of A (m×k) rounded to bf16 and packed (see the module's layouts):
-/// panel p0 + q at `q·MR·pairs`, k-pair r of its row ii at `r·MR + ii` from there (A by columns)
-/// or `ii·pairs + r` (A by rows), in the calling thread's buffer (a
+/// panel p0 + q at `q·MR·row_len` (`row_len` = [`a_row_len`]), k-pair r of its row ii at
+/// `r·MR + ii` from there (A by columns) or `ii·row_len + r` (A by rows), in the calling
+/// thread's buffer (a
 /// new one if a product on this thread already holds it), then `then(packed)`: packed by the
 /// task that multiplies them, so they are still in L2 when the tiles read them (BLIS's packed
 /// block of A).
@@ -261,8 +271,8 @@ pub(crate) fn row_stride(pairs: usize) -> usize {
 /// source rows: TLB and cache misses, 1.3 ns a value at 1,536 × 2,912).
 const PANEL_GROUP: usize = 8;
 
-/// The panels from `p0` on held in `panels` (each `pairs` steps of MR values; every value
-/// written, rows past m as zeros). A read by columns (training's gᵀ) is read along its source
+/// The panels from `p0` on held in `panels` (each MR·[`a_row_len`] values; every value read
+/// by the tiles written, rows past m as zeros). A read by columns (training's gᵀ) is read along its source
 /// rows, 12 values at a time, into pair-major panels; A by rows is rounded 32 values at a time
 /// into row-major pairs.
 ///
@@ -331,15 +341,29 @@ unsafe fn pack_a_panels(
 #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
 pub(crate) unsafe fn convert_row(row: *const f32, k: usize, pairs: usize, out: *mut u32) {
     for c in 0..pairs.div_ceil(T) {
-        let k0 = 2 * T * c;
-        let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
-        // Past the row when k0 + 16 ≥ k (no lane loaded then): no `add` promise.
-        let hi =
-            _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.wrapping_add(k0 + T));
-        // SAFETY: __m512bh and __m512i are both 64 bytes of plain lanes.
-        let v: __m512i = unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo)) };
+        let v = chunk_pairs(row, k, c);
         _mm512_mask_storeu_epi32(out.add(c * T) as *mut _, mask_for(pairs - c * T), v);
     }
+}
+
+/// Pairs [16c, 16c + 16) of one row's k values (from `row`), rounded to bf16 (`vcvtne2ps2bf16`:
+/// to nearest even, subnormals to zero; one instruction for 32 values): lane j is pair 16c + j,
+/// zero past k (odd k's last pair is (x, 0)).
+///
+/// # Safety
+/// AVX-512F/BW and AVX512-BF16; `row` valid for reads of k f32; 16c < k rounded up to even,
+/// halved.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
+unsafe fn chunk_pairs(row: *const f32, k: usize, c: usize) -> __m512i {
+    let k0 = 2 * T * c;
+    // Loads masked to the values below k; k0 < k as 16c < pairs.
+    let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
+    // Past the end when k0 + 16 ≥ k (then no lane is loaded): computed without `add`'s promise.
+    let hi = _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.wrapping_add(k0 + T));
+    // Words 2j, 2j + 1 hold values k0 + 2j, k0 + 2j + 1.
+    // SAFETY: __m512bh and __m512i are both 64 bytes of plain lanes.
+    unsafe { std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo)) }
 }
 
 /// One row's k values (from `row`) rounded to bf16 pairs, pair r written to `out + r·stride`
@@ -362,8 +386,8 @@ pub(crate) unsafe fn scatter_row_pairs(
 }
 
 /// Pairs [16c, 16c + 16) ∩ [0, pairs) of one row's k values (from `row`), rounded to bf16
-/// (`vcvtne2ps2bf16`: to nearest even, subnormals to zero; one instruction for 32 values) and
-/// scattered, pair r to `out + r·stride`: a row-major operand lands in a pair-major panel.
+/// ([`chunk_pairs`]) and scattered, pair r to `out + r·stride`: a row-major operand lands in a
+/// pair-major panel.
 ///
 /// # Safety
 /// The CPU must support AVX-512F/BW and AVX512-BF16; `row` valid for reads of k f32; `out +
@@ -381,14 +405,7 @@ unsafe fn scatter_chunk_pairs(
 ) {
     let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let offsets = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(stride as i32));
-    let k0 = 2 * T * c;
-    // Loads masked to the values below k (zero past it: odd k's last pair is (x, 0)); k0 < k
-    // as 16c < pairs.
-    let lo = _mm512_maskz_loadu_ps(mask_for(k - k0), row.add(k0));
-    // Past the end when k0 + 16 ≥ k (then no lane is loaded): computed without `add`'s promise.
-    let hi = _mm512_maskz_loadu_ps(mask_for(k.saturating_sub(k0 + T)), row.wrapping_add(k0 + T));
-    // Words 2j, 2j + 1 hold values k0 + 2j, k0 + 2j + 1: lane j is pair 16c + j.
-    let v: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+    let v = chunk_pairs(row, k, c);
     _mm512_mask_i32scatter_epi32::<4>(
         out.add(c * T * stride) as *mut _,
         mask_for(pairs - c * T),

@@ -16,7 +16,9 @@
 
 use super::act::mask_for;
 use super::amx::bf16_pairs;
-use super::bf16dot::{available, convert_row, row_stride, scatter_row_pairs, tile_at, MR, T};
+use super::bf16dot::{
+    available, convert_row, kn_panel, row_stride, scatter_row_pairs, tile_at, MR, T,
+};
 use super::gemm::Columns;
 use std::arch::x86_64::*;
 
@@ -240,22 +242,12 @@ impl SmallBf16 {
         let dst = self.b.as_mut_ptr();
         match b {
             Operand::Rows { x, ld } => {
-                // B's row kk at x[kk·ld..]: pair row r of panel p from rows 2r, 2r + 1.
                 for p in 0..2 * panel_pairs {
-                    let cols = n.saturating_sub(p * T);
-                    for r in 0..pairs {
-                        // SAFETY: rows 2r, 2r + 1 below k hold n values from x (checked), read
-                        // in the columns below n; the 16 values stored end below the buffer's
-                        // 2·panel_pairs·pairs·16.
-                        unsafe {
-                            let v = if cols == 0 {
-                                _mm512_setzero_si512()
-                            } else {
-                                bf16_pairs(x.as_ptr().add(p * T), ld, 2 * r, k, mask_for(cols))
-                            };
-                            _mm512_storeu_si512(dst.add((p * pairs + r) * T) as *mut _, v);
-                        }
-                    }
+                    // SAFETY: `kn_panel`'s contract: B's k rows of n values `ld` apart lie in x
+                    // (`Operand::check`); panel p's `pairs` rows of 16 end below the buffer's
+                    // 2·panel_pairs·pairs·16. A panel past n keeps old values, as lanes past n
+                    // do below: their results are not stored.
+                    unsafe { kn_panel(x, ld, k, n, p, pairs, dst.add(p * pairs * T)) };
                 }
             }
             Operand::Columns { x, ld } => {
