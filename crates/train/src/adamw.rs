@@ -142,22 +142,24 @@ struct Coefficients {
     step_size: f64,
 }
 
-/// The CPU step in place: moments and weights updated in their own storage in three passes,
-/// where the composed tensor operations made about twelve, each into a freshly allocated
-/// (page-faulted) tensor the size of the weight. The arithmetic is the composed path's, operation
-/// for operation in the tensor's float type (candle's `x * c` is `x · c + 0`, `x / c` is
-/// `x · (1/c) + 0`), so both paths give the same bits.
+/// The CPU step in place: gradient, moments and weight read once and the three written back in
+/// one pass over the storage, where the composed tensor operations made about twelve, each into a
+/// freshly allocated (page-faulted) tensor the size of the weight. The arithmetic is the composed
+/// path's, operation for operation in the tensor's float type (candle's `x * c` is `x · c + 0`,
+/// `x / c` is `x · (1/c) + 0`), so both paths give the same bits.
 mod fused {
     use super::{Coefficients, Slot};
     use candle_core::{
-        bail, CpuStorage, DType, InplaceOp2, InplaceOp3, Layout, Result, Tensor, WithDType,
+        bail, CpuStorage, DType, InplaceOp1, InplaceOp2, Layout, Result, Tensor, WithDType,
     };
     use rayon::prelude::*;
+    use std::cell::RefCell;
 
     /// Elements handed to one rayon task.
     const CHUNK: usize = 1 << 16;
 
-    /// Whether the in-place CPU path handles this slot: f32 / f64 on the CPU, contiguous.
+    /// Whether the in-place CPU path handles this slot: f32 / f64 on the CPU, contiguous, and
+    /// four distinct storages (the pass locks each one; a shared one would deadlock).
     pub fn applies(slot: &Slot, g: &Tensor) -> bool {
         let cpu = |t: &Tensor| {
             t.device().is_cpu()
@@ -165,16 +167,106 @@ mod fused {
                 && t.is_contiguous()
                 && t.dtype() == g.dtype()
         };
-        cpu(g) && cpu(&slot.m) && cpu(&slot.v) && cpu(slot.var.as_tensor())
+        let tensors = [slot.var.as_tensor(), &slot.m, &slot.v, g];
+        tensors.iter().all(|t| cpu(t)) && distinct_storages(&tensors)
     }
 
-    /// One step of `slot` with gradient `g`.
+    /// Whether no two of `tensors` share a storage (compared by its first element's address).
+    fn distinct_storages(tensors: &[&Tensor]) -> bool {
+        let address = |t: &Tensor| -> Option<usize> {
+            let (storage, _) = t.storage_and_layout();
+            match &*storage {
+                candle_core::Storage::Cpu(CpuStorage::F32(v)) => Some(v.as_ptr() as usize),
+                candle_core::Storage::Cpu(CpuStorage::F64(v)) => Some(v.as_ptr() as usize),
+                _ => None,
+            }
+        };
+        let Some(addresses) = tensors
+            .iter()
+            .map(|t| address(t))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return false;
+        };
+        (0..addresses.len()).all(|i| !addresses[i + 1..].contains(&addresses[i]))
+    }
+
+    /// One step of `slot` with gradient `g`. Candle lends one tensor's storage mutably per op,
+    /// so the weight's and the first moment's ops nest, and the innermost (the second moment's,
+    /// with the gradient read) runs the pass over all four.
     pub fn step(slot: &mut Slot, g: &Tensor, k: &Coefficients, decay: bool) -> Result<()> {
-        slot.m.inplace_op2(g, &Moments { k, second: false })?;
-        slot.v.inplace_op2(g, &Moments { k, second: true })?;
-        slot.var
-            .as_tensor()
-            .inplace_op3(&slot.m, &slot.v, &Update { k, decay })
+        let pass = Pass { k, decay };
+        with_mut(slot.var.as_tensor(), |st, lt| {
+            with_mut(&slot.m, |sm, lm| {
+                slot.v.inplace_op2(
+                    g,
+                    &Innermost(RefCell::new(Some(
+                        |sv: &mut CpuStorage, lv: &Layout, sg: &CpuStorage, lg: &Layout| {
+                            match candle_core::backend::BackendStorage::dtype(sg) {
+                                DType::F32 => pass.run(
+                                    slice_mut::<f32>(st, lt)?,
+                                    slice_mut::<f32>(sm, lm)?,
+                                    slice_mut::<f32>(sv, lv)?,
+                                    slice::<f32>(sg, lg)?,
+                                ),
+                                DType::F64 => pass.run(
+                                    slice_mut::<f64>(st, lt)?,
+                                    slice_mut::<f64>(sm, lm)?,
+                                    slice_mut::<f64>(sv, lv)?,
+                                    slice::<f64>(sg, lg)?,
+                                ),
+                                d => bail!("adamw: dtype {d:?}"),
+                            }
+                        },
+                    ))),
+                )
+            })
+        })
+    }
+
+    /// Runs `f` on `t`'s CPU storage, lent mutably by candle.
+    fn with_mut(t: &Tensor, f: impl FnOnce(&mut CpuStorage, &Layout) -> Result<()>) -> Result<()> {
+        t.inplace_op1(&Outer(RefCell::new(Some(f))))
+    }
+
+    /// An in-place op that calls its closure once (candle's ops take `&self`).
+    struct Outer<F>(RefCell<Option<F>>);
+
+    impl<F: FnOnce(&mut CpuStorage, &Layout) -> Result<()>> InplaceOp1 for Outer<F> {
+        fn name(&self) -> &'static str {
+            "scorekit-adamw"
+        }
+
+        fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> Result<()> {
+            match self.0.borrow_mut().take() {
+                Some(f) => f(s, l),
+                None => bail!("adamw: step op called twice"),
+            }
+        }
+    }
+
+    /// The innermost op: the second moment lent mutably, the gradient read.
+    struct Innermost<F>(RefCell<Option<F>>);
+
+    impl<F: FnOnce(&mut CpuStorage, &Layout, &CpuStorage, &Layout) -> Result<()>> InplaceOp2
+        for Innermost<F>
+    {
+        fn name(&self) -> &'static str {
+            "scorekit-adamw"
+        }
+
+        fn cpu_fwd(
+            &self,
+            s1: &mut CpuStorage,
+            l1: &Layout,
+            s2: &CpuStorage,
+            l2: &Layout,
+        ) -> Result<()> {
+            match self.0.borrow_mut().take() {
+                Some(f) => f(s1, l1, s2, l2),
+                None => bail!("adamw: step op called twice"),
+            }
+        }
     }
 
     fn slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
@@ -204,64 +296,6 @@ mod fused {
         unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<T>(), v.len()) }
     }
 
-    /// First (`m ← m + (g − m)(1 − β1)`) or second (`v ← v·β2 + g²(1 − β2)`) moment.
-    struct Moments<'a> {
-        k: &'a Coefficients,
-        second: bool,
-    }
-
-    impl Moments<'_> {
-        fn run<T: WithDType + Send + Sync>(&self, m: &mut [T], g: &[T]) -> Result<()> {
-            if m.len() != g.len() {
-                bail!("adamw: gradient of {} elements for {}", g.len(), m.len());
-            }
-            let scale = self.k.grad_scale.map(T::from_f64);
-            let zero = T::from_f64(0.0);
-            let (b, one_minus_b) = if self.second {
-                (T::from_f64(self.k.beta2), T::from_f64(1.0 - self.k.beta2))
-            } else {
-                (T::from_f64(self.k.beta1), T::from_f64(1.0 - self.k.beta1))
-            };
-            let second = self.second;
-            m.par_chunks_mut(CHUNK)
-                .zip(g.par_chunks(CHUNK))
-                .for_each(|(mc, gc)| {
-                    for (m, &g) in mc.iter_mut().zip(gc) {
-                        let g = match scale {
-                            Some(c) => g * c + zero,
-                            None => g,
-                        };
-                        *m = if second {
-                            (*m * b + zero) + ((g * g) * one_minus_b + zero)
-                        } else {
-                            *m + ((g - *m) * one_minus_b + zero)
-                        };
-                    }
-                });
-            Ok(())
-        }
-    }
-
-    impl InplaceOp2 for Moments<'_> {
-        fn name(&self) -> &'static str {
-            "scorekit-adamw-moment"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &mut CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-        ) -> Result<()> {
-            match candle_core::backend::BackendStorage::dtype(s2) {
-                DType::F32 => self.run(slice_mut::<f32>(s1, l1)?, slice::<f32>(s2, l2)?),
-                DType::F64 => self.run(slice_mut::<f64>(s1, l1)?, slice::<f64>(s2, l2)?),
-                d => bail!("adamw: dtype {d:?}"),
-            }
-        }
-    }
-
     /// The float types of the step, with their square root.
     trait Sqrt: WithDType + Send + Sync {
         fn sqrt(self) -> Self;
@@ -279,26 +313,32 @@ mod fused {
         }
     }
 
+    /// Per element: `m ← m + (g − m)(1 − β1)`, `v ← v·β2 + g²(1 − β2)`, then
     /// `θ ← θ·(1 − lr·wd) − (m / (sqrt(v)/sqrt(bc2) + ε))·step_size`.
-    struct Update<'a> {
+    struct Pass<'a> {
         k: &'a Coefficients,
         decay: bool,
     }
 
-    impl Update<'_> {
-        fn run<T: Sqrt>(&self, theta: &mut [T], m: &[T], v: &[T]) -> Result<()> {
-            if theta.len() != m.len() || theta.len() != v.len() {
+    impl Pass<'_> {
+        fn run<T: Sqrt>(&self, theta: &mut [T], m: &mut [T], v: &mut [T], g: &[T]) -> Result<()> {
+            let n = theta.len();
+            if m.len() != n || v.len() != n || g.len() != n {
                 bail!(
-                    "adamw: moments of {} / {} elements for {}",
+                    "adamw: gradient and moments of {} / {} / {} elements for {n}",
+                    g.len(),
                     m.len(),
-                    v.len(),
-                    theta.len()
+                    v.len()
                 );
             }
             let k = self.k;
             let zero = T::from_f64(0.0);
             let one = T::from_f64(1.0);
+            let scale = k.grad_scale.map(T::from_f64);
             let decay = self.decay.then(|| T::from_f64(k.decay));
+            // The first moment is a lerp, `m + (g − m)(1 − β1)`, as PyTorch's.
+            let one_minus_b1 = T::from_f64(1.0 - k.beta1);
+            let (b2, one_minus_b2) = (T::from_f64(k.beta2), T::from_f64(1.0 - k.beta2));
             let (inv_bc2, eps, step) = (
                 T::from_f64(k.inv_bc2_sqrt),
                 T::from_f64(k.eps),
@@ -306,50 +346,33 @@ mod fused {
             );
             theta
                 .par_chunks_mut(CHUNK)
-                .zip(m.par_chunks(CHUNK))
-                .zip(v.par_chunks(CHUNK))
-                .for_each(|((tc, mc), vc)| {
-                    for ((t, &m), &v) in tc.iter_mut().zip(mc).zip(vc) {
+                .zip(m.par_chunks_mut(CHUNK))
+                .zip(v.par_chunks_mut(CHUNK))
+                .zip(g.par_chunks(CHUNK))
+                // `move`: the closure holds the constants as values, so LLVM keeps them in
+                // registers (through references it reloaded them after every store, as the
+                // slices might alias them) and vectorises the loop; equal-length slices indexed
+                // by one counter drop the bounds checks.
+                .for_each(move |(((tc, mc), vc), gc)| {
+                    let n = tc.len();
+                    let (mc, vc, gc) = (&mut mc[..n], &mut vc[..n], &gc[..n]);
+                    for i in 0..n {
+                        let g = match scale {
+                            Some(c) => gc[i] * c + zero,
+                            None => gc[i],
+                        };
+                        let m = mc[i] + ((g - mc[i]) * one_minus_b1 + zero);
+                        let v = (vc[i] * b2 + zero) + ((g * g) * one_minus_b2 + zero);
                         let theta = match decay {
-                            Some(d) => *t * d + zero,
-                            None => *t,
+                            Some(d) => tc[i] * d + zero,
+                            None => tc[i],
                         };
                         let denom = (v.sqrt() * inv_bc2 + zero) * one + eps;
                         let update = (m / denom) * step + zero;
-                        *t = theta - update;
+                        (mc[i], vc[i], tc[i]) = (m, v, theta - update);
                     }
                 });
             Ok(())
-        }
-    }
-
-    impl InplaceOp3 for Update<'_> {
-        fn name(&self) -> &'static str {
-            "scorekit-adamw-update"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &mut CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-            s3: &CpuStorage,
-            l3: &Layout,
-        ) -> Result<()> {
-            match candle_core::backend::BackendStorage::dtype(s2) {
-                DType::F32 => self.run(
-                    slice_mut::<f32>(s1, l1)?,
-                    slice::<f32>(s2, l2)?,
-                    slice::<f32>(s3, l3)?,
-                ),
-                DType::F64 => self.run(
-                    slice_mut::<f64>(s1, l1)?,
-                    slice::<f64>(s2, l2)?,
-                    slice::<f64>(s3, l3)?,
-                ),
-                d => bail!("adamw: dtype {d:?}"),
-            }
         }
     }
 }
@@ -372,7 +395,8 @@ mod tests {
     #[test]
     fn the_in_place_step_equals_the_composed_operations() {
         let dev = Device::Cpu;
-        let n = 1000;
+        // Two rayon chunks and a tail past the vector lanes.
+        let n = (1 << 16) + 3;
         let init: Vec<f32> = (0..n).map(|i| ((i as f32) * 0.37).sin() * 0.1).collect();
         let var = Var::new(init.as_slice(), &dev).unwrap();
         let params = AdamWParams {
@@ -380,7 +404,8 @@ mod tests {
             ..Default::default()
         };
         let mut opt = AdamW::new(vec![("w".into(), var.clone())], params).unwrap();
-        assert!(fused::applies(&opt.slots[0], var.as_tensor()));
+        let probe = Tensor::new(init.as_slice(), &dev).unwrap();
+        assert!(fused::applies(&opt.slots[0], &probe));
         let (mut theta, mut m, mut v) = (
             Tensor::new(init.as_slice(), &dev).unwrap(),
             Tensor::zeros(n, DType::F32, &dev).unwrap(),
@@ -418,6 +443,24 @@ mod tests {
         assert_eq!(bits(&opt.slots[0].v), bits(&v));
     }
 
+    /// A gradient sharing the weight's storage takes the composed path (the in-place pass would
+    /// lock one storage twice) and still gives PyTorch's step.
+    #[test]
+    fn a_gradient_sharing_the_weight_takes_the_composed_path() {
+        let var = Var::new(&[0.5f32, -2.0], &Device::Cpu).unwrap();
+        let mut opt = AdamW::new(vec![("w".into(), var.clone())], AdamWParams::default()).unwrap();
+        let g = var.as_tensor().clone();
+        assert!(!fused::applies(&opt.slots[0], &g));
+        assert!(fused::applies(&opt.slots[0], &g.copy().unwrap()));
+        opt.step(&[Some(g)], 0.1, 1.0).unwrap();
+        // First step: m̂ = g, v̂ = g², so θ moves by lr·g/(|g| + ε) ≈ lr·sign(g).
+        let got = var.as_tensor().to_vec1::<f32>().unwrap();
+        assert!(
+            (got[0] - 0.4).abs() < 1e-6 && (got[1] + 1.9).abs() < 1e-6,
+            "{got:?}"
+        );
+    }
+
     /// Two steps by hand (PyTorch's formulas) on one scalar.
     #[test]
     fn matches_the_pytorch_update() {
@@ -441,5 +484,72 @@ mod tests {
         }
         let got = var.as_tensor().to_vec1::<f64>().unwrap()[0];
         assert!((got - p).abs() < 1e-15, "{got} vs {p}");
+    }
+
+    /// Timing probe, run by hand: one AdamW step over all-MiniLM-L6-v2's parameter shapes
+    /// (22.7 M f32 in 101 tensors), fused CPU path against the composed tensor operations, in
+    /// one run. `cargo test --release -p scorekit-train --lib adamw_step_speed -- --ignored
+    /// --nocapture` (BENCHMARKS.md §6).
+    #[test]
+    #[ignore]
+    fn adamw_step_speed() {
+        let dev = Device::Cpu;
+        let (h, f) = (384usize, 1536usize);
+        let mut shapes = vec![30522 * h, 512 * h, 2 * h, h, h];
+        for _ in 0..6 {
+            shapes.extend([h * h, h, h * h, h, h * h, h, h * h, h, h, h]);
+            shapes.extend([f * h, f, h * f, h, h, h]);
+        }
+        shapes.extend([h * h, h]);
+        let fill = |n: usize, s: f32| -> Tensor {
+            let v: Vec<f32> = (0..n).map(|i| ((i as f32) * s).sin() * 0.02).collect();
+            Tensor::new(v.as_slice(), &dev).unwrap()
+        };
+        let total: usize = shapes.iter().sum();
+        let grads: Vec<Option<Tensor>> = shapes.iter().map(|&n| Some(fill(n, 0.7))).collect();
+        let median_ms = |fused: bool| -> f64 {
+            let vars: Vec<(String, Var)> = shapes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| {
+                    (
+                        format!("p{i}.weight"),
+                        Var::from_tensor(&fill(n, 0.3)).unwrap(),
+                    )
+                })
+                .collect();
+            let params = AdamWParams {
+                weight_decay: 0.01,
+                ..Default::default()
+            };
+            let mut opt = AdamW::new(vars, params).unwrap();
+            // A gradient in another tensor's storage does not change the arithmetic; sharing
+            // the weight's storage turns the fused path off, as its applies-check requires.
+            let grads: Vec<Option<Tensor>> = if fused {
+                grads.clone()
+            } else {
+                opt.slots
+                    .iter()
+                    .map(|s| Some(s.var.as_tensor().clone()))
+                    .collect()
+            };
+            let mut times: Vec<f64> = (0..12)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    opt.step(&grads, 5e-5, 1.0).unwrap();
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .skip(2)
+                .collect();
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
+        };
+        let (fused, composed) = (median_ms(true), median_ms(false));
+        println!(
+            "adamw step over {total} f32: in place {fused:.1} ms ({:.1} GB/s of θ, m, v, g read \
+             and θ, m, v written), composed {composed:.1} ms, ratio {:.2}x",
+            (total * 4 * 7) as f64 / fused / 1e6,
+            composed / fused
+        );
     }
 }
