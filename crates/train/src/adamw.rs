@@ -150,10 +150,12 @@ struct Coefficients {
 mod fused {
     use super::{Coefficients, Slot};
     use candle_core::{
-        bail, CpuStorage, DType, InplaceOp1, InplaceOp2, Layout, Result, Tensor, WithDType,
+        bail, CpuStorage, DType, InplaceOp1, Layout, Result, Storage, Tensor, WithDType,
     };
     use rayon::prelude::*;
+    use scorekit_autograd::ops::with_slice;
     use std::cell::RefCell;
+    use std::marker::PhantomData;
 
     /// Elements handed to one rayon task.
     const CHUNK: usize = 1 << 16;
@@ -174,142 +176,91 @@ mod fused {
     /// Whether no two of `tensors` share a storage (compared by its first element's address).
     fn distinct_storages(tensors: &[&Tensor]) -> bool {
         let address = |t: &Tensor| -> Option<usize> {
-            let (storage, _) = t.storage_and_layout();
-            match &*storage {
-                candle_core::Storage::Cpu(CpuStorage::F32(v)) => Some(v.as_ptr() as usize),
-                candle_core::Storage::Cpu(CpuStorage::F64(v)) => Some(v.as_ptr() as usize),
+            match &*t.storage_and_layout().0 {
+                Storage::Cpu(CpuStorage::F32(v)) => Some(v.as_ptr() as usize),
+                Storage::Cpu(CpuStorage::F64(v)) => Some(v.as_ptr() as usize),
                 _ => None,
             }
         };
-        let Some(addresses) = tensors
-            .iter()
-            .map(|t| address(t))
-            .collect::<Option<Vec<_>>>()
-        else {
-            return false;
-        };
-        (0..addresses.len()).all(|i| !addresses[i + 1..].contains(&addresses[i]))
+        let addresses: Option<Vec<usize>> = tensors.iter().map(|t| address(t)).collect();
+        addresses.is_some_and(|a| (0..a.len()).all(|i| !a[i + 1..].contains(&a[i])))
     }
 
-    /// One step of `slot` with gradient `g`. Candle lends one tensor's storage mutably per op,
-    /// so the weight's and the first moment's ops nest, and the innermost (the second moment's,
-    /// with the gradient read) runs the pass over all four.
-    pub fn step(slot: &mut Slot, g: &Tensor, k: &Coefficients, decay: bool) -> Result<()> {
-        let pass = Pass { k, decay };
-        with_mut(slot.var.as_tensor(), |st, lt| {
-            with_mut(&slot.m, |sm, lm| {
-                slot.v.inplace_op2(
-                    g,
-                    &Innermost(RefCell::new(Some(
-                        |sv: &mut CpuStorage, lv: &Layout, sg: &CpuStorage, lg: &Layout| {
-                            match candle_core::backend::BackendStorage::dtype(sg) {
-                                DType::F32 => pass.run(
-                                    slice_mut::<f32>(st, lt)?,
-                                    slice_mut::<f32>(sm, lm)?,
-                                    slice_mut::<f32>(sv, lv)?,
-                                    slice::<f32>(sg, lg)?,
-                                ),
-                                DType::F64 => pass.run(
-                                    slice_mut::<f64>(st, lt)?,
-                                    slice_mut::<f64>(sm, lm)?,
-                                    slice_mut::<f64>(sv, lv)?,
-                                    slice::<f64>(sg, lg)?,
-                                ),
-                                d => bail!("adamw: dtype {d:?}"),
-                            }
-                        },
-                    ))),
-                )
+    /// One step of `slot` with gradient `g`.
+    pub fn step(slot: &Slot, g: &Tensor, k: &Coefficients, decay: bool) -> Result<()> {
+        match g.dtype() {
+            DType::F32 => step_as::<f32>(slot, g, &Pass { k, decay }),
+            DType::F64 => step_as::<f64>(slot, g, &Pass { k, decay }),
+            d => bail!("adamw: dtype {d:?}"),
+        }
+    }
+
+    /// The step in `T`. Candle lends one tensor's storage mutably per op, so the weight's and
+    /// the moments' ops nest, with the gradient read around them, and the innermost runs the
+    /// pass over all four.
+    fn step_as<T: Float>(slot: &Slot, g: &Tensor, pass: &Pass) -> Result<()> {
+        with_slice::<T, _>(g, |g| {
+            with_mut::<T>(slot.var.as_tensor(), |theta| {
+                with_mut::<T>(&slot.m, |m| {
+                    with_mut::<T>(&slot.v, |v| pass.run(theta, m, v, g))
+                })
             })
         })
     }
 
-    /// Runs `f` on `t`'s CPU storage, lent mutably by candle.
-    fn with_mut(t: &Tensor, f: impl FnOnce(&mut CpuStorage, &Layout) -> Result<()>) -> Result<()> {
-        t.inplace_op1(&Outer(RefCell::new(Some(f))))
+    /// Runs `f` on `t`'s elements, lent mutably by candle.
+    fn with_mut<T: Float>(t: &Tensor, f: impl FnOnce(&mut [T]) -> Result<()>) -> Result<()> {
+        t.inplace_op1(&Once(RefCell::new(Some(f)), PhantomData))
     }
 
     /// An in-place op that calls its closure once (candle's ops take `&self`).
-    struct Outer<F>(RefCell<Option<F>>);
+    struct Once<T, F>(RefCell<Option<F>>, PhantomData<T>);
 
-    impl<F: FnOnce(&mut CpuStorage, &Layout) -> Result<()>> InplaceOp1 for Outer<F> {
+    impl<T: Float, F: FnOnce(&mut [T]) -> Result<()>> InplaceOp1 for Once<T, F> {
         fn name(&self) -> &'static str {
             "scorekit-adamw"
         }
 
         fn cpu_fwd(&self, s: &mut CpuStorage, l: &Layout) -> Result<()> {
-            match self.0.borrow_mut().take() {
-                Some(f) => f(s, l),
-                None => bail!("adamw: step op called twice"),
-            }
+            let Some(f) = self.0.borrow_mut().take() else {
+                bail!("adamw: step op called twice")
+            };
+            let (Some(all), Some((a, b))) = (T::elements(s), l.contiguous_offsets()) else {
+                bail!("adamw: storage not a contiguous {:?} tensor", T::DTYPE)
+            };
+            f(&mut all[a..b])
         }
     }
 
-    /// The innermost op: the second moment lent mutably, the gradient read.
-    struct Innermost<F>(RefCell<Option<F>>);
-
-    impl<F: FnOnce(&mut CpuStorage, &Layout, &CpuStorage, &Layout) -> Result<()>> InplaceOp2
-        for Innermost<F>
-    {
-        fn name(&self) -> &'static str {
-            "scorekit-adamw"
-        }
-
-        fn cpu_fwd(
-            &self,
-            s1: &mut CpuStorage,
-            l1: &Layout,
-            s2: &CpuStorage,
-            l2: &Layout,
-        ) -> Result<()> {
-            match self.0.borrow_mut().take() {
-                Some(f) => f(s1, l1, s2, l2),
-                None => bail!("adamw: step op called twice"),
-            }
-        }
-    }
-
-    fn slice<'a, T: WithDType>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
-        match l.contiguous_offsets() {
-            Some((a, b)) => Ok(&s.as_slice::<T>()?[a..b]),
-            None => bail!("adamw: non-contiguous tensor"),
-        }
-    }
-
-    fn slice_mut<'a, T: WithDType>(s: &'a mut CpuStorage, l: &Layout) -> Result<&'a mut [T]> {
-        let Some((a, b)) = l.contiguous_offsets() else {
-            bail!("adamw: non-contiguous tensor")
-        };
-        let all: &mut [T] = match (s, T::DTYPE) {
-            (CpuStorage::F32(v), DType::F32) => bytemuck_cast(v),
-            (CpuStorage::F64(v), DType::F64) => bytemuck_cast(v),
-            _ => bail!("adamw: dtype"),
-        };
-        Ok(&mut all[a..b])
-    }
-
-    /// `v` as a slice of `T`, which the caller has checked is `U`.
-    fn bytemuck_cast<U: WithDType, T: WithDType>(v: &mut [U]) -> &mut [T] {
-        assert_eq!(U::DTYPE, T::DTYPE);
-        // SAFETY: `T` and `U` are the same type (equal candle dtypes name one Rust type each),
-        // so the pointer, length and alignment are those of a valid `[T]`.
-        unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<T>(), v.len()) }
-    }
-
-    /// The float types of the step, with their square root.
-    trait Sqrt: WithDType + Send + Sync {
+    /// The float types of the step: their square root and their elements in a CPU storage.
+    trait Float: WithDType + Send + Sync {
         fn sqrt(self) -> Self;
+        fn elements(s: &mut CpuStorage) -> Option<&mut [Self]>;
     }
 
-    impl Sqrt for f32 {
+    impl Float for f32 {
         fn sqrt(self) -> f32 {
             f32::sqrt(self)
         }
+
+        fn elements(s: &mut CpuStorage) -> Option<&mut [f32]> {
+            match s {
+                CpuStorage::F32(v) => Some(v),
+                _ => None,
+            }
+        }
     }
 
-    impl Sqrt for f64 {
+    impl Float for f64 {
         fn sqrt(self) -> f64 {
             f64::sqrt(self)
+        }
+
+        fn elements(s: &mut CpuStorage) -> Option<&mut [f64]> {
+            match s {
+                CpuStorage::F64(v) => Some(v),
+                _ => None,
+            }
         }
     }
 
@@ -321,7 +272,7 @@ mod fused {
     }
 
     impl Pass<'_> {
-        fn run<T: Sqrt>(&self, theta: &mut [T], m: &mut [T], v: &mut [T], g: &[T]) -> Result<()> {
+        fn run<T: Float>(&self, theta: &mut [T], m: &mut [T], v: &mut [T], g: &[T]) -> Result<()> {
             let n = theta.len();
             if m.len() != n || v.len() != n || g.len() != n {
                 bail!(
@@ -486,12 +437,10 @@ mod tests {
         assert!((got - p).abs() < 1e-15, "{got} vs {p}");
     }
 
-    /// Timing probe, run by hand: one AdamW step over all-MiniLM-L6-v2's parameter shapes
-    /// (22.7 M f32 in 101 tensors), fused CPU path against the composed tensor operations, in
-    /// one run. `cargo test --release -p scorekit-train --lib adamw_step_speed -- --ignored
-    /// --nocapture` (BENCHMARKS.md §6).
+    /// One AdamW step over all-MiniLM-L6-v2's parameter shapes (22.7 M f32 in 101 tensors), the
+    /// in-place CPU path against the composed tensor operations, in one run.
     #[test]
-    #[ignore]
+    #[ignore = "timing probe, run by hand: cargo test --release -p scorekit-train --lib adamw_step_speed -- --ignored --nocapture (BENCHMARKS.md §6)"]
     fn adamw_step_speed() {
         let dev = Device::Cpu;
         let (h, f) = (384usize, 1536usize);
@@ -507,7 +456,7 @@ mod tests {
         };
         let total: usize = shapes.iter().sum();
         let grads: Vec<Option<Tensor>> = shapes.iter().map(|&n| Some(fill(n, 0.7))).collect();
-        let median_ms = |fused: bool| -> f64 {
+        let median_ms = |in_place: bool| -> f64 {
             let vars: Vec<(String, Var)> = shapes
                 .iter()
                 .enumerate()
@@ -523,9 +472,9 @@ mod tests {
                 ..Default::default()
             };
             let mut opt = AdamW::new(vars, params).unwrap();
-            // A gradient in another tensor's storage does not change the arithmetic; sharing
-            // the weight's storage turns the fused path off, as its applies-check requires.
-            let grads: Vec<Option<Tensor>> = if fused {
+            // The composed path is the one a gradient sharing its weight's storage takes, so the
+            // weights themselves serve as its gradients.
+            let grads: Vec<Option<Tensor>> = if in_place {
                 grads.clone()
             } else {
                 opt.slots
@@ -533,6 +482,8 @@ mod tests {
                     .map(|s| Some(s.var.as_tensor().clone()))
                     .collect()
             };
+            let chosen = fused::applies(&opt.slots[0], grads[0].as_ref().unwrap());
+            assert_eq!(chosen, in_place, "the probe times the other path");
             let mut times: Vec<f64> = (0..12)
                 .map(|_| {
                     let t = std::time::Instant::now();
@@ -544,12 +495,12 @@ mod tests {
             times.sort_by(f64::total_cmp);
             times[times.len() / 2]
         };
-        let (fused, composed) = (median_ms(true), median_ms(false));
+        let (in_place, composed) = (median_ms(true), median_ms(false));
         println!(
-            "adamw step over {total} f32: in place {fused:.1} ms ({:.1} GB/s of θ, m, v, g read \
+            "adamw step over {total} f32: in place {in_place:.1} ms ({:.1} GB/s of θ, m, v, g read \
              and θ, m, v written), composed {composed:.1} ms, ratio {:.2}x",
-            (total * 4 * 7) as f64 / fused / 1e6,
-            composed / fused
+            (total * 4 * 7) as f64 / in_place / 1e6,
+            composed / in_place
         );
     }
 }
