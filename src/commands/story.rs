@@ -17,6 +17,7 @@ use scorekit_suites::story::{
     Status,
 };
 use scorekit_suites::story_calibration::labels::{self, Label};
+use scorekit_suites::story_calibration::memo::Memo;
 use scorekit_suites::story_calibration::summary::{self, CalibrationSummary};
 use scorekit_suites::story_calibration::CalibrationItem;
 use scorekit_suites::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
@@ -177,6 +178,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     // The judge's calibration (before the run opens: its settings are part of the run's
     // identity; a resumed run takes its finished questions from the cache).
     let mut files = Vec::new();
+    let mut memo = Memo::default();
     let calibrates = !args.calibration.no_calibration || labels.is_some();
     if let (Some(judge), Some(model_ref), true) = (&judge, &judge_ref, calibrates) {
         let in_scope: Vec<usize> = (0..questions.len())
@@ -205,6 +207,8 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         let outcome = calibration::run(
             &mut doc, &questions, in_scope, labels, &flags, protocol, identity, &mut step,
         )?;
+        // The positives asked what the items ask for the ceiling: they take it from here.
+        memo = Memo::of(&outcome.items, &questions, protocol);
         settings.calibration = Some(outcome.settings);
         outcome.summary.write(&mut doc);
         files.push((CALIBRATION_FILE.to_string(), summary::jsonl(&outcome.items)));
@@ -254,12 +258,19 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     for plan in &plans {
         let verdicts = match &judge {
             Some(AnyJudge::Scoring(j)) => {
-                let scores = j.score(&plan.judge_pairs, batch_tokens, &progress)?;
+                let (scores, served) = memo.scores(&plan.judge_pairs, |pairs| {
+                    j.score(pairs, batch_tokens, &progress)
+                })?;
+                progress.inc(served as u64);
                 plan.scoring_verdicts(&questions, &scores)
             }
             Some(AnyJudge::Letter(j)) => {
-                let answers = j.answer(&plan.letter_prompts, batch_tokens, &progress)?;
-                let texts: Vec<&str> = answers.iter().map(|a| a.text.as_str()).collect();
+                let (answers, served) = memo.answers(&plan.letter_prompts, |prompts| {
+                    let answers = j.answer(prompts, batch_tokens, &progress)?;
+                    Ok(answers.into_iter().map(|a| a.text).collect())
+                })?;
+                progress.inc(served as u64);
+                let texts: Vec<&str> = answers.iter().map(String::as_str).collect();
                 plan.letter_verdicts(&questions, &texts)
             }
             None => HashMap::new(),

@@ -224,9 +224,17 @@ fn a_killed_calibration_resumes_from_the_cache_and_recalibrate_redoes_it() {
     let err = story(&s, "again", &["--recalibrate"]);
     assert!(!err.contains("from the cache"), "{err}");
     assert_eq!(text(&s.root.join("again/calibration.jsonl")), reference);
-    // The next run takes the whole calibration from the cache again.
+    // The next run takes the whole calibration from the cache again; the items take the
+    // positives' scores from it, so they are the fresh run's to the bit.
     let err = story(&s, "last", &[]);
     assert!(err.contains("calibration: 458 of 458"), "{err}");
+    for dir in ["resumed", "again", "last"] {
+        assert_eq!(
+            text(&s.root.join(dir).join("items.jsonl")),
+            text(&s.root.join("first/items.jsonl")),
+            "{dir}"
+        );
+    }
 }
 
 #[test]
@@ -397,4 +405,68 @@ fn no_calibration_and_skip_judge_write_no_correction() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--label-sample"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_letter_judge_is_calibrated_in_the_same_frames_and_rotations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = crate::letter::judge_folder("flan", tmp.path());
+    let dataset = crate::letter::dev_head(tmp.path(), 6);
+    let mut gens = String::new();
+    for l in text(&dataset).lines() {
+        let q: Value = serde_json::from_str(l).unwrap();
+        gens += &format!(
+            "{}\n",
+            json!({"question_id": q["question_id"], "ending": "The end."})
+        );
+    }
+    let gens = write(tmp.path(), "gen.jsonl", gens);
+    let out = tmp.path().join("out");
+    let o = scorekit()
+        .args(["story", "--dataset"])
+        .arg(&dataset)
+        .arg("--generations")
+        .arg(&gens)
+        .arg("--judge")
+        .arg(&judge)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--skip-embedder",
+            "--quiet",
+            "--bootstrap",
+            "50",
+            "--device",
+            "cpu",
+        ])
+        .args(["--option-orders", "cyclic"])
+        .env("SCOREKIT_CALIBRATION_CACHE", tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = read_json(&out.join("metrics.json"));
+    let d = &m["metrics"]["calibration"]["dataset"];
+    assert_eq!(d["counts"]["positives"], 6);
+    assert_eq!(d["counts"]["negatives"], 18);
+    assert_eq!(d["counts_cyclic"]["negatives"], 18);
+    let cal = lines(&out.join("calibration.jsonl"));
+    let items = lines(&out.join("items.jsonl"));
+    // A positive is the ceiling's prompt: the same pick as the item's on the human options,
+    // in the reference order and as the majority of the rotations.
+    for it in &items {
+        let pos = cal
+            .iter()
+            .find(|c| c["question_id"] == it["question_id"] && c["kind"] == "positive")
+            .unwrap();
+        assert_eq!(pos["pick"], it["judge_gold_pick"], "{it}");
+        assert_eq!(pos["cyclic_pick"], it["cyclic"]["judge_gold_pick"], "{it}");
+    }
+    assert!(cal.iter().all(|c| c.get("cyclic_counted").is_some()));
+    let report = text(&out.join("report.md"));
+    if m["groups"]["default"]["ifsm_cyclic_corrected"].is_object() {
+        assert!(
+            report.contains("Judge-corrected IFSM, cyclic option orders"),
+            "{report}"
+        );
+    }
 }

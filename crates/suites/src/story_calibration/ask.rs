@@ -33,13 +33,17 @@ pub enum Protocol<'a> {
     },
 }
 
-/// What the judge picked in one frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the judge picked in one frame, and what it said.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Picked {
     /// The slot picked (`None`: a letter judge's answer named no option).
     pub pick: Option<usize>,
     /// Under cyclic option orders: the majority's pick over every rotation.
     pub cyclic: Option<Option<usize>>,
+    /// A scoring judge's score of each slot.
+    pub scores: Vec<f32>,
+    /// A letter judge's answer to each rotation asked (one without cyclic orders).
+    pub answers: Vec<String>,
 }
 
 /// Ask `judge` every frame; one [`Picked`] per frame, in order.
@@ -85,6 +89,8 @@ fn ask_scoring(
             Picked {
                 pick: Some(argmax(&frame_scores)),
                 cyclic: None,
+                scores: frame_scores,
+                answers: Vec::new(),
             }
         })
         .collect())
@@ -127,6 +133,8 @@ fn ask_letter(
             Picked {
                 pick: letter::pick(texts[0]),
                 cyclic: cyclic.then(|| letter::cyclic_picks(&texts).1),
+                scores: Vec::new(),
+                answers: texts.iter().map(|t| t.to_string()).collect(),
             }
         })
         .collect())

@@ -6,6 +6,7 @@
 //! - [`labels`]: the label file and the sample a team labels;
 //! - [`ask`]: the judge asked, through a model step the binary supplies;
 //! - [`cache`]: finished calibrations kept between runs;
+//! - [`memo`]: the positives' scores and answers, reused by the run's own items;
 //! - [`pipeline`]: a run's calibration step; [`summary`]: what metrics.json records of it;
 //! - here: one [`CalibrationItem`] per frame (a line of calibration.jsonl), their counts, and
 //!   [`calibrate`], which asks the judge chunk by chunk, taking what the cache already holds.
@@ -14,6 +15,7 @@ pub mod ask;
 pub mod cache;
 pub mod frames;
 pub mod labels;
+pub mod memo;
 pub mod pipeline;
 pub mod summary;
 
@@ -80,6 +82,12 @@ pub struct CalibrationItem {
     /// Under cyclic option orders: whether the majority's pick counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cyclic_counted: Option<bool>,
+    /// A scoring judge's score of each slot of the frame.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scores: Vec<f32>,
+    /// A letter judge's answer, as decoded, to each rotation asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<String>,
 }
 
 impl CalibrationItem {
@@ -109,6 +117,8 @@ impl CalibrationItem {
             counted: counts(picked.pick),
             cyclic_pick: picked.cyclic,
             cyclic_counted: picked.cyclic.map(counts),
+            scores: picked.scores,
+            answers: picked.answers,
         }
     }
 
