@@ -726,7 +726,10 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     )?;
     if let Some((resolution, items_jsonl)) = calibrated {
         metrics["calibration"] = resolution;
-        dir.write(crate::commands::story::CALIBRATION_FILE, &items_jsonl)?;
+        dir.write(
+            scorekit_suites::story_outputs::CALIBRATION_FILE,
+            &items_jsonl,
+        )?;
     }
     let mut jsonl = Vec::new();
     for it in &items {

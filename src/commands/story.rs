@@ -6,23 +6,24 @@ use crate::commands::calibration::{self, CalibrationFlags, JudgeStep};
 use crate::commands::model_runtime::ModelRuntime;
 use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
-use scorekit_core::error::{Error, InputError, Result};
+use indicatif::ProgressBar;
+use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
-use scorekit_report::{self as report, MetricsDoc, Outputs, RunSettings};
+use scorekit_report::{MetricsDoc, ModelRef};
+use scorekit_runtime::embedder::Embedder;
 use scorekit_runtime::judge::{AnyJudge, Head};
+use scorekit_runtime::ResolvedModel;
 use scorekit_suites::settings::StorySettings;
-use scorekit_suites::story::{
-    self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, Outcome, PairValue, Question,
-    Status,
-};
+use scorekit_suites::story::{self, Checked, Generation, Item, Outcome, Question, Status};
 use scorekit_suites::story_calibration::labels::{self, Label};
 use scorekit_suites::story_calibration::memo::Memo;
-use scorekit_suites::story_calibration::summary::{self, CalibrationSummary};
-use scorekit_suites::story_calibration::CalibrationItem;
-use scorekit_suites::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
-use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use scorekit_suites::story_calibration::summary;
+use scorekit_suites::story_outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
+use scorekit_suites::story_plan::{LetterPlan, Models};
+use scorekit_suites::story_run::{self, Scoring, StoryModels};
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Run `scorekit story`.
 pub fn run(mut args: StoryArgs) -> Result<()> {
@@ -43,29 +44,9 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     doc.add_input(&args.dataset)?;
     doc.add_input(&args.generations)?;
     doc.datasets.extend(dataset.dataset.map(|d| d.record()));
-    // `--shard I/N` by story: Dissimilarity pairs endings of one story, so a story's
-    // generations stay in one shard (a generation of an unknown question goes by its id).
-    let shard = out.shard;
-    let checked: Vec<Checked> = checked
-        .into_iter()
-        .filter(|c| {
-            let g = &generations[c.generation];
-            match c.question {
-                Some(qi) => shard.contains(&questions[qi].passage_id),
-                None => shard.contains(&g.question_id),
-            }
-        })
-        .collect();
-    let scored: Vec<&Checked> = checked
-        .iter()
-        .filter(|c| c.status == Status::Scored)
-        .collect();
+    let (checked, in_scope) = story_run::shard_part(&questions, &generations, checked, out.shard);
     // Coverage: per group, the dataset questions of this run (its shard's) without an ending.
-    let scope: Vec<&str> = questions
-        .iter()
-        .filter(|q| shard.contains(&q.passage_id))
-        .map(|q| q.id.as_str())
-        .collect();
+    let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
     let missing = missing_in_scope(&scope, &checked, &generations);
     warn_missing(&missing, scope.len());
     if args.require_complete {
@@ -85,18 +66,82 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         Some(rt.resolve_embedder(&args.embedder)?)
     };
 
+    let (cyclic, shots) = letter_flags(&args, judge_model.as_ref())?;
+    let mut settings = StorySettings {
+        device: rt.device_name(),
+        quantize: rt.quantize_setting(),
+        tf32: rt.tf32,
+        ..StorySettings::default()
+    };
+    let (judge, judge_ref) = load_judge(
+        judge_model.as_ref(),
+        &rt,
+        &args,
+        cyclic,
+        &mut doc,
+        &mut settings,
+    )?;
+    let embedder = load_embedder(embedder_model.as_ref(), &rt, &args, &mut doc, &mut settings)?;
+    doc.metrics
+        .insert("dataset_questions".into(), json!(questions.len()));
+    set_scope(&mut doc, &scope, &missing);
+
+    // The judge's calibration (before the run opens: its settings are part of the run's
+    // identity; a resumed run takes its finished questions from the cache).
+    let (memo, files) = match (&judge, &judge_ref) {
+        (Some(judge), Some(model_ref)) => calibrate(
+            &mut doc,
+            &mut settings,
+            &args,
+            &questions,
+            in_scope,
+            labels.as_deref(),
+            CalibrationJudge {
+                judge,
+                model_ref,
+                rt: &rt,
+                shots: &shots,
+                cyclic,
+            },
+        )?,
+        _ => (Memo::default(), Vec::new()),
+    };
+
+    // Everything that decides the results is known now: an unfinished run of the same
+    // identity in --out is continued, its finished items kept as they are.
+    let mut run = Run::<suite::Story>::open(out, &mut doc, &settings)?;
+    let scoring = Scoring {
+        questions: &questions,
+        generations: &generations,
+        checked: &checked,
+        letter: LetterPlan {
+            shots: &shots,
+            cyclic,
+        },
+        memo: &memo,
+    };
+    score(&mut run, &scoring, judge.as_ref(), embedder.as_ref(), &args)?;
+    let done = run.finish(&mut doc, files)?;
+    if let Some(n) = args.label_sample {
+        write_label_sample(&out.out, &done.items, &generations, n, out.seed)?;
+    }
+    done.print();
+    Ok(())
+}
+
+/// `--option-orders` and `--shots` against the judge that runs: whether the options are also
+/// asked in every rotation, and the demonstrations block.
+fn letter_flags(args: &StoryArgs, judge_model: Option<&ResolvedModel>) -> Result<(bool, String)> {
     let cyclic = args.option_orders == OptionOrders::Cyclic;
     if cyclic
-        && !judge_model
-            .as_ref()
-            .is_some_and(|m| scorekit_runtime::letter_judge::is_letter_judge(&m.dir))
+        && !judge_model.is_some_and(|m| scorekit_runtime::letter_judge::is_letter_judge(&m.dir))
     {
         return Err(Error::usage(
             "--option-orders cyclic: only a letter judge (T5) reads the options in an order; \
-             a scoring judge scores each on its own",
+         a scoring judge scores each on its own",
         ));
     }
-    let shots = match &judge_model {
+    let shots = match judge_model {
         Some(model) => crate::commands::letter::shots_block(
             &args.shots,
             scorekit_runtime::letter_judge::is_letter_judge(&model.dir),
@@ -106,201 +151,223 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         }
         None => String::new(),
     };
-    let mut settings = StorySettings {
-        device: rt.device_name(),
-        quantize: rt.quantize_setting(),
-        tf32: rt.tf32,
-        ..StorySettings::default()
-    };
-    let mut judge_ref = None;
-    let judge = match &judge_model {
-        None => None,
-        Some(model) => {
-            let judge = AnyJudge::load(
-                &model.dir,
-                &rt.device,
-                rt.dtype,
-                args.model.max_length,
-                args.follow_label.as_deref(),
-                &rt.engine,
-            )?;
-            let model_ref = model.model_ref()?;
-            eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
-            judge_ref = Some(model_ref.clone());
-            doc.models.push(model_ref);
-            settings.judge = Some(args.judge.clone());
-            settings.judge_arch = Some(judge.arch().to_string());
-            settings.judge_engine = Some(judge.engine().to_string());
-            match &judge {
-                AnyJudge::Scoring(j) => {
-                    settings.judge_head = Some(match j.head() {
-                        Head::MultipleChoice => "multiple_choice".to_string(),
-                        Head::Binary { labels, follow } => {
-                            format!("binary, follow label {:?}", labels[*follow])
-                        }
-                    });
-                    settings.judge_max_length = Some(j.max_length());
-                    settings.judge_input = Some(
-                        "(document, question + \" \" + option), longest-first truncation".into(),
-                    );
-                    settings.judge_ties = Some("lowest option index".into());
-                }
-                AnyJudge::Letter(_) => {
-                    let p = crate::commands::letter::letter_protocol(&args.shots);
-                    settings.judge_head = Some(StorySettings::LETTER_HEAD.into());
-                    settings.judge_prompt = Some(p.prompt);
-                    settings.judge_decoding = Some(p.decoding);
-                    settings.judge_pick = Some(p.pick);
-                    settings.judge_option_orders = cyclic.then(|| {
-                        "cyclic: every rotation of the options, the majority reported apart (ifsm_cyclic, judge_accuracy_cyclic)".to_string()
-                    });
-                }
-            }
-            Some(judge)
-        }
-    };
-    let embedder = match &embedder_model {
-        None => None,
-        Some(model) => {
-            let (embedder, model_ref) = rt.load_embedder(model)?;
-            doc.models.push(model_ref);
-            settings.embedder = Some(args.embedder.clone());
-            settings.embedder_engine = Some(embedder.engine().to_string());
-            settings.dissimilarity =
-                Some("1 - cos(e_i, e_j) over pairs of endings of the same story, per group".into());
-            Some(embedder)
-        }
-    };
-    doc.metrics
-        .insert("dataset_questions".into(), json!(questions.len()));
-    set_scope(&mut doc, &scope, &missing);
+    Ok((cyclic, shots))
+}
 
-    // The judge's calibration (before the run opens: its settings are part of the run's
-    // identity; a resumed run takes its finished questions from the cache).
-    let mut files = Vec::new();
-    let mut memo = Memo::default();
-    let calibrates = !args.calibration.no_calibration || labels.is_some();
-    if let (Some(judge), Some(model_ref), true) = (&judge, &judge_ref, calibrates) {
-        let in_scope: Vec<usize> = (0..questions.len())
-            .filter(|&i| shard.contains(&questions[i].passage_id))
-            .collect();
-        let identity = calibration::judge_identity(
-            judge,
-            model_ref,
-            &rt,
-            &shots,
-            cyclic,
-            &doc.inputs[0].sha256,
-        );
-        let flags = CalibrationFlags {
-            dataset: !args.calibration.no_calibration,
-            recalibrate: args.calibration.recalibrate,
-            offline: args.model.offline,
-        };
-        let labels = args
-            .calibration
-            .calibration_labels
-            .as_deref()
-            .zip(labels.as_deref());
-        let mut step = JudgeStep::new(judge, args.model.batch_tokens, out.quiet);
-        let protocol = calibration::protocol(judge, &shots, cyclic);
-        let outcome = calibration::run(
-            &mut doc, &questions, in_scope, labels, &flags, protocol, identity, &mut step,
-        )?;
-        // The positives asked what the items ask for the ceiling: they take it from here.
-        memo = Memo::of(&outcome.items, &questions, protocol);
-        settings.calibration = Some(outcome.settings);
-        outcome.summary.write(&mut doc);
-        files.push((CALIBRATION_FILE.to_string(), summary::jsonl(&outcome.items)));
-    }
-
-    // Everything that decides the results is known now: an unfinished run of the same
-    // identity in --out is continued, its finished items kept as they are.
-    let mut run = Run::<suite::Story>::open(out, &mut doc, &settings)?;
-    let is_done =
-        |run: &Run<suite::Story>, c: &Checked| run.is_finished(&generations[c.generation].row);
-    let item = |c: &Checked, verdict: Option<Outcome>, pairs: Option<&Vec<PairValue>>| {
-        story_item(c, &questions, &generations, verdict, pairs)
+/// Score every unfinished item of `run` with the models that run, on one progress bar.
+fn score(
+    run: &mut Run<suite::Story>,
+    scoring: &Scoring,
+    judge: Option<&AnyJudge>,
+    embedder: Option<&Embedder>,
+    args: &StoryArgs,
+) -> Result<()> {
+    let models = Models {
+        scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
+        letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
+        embedder: embedder.is_some(),
     };
-
-    // Unscored generations need no model; an empty ending is Not-Follow without the judge.
-    for c in checked.iter().filter(|c| c.status != Status::Scored) {
-        if is_done(&run, c) {
-            continue;
-        }
-        let outcome =
-            (c.status == Status::EmptyEnding && judge.is_some()).then_some(Outcome::EMPTY);
-        run.append(item(c, outcome, None))?;
-    }
-
-    // Scored ones go through the models chunk by chunk (whole stories, fixed by the input
-    // alone), each chunk's items appended as soon as it is done: a killed run loses at most the
-    // chunk in flight, and a resumed run computes every chunk exactly as an uninterrupted one.
-    let plans: Vec<ChunkPlan> = story_chunks(&questions, &scored)
-        .into_iter()
-        .filter(|chunk| chunk.iter().any(|c| !is_done(&run, c)))
-        .map(|chunk| {
-            let models = Models {
-                scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
-                letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
-                embedder: embedder.is_some(),
-            };
-            let letter = LetterPlan {
-                shots: &shots,
-                cyclic,
-            };
-            ChunkPlan::new(chunk, &questions, &generations, models, letter)
-        })
+    let plans = story_run::plan(scoring, models, |row| run.is_finished(&row));
+    let progress = bar(story_run::work(&plans) as u64, "score", args.output.quiet);
+    let mut steps = ModelSteps {
+        models,
+        judge,
+        embedder,
+        batch_tokens: args.model.batch_tokens,
+        progress: &progress,
+    };
+    let finished: HashSet<usize> = scoring
+        .generations
+        .iter()
+        .map(|g| g.row)
+        .filter(|row| run.is_finished(row))
         .collect();
-    let work: usize = plans.iter().map(ChunkPlan::work).sum();
-    let progress = bar(work as u64, "score", out.quiet);
-    let batch_tokens = args.model.batch_tokens;
-    for plan in &plans {
-        let verdicts = match &judge {
-            Some(AnyJudge::Scoring(j)) => {
-                let (scores, served) = memo.scores(&plan.judge_pairs, |pairs| {
-                    j.score(pairs, batch_tokens, &progress)
-                })?;
-                progress.inc(served as u64);
-                plan.scoring_verdicts(&questions, &scores)
-            }
-            Some(AnyJudge::Letter(j)) => {
-                let (answers, served) = memo.answers(&plan.letter_prompts, |prompts| {
-                    let answers = j.answer(prompts, batch_tokens, &progress)?;
-                    Ok(answers.into_iter().map(|a| a.text).collect())
-                })?;
-                progress.inc(served as u64);
-                let texts: Vec<&str> = answers.iter().map(String::as_str).collect();
-                plan.letter_verdicts(&questions, &texts)
-            }
-            None => HashMap::new(),
-        };
-        let pairs = match &embedder {
-            Some(e) => {
-                let vectors = e.embed(&plan.texts, batch_tokens, &progress)?;
-                plan.pairs(&questions, &generations, &vectors)
-            }
-            None => HashMap::new(),
-        };
-        for c in plan.members.iter() {
-            if is_done(&run, c) {
-                continue;
-            }
-            let verdict = verdicts.get(&c.generation).cloned().map(Outcome::Judged);
-            run.append(item(c, verdict, pairs.get(&c.generation)))?;
-        }
-    }
+    story_run::score(
+        scoring,
+        &plans,
+        &mut steps,
+        |row| finished.contains(&row),
+        |item| run.append(item),
+    )?;
     progress.finish_and_clear();
-    let done = run.finish(&mut doc, files)?;
-    if let Some(n) = args.label_sample {
-        write_label_sample(&out.out, &done.items, &generations, n, out.seed)?;
-    }
-    done.print();
     Ok(())
 }
 
-/// calibration.jsonl: one line per calibration item of the run.
-pub const CALIBRATION_FILE: &str = "calibration.jsonl";
+/// The judge, loaded, with its model record (in `doc`) and settings.
+fn load_judge(
+    model: Option<&ResolvedModel>,
+    rt: &ModelRuntime,
+    args: &StoryArgs,
+    cyclic: bool,
+    doc: &mut MetricsDoc,
+    settings: &mut StorySettings,
+) -> Result<(Option<AnyJudge>, Option<ModelRef>)> {
+    let Some(model) = model else {
+        return Ok((None, None));
+    };
+    let judge = AnyJudge::load(
+        &model.dir,
+        &rt.device,
+        rt.dtype,
+        args.model.max_length,
+        args.follow_label.as_deref(),
+        &rt.engine,
+    )?;
+    let model_ref = model.model_ref()?;
+    eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
+    doc.models.push(model_ref.clone());
+    judge_settings(settings, &judge, args, cyclic);
+    Ok((Some(judge), Some(model_ref)))
+}
+
+/// The embedder, loaded, with its model record (in `doc`) and settings.
+fn load_embedder(
+    model: Option<&ResolvedModel>,
+    rt: &ModelRuntime,
+    args: &StoryArgs,
+    doc: &mut MetricsDoc,
+    settings: &mut StorySettings,
+) -> Result<Option<Embedder>> {
+    let Some(model) = model else {
+        return Ok(None);
+    };
+    let (embedder, model_ref) = rt.load_embedder(model)?;
+    doc.models.push(model_ref);
+    settings.embedder = Some(args.embedder.clone());
+    settings.embedder_engine = Some(embedder.engine().to_string());
+    settings.dissimilarity =
+        Some("1 - cos(e_i, e_j) over pairs of endings of the same story, per group".into());
+    Ok(Some(embedder))
+}
+
+/// Files written beside the contract's (name, bytes).
+type Files = Vec<(String, Vec<u8>)>;
+
+/// The judge as the calibration needs it.
+struct CalibrationJudge<'a> {
+    judge: &'a AnyJudge,
+    model_ref: &'a ModelRef,
+    rt: &'a ModelRuntime,
+    shots: &'a str,
+    cyclic: bool,
+}
+
+/// The judge's calibration (before the run opens: its settings are part of the run's identity;
+/// a resumed run takes its finished questions from the cache), unless `--no-calibration`
+/// without labels: the memo of the positives the items reuse, and calibration.jsonl.
+fn calibrate(
+    doc: &mut MetricsDoc,
+    settings: &mut StorySettings,
+    args: &StoryArgs,
+    questions: &[Question],
+    in_scope: Vec<usize>,
+    labels: Option<&[Label]>,
+    j: CalibrationJudge,
+) -> Result<(Memo, Files)> {
+    if args.calibration.no_calibration && labels.is_none() {
+        return Ok((Memo::default(), Vec::new()));
+    }
+    let identity = calibration::judge_identity(
+        j.judge,
+        j.model_ref,
+        j.rt,
+        j.shots,
+        j.cyclic,
+        &doc.inputs[0].sha256,
+    );
+    let flags = CalibrationFlags {
+        dataset: !args.calibration.no_calibration,
+        recalibrate: args.calibration.recalibrate,
+        offline: args.model.offline,
+    };
+    let labels = args.calibration.calibration_labels.as_deref().zip(labels);
+    let mut step = JudgeStep::new(j.judge, args.model.batch_tokens, args.output.quiet);
+    let protocol = calibration::protocol(j.judge, j.shots, j.cyclic);
+    let outcome = calibration::run(
+        doc, questions, in_scope, labels, &flags, protocol, identity, &mut step,
+    )?;
+    settings.calibration = Some(outcome.settings);
+    outcome.summary.write(doc);
+    // The positives asked what the items ask for the ceiling: they take it from here.
+    let memo = Memo::of(&outcome.items, questions, protocol);
+    let files = vec![(CALIBRATION_FILE.to_string(), summary::jsonl(&outcome.items))];
+    Ok((memo, files))
+}
+
+/// What metrics.json records of the judge that runs.
+fn judge_settings(settings: &mut StorySettings, judge: &AnyJudge, args: &StoryArgs, cyclic: bool) {
+    settings.judge = Some(args.judge.clone());
+    settings.judge_arch = Some(judge.arch().to_string());
+    settings.judge_engine = Some(judge.engine().to_string());
+    match &judge {
+        AnyJudge::Scoring(j) => {
+            settings.judge_head = Some(match j.head() {
+                Head::MultipleChoice => "multiple_choice".to_string(),
+                Head::Binary { labels, follow } => {
+                    format!("binary, follow label {:?}", labels[*follow])
+                }
+            });
+            settings.judge_max_length = Some(j.max_length());
+            settings.judge_input =
+                Some("(document, question + \" \" + option), longest-first truncation".into());
+            settings.judge_ties = Some("lowest option index".into());
+        }
+        AnyJudge::Letter(_) => {
+            let p = crate::commands::letter::letter_protocol(&args.shots);
+            settings.judge_head = Some(StorySettings::LETTER_HEAD.into());
+            settings.judge_prompt = Some(p.prompt);
+            settings.judge_decoding = Some(p.decoding);
+            settings.judge_pick = Some(p.pick);
+            settings.judge_option_orders = cyclic.then(|| {
+                "cyclic: every rotation of the options, the majority reported apart (ifsm_cyclic, judge_accuracy_cyclic)".to_string()
+            });
+        }
+    }
+}
+
+/// The runtime's models as the story run's model steps, on one progress bar.
+struct ModelSteps<'a> {
+    models: Models,
+    judge: Option<&'a AnyJudge>,
+    embedder: Option<&'a Embedder>,
+    batch_tokens: usize,
+    progress: &'a ProgressBar,
+}
+
+impl StoryModels for ModelSteps<'_> {
+    fn models(&self) -> Models {
+        self.models
+    }
+
+    fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>> {
+        match self.judge {
+            Some(AnyJudge::Scoring(j)) => j.score(pairs, self.batch_tokens, self.progress),
+            _ => Err(Error::Internal(anyhow::anyhow!("no scoring judge runs"))),
+        }
+    }
+
+    fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>> {
+        match self.judge {
+            Some(AnyJudge::Letter(j)) => Ok(j
+                .answer(prompts, self.batch_tokens, self.progress)?
+                .into_iter()
+                .map(|a| a.text)
+                .collect()),
+            _ => Err(Error::Internal(anyhow::anyhow!("no letter judge runs"))),
+        }
+    }
+
+    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        match self.embedder {
+            Some(e) => e.embed(texts, self.batch_tokens, self.progress),
+            None => Err(Error::Internal(anyhow::anyhow!("no embedder runs"))),
+        }
+    }
+
+    fn served(&mut self, n: usize) {
+        self.progress.inc(n as u64);
+    }
+}
 
 /// `--calibration-labels`, read and checked against the dataset before any model loads (and
 /// refused without a judge, like `--label-sample`).
@@ -376,109 +443,6 @@ fn write_label_sample(
     Ok(())
 }
 
-/// One line of items.jsonl for a checked generation and what the models said about it.
-fn story_item(
-    c: &Checked,
-    questions: &[Question],
-    generations: &[Generation],
-    verdict: Option<Outcome>,
-    pairs: Option<&Vec<PairValue>>,
-) -> Item {
-    let g = &generations[c.generation];
-    let q = c.question.map(|i| &questions[i]);
-    let mean = pairs
-        .filter(|p| !p.is_empty())
-        .map(|p| p.iter().map(|v| v.dissimilarity).sum::<f64>() / p.len() as f64);
-    Item {
-        row: g.row,
-        line: g.line,
-        question_id: g.question_id.clone(),
-        passage_id: q.map(|q| q.passage_id.clone()),
-        model: g.model.clone(),
-        group: g.group().to_string(),
-        status: c.status,
-        duplicate_of_row: c.duplicate_of_row,
-        gold_label: q.map(|q| q.gold),
-        judge: verdict,
-        dissimilarity_pairs: pairs.cloned(),
-        dissimilarity_mean: mean,
-    }
-}
-
-/// Metrics from items, the one place `scorekit story` and `scorekit merge` compute them: puts
-/// the items in the single-run order (by row), counts statuses and computes IFSM, the ceiling,
-/// Dissimilarity and coverage per group with the bootstrap and seed of `doc.settings` (keeping
-/// `dataset_questions` and the coverage scope from `doc.metrics`, and each group's
-/// `missing_ids` from `doc.groups`: see [`set_scope`]), and renders the table and report.
-pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
-    items.sort_by_key(|i| i.row);
-    let RunSettings {
-        bootstrap, seed, ..
-    } = doc.run_settings()?;
-    let settings: StorySettings = doc.suite_settings()?;
-    let count = |key: &str| doc.metrics.get(key).and_then(Value::as_u64);
-    let dataset_questions = count("dataset_questions").unwrap_or(0) as usize;
-    let scope = count(SCOPE_QUESTIONS).map_or(dataset_questions, |n| n as usize);
-    let scope_first = ids_of(doc.metrics.get(SCOPE_FIRST_IDS));
-    let listed: BTreeMap<String, Vec<String>> = doc
-        .groups
-        .iter()
-        .map(|(g, v)| (g.clone(), ids_of(v.get("missing_ids"))))
-        .collect();
-    let calibration = CalibrationSummary::read(doc)?;
-    let mut results = story::summarize(items, bootstrap, seed);
-    if let Some(c) = &calibration {
-        for (m, _) in results.values_mut() {
-            m.ifsm_corrected = c.correct(m.ifsm.as_ref(), false);
-            m.ifsm_cyclic_corrected = c.correct(m.ifsm_cyclic.as_ref(), true);
-        }
-    }
-    // A group the scope lists nothing for answered none of the scope's questions.
-    let missing_ids: BTreeMap<String, Vec<String>> = results
-        .keys()
-        .map(|g| {
-            let ids = listed
-                .get(g)
-                .cloned()
-                .unwrap_or_else(|| scope_first.clone());
-            (g.clone(), ids)
-        })
-        .collect();
-    let coverage = story::coverage(items, scope, &missing_ids);
-    doc.groups.clear();
-    for (name, (m, c)) in &results {
-        doc.groups
-            .insert(name.to_string(), group_json(m, c, coverage.get(name)));
-    }
-    doc.metrics = headline(&results, &coverage, dataset_questions);
-    doc.metrics.insert(SCOPE_QUESTIONS.into(), json!(scope));
-    doc.metrics
-        .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));
-    if let Some(c) = &calibration {
-        c.write(doc);
-    }
-    let table = report::story::table(&results, &coverage);
-    let letter = settings.letter_protocol();
-    let report = report::story::report(doc, letter.as_ref(), &results, &coverage, &table);
-    Ok(Outputs {
-        report,
-        table,
-        files: story_files(&results),
-    })
-}
-
-/// tables.tex and table.csv (the main table) and, when the judge ran, ifsm.svg.
-fn story_files(
-    results: &BTreeMap<String, (story::GroupMetrics, story::Counts)>,
-) -> Vec<(String, Vec<u8>)> {
-    let main = report::story::main_table(results);
-    let mut files = report::table::table_files("Possible Stories table", &main);
-    if let Some(svg) = report::story::ifsm_chart(results) {
-        files.push(("ifsm.svg".to_string(), svg.into_bytes()));
-    }
-    files
-}
-
 /// One stderr line per kind of unscored generation, naming the first few by file:line.
 fn warn_unscored(file: &str, generations: &[Generation], checked: &[Checked]) {
     let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
@@ -503,159 +467,6 @@ fn warn_unscored(file: &str, generations: &[Generation], checked: &[Checked]) {
             if at.len() > 5 { ", ..." } else { "" }
         );
     }
-}
-
-fn group_json(m: &GroupMetrics, c: &Counts, cov: Option<&Coverage>) -> Value {
-    let mut v = serde_json::to_value(m).expect("metrics serialise");
-    if let (Some(obj), Value::Object(counts)) = (v.as_object_mut(), json!(c)) {
-        obj.extend(counts);
-    }
-    if let (Some(obj), Some(Value::Object(cov))) = (v.as_object_mut(), cov.map(|c| json!(c))) {
-        obj.extend(cov);
-    }
-    v
-}
-
-/// metrics.json key: dataset questions of the run (the shard's with `--shard`).
-const SCOPE_QUESTIONS: &str = "questions_in_scope";
-/// metrics.json key: the first ids (sorted) of those questions, so that `merge` can list the
-/// missing questions of a group that had no generation at all in some shard.
-const SCOPE_FIRST_IDS: &str = "scope_first_ids";
-
-fn ids_of(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Per group (every group with a generation in this run), the sorted missing question ids.
-fn missing_in_scope<'a>(
-    scope: &[&'a str],
-    checked: &[Checked],
-    generations: &[Generation],
-) -> BTreeMap<String, Vec<&'a str>> {
-    let groups: BTreeSet<&str> = checked
-        .iter()
-        .map(|c| generations[c.generation].group())
-        .collect();
-    let answers: Vec<(&str, &str)> = checked
-        .iter()
-        .filter(|c| c.status.answers())
-        .map(|c| {
-            let g = &generations[c.generation];
-            (g.group(), g.question_id.as_str())
-        })
-        .collect();
-    story::missing_questions(scope, &answers, &groups)
-}
-
-/// Record the coverage scope in `doc` for [`outputs`] (and, through metrics.json, for `merge`).
-fn set_scope(doc: &mut MetricsDoc, scope: &[&str], missing: &BTreeMap<String, Vec<&str>>) {
-    let mut sorted: Vec<&str> = scope.to_vec();
-    sorted.sort_unstable();
-    sorted.truncate(story::MISSING_IDS_LISTED);
-    doc.metrics
-        .insert(SCOPE_QUESTIONS.into(), json!(scope.len()));
-    doc.metrics.insert(SCOPE_FIRST_IDS.into(), json!(sorted));
-    for (g, ids) in missing {
-        let first: Vec<&str> = ids
-            .iter()
-            .take(story::MISSING_IDS_LISTED)
-            .copied()
-            .collect();
-        doc.groups
-            .insert(g.clone(), json!({ "missing_ids": first }));
-    }
-}
-
-/// `scorekit merge`: the parts' scopes (disjoint shards) together: their question counts add
-/// up, and a group's first missing ids are the first of the union of each part's list (the
-/// part's first scope ids where the group had no generation in that part).
-pub fn combine_scopes(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) {
-    let scope: u64 = parts
-        .iter()
-        .map(|p| {
-            let n = |k: &str| p.metrics.get(k).and_then(Value::as_u64);
-            n(SCOPE_QUESTIONS).or(n("dataset_questions")).unwrap_or(0)
-        })
-        .sum();
-    let first = |ids: BTreeSet<String>| -> Vec<String> {
-        ids.into_iter().take(story::MISSING_IDS_LISTED).collect()
-    };
-    let all_first: BTreeSet<String> = parts
-        .iter()
-        .flat_map(|p| ids_of(p.metrics.get(SCOPE_FIRST_IDS)))
-        .collect();
-    let groups: BTreeSet<&String> = parts.iter().flat_map(|p| p.groups.keys()).collect();
-    let mut listed = Map::new();
-    for g in groups {
-        let ids: BTreeSet<String> = parts
-            .iter()
-            .flat_map(|p| match p.groups.get(g) {
-                Some(v) => ids_of(v.get("missing_ids")),
-                None => ids_of(p.metrics.get(SCOPE_FIRST_IDS)),
-            })
-            .collect();
-        listed.insert(g.clone(), json!({ "missing_ids": first(ids) }));
-    }
-    doc.metrics.insert(SCOPE_QUESTIONS.into(), json!(scope));
-    doc.metrics
-        .insert(SCOPE_FIRST_IDS.into(), json!(first(all_first)));
-    doc.groups = listed;
-}
-
-/// `scorekit merge`: the parts' calibration counts added up (their scopes are disjoint).
-pub fn combine_calibrations(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) -> Result<()> {
-    let mut total: Option<CalibrationSummary> = None;
-    for part in parts {
-        if let Some(c) = CalibrationSummary::read(part)? {
-            match &mut total {
-                Some(t) => t.add(&c),
-                None => total = Some(c),
-            }
-        }
-    }
-    doc.metrics.remove(summary::METRICS_KEY);
-    if let Some(t) = total {
-        t.write(doc);
-    }
-    Ok(())
-}
-
-/// `scorekit merge`: the parts' calibration.jsonl in the single-run order (none when no part
-/// has one).
-pub fn merge_calibration_files(parts: &[std::path::PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut items: Vec<CalibrationItem> = Vec::new();
-    let mut any = false;
-    for dir in parts {
-        let path = dir.join(CALIBRATION_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(InputError::file(&path, format!("cannot read: {e}")).into()),
-        };
-        any = true;
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            items.push(serde_json::from_str(line).map_err(|e| {
-                InputError::line(&path, i + 1, format!("not a calibration item: {e}"))
-            })?);
-        }
-    }
-    items.sort_by_key(CalibrationItem::order_key);
-    Ok(if any {
-        vec![(CALIBRATION_FILE.to_string(), summary::jsonl(&items))]
-    } else {
-        Vec::new()
-    })
 }
 
 /// One stderr line per group with dataset questions that have no ending.
@@ -701,38 +512,4 @@ fn require_complete(missing: &BTreeMap<String, Vec<&str>>, scope: usize) -> Resu
         "--require-complete: {}",
         gaps.join("; ")
     )))
-}
-
-/// Headline metrics: the only group's metrics and coverage when there is one, plus counts over
-/// all groups.
-fn headline(
-    results: &BTreeMap<String, (GroupMetrics, Counts)>,
-    coverage: &BTreeMap<String, Coverage>,
-    dataset_questions: usize,
-) -> Map<String, Value> {
-    let mut total = Counts::default();
-    for (_, c) in results.values() {
-        total.generations += c.generations;
-        total.scored += c.scored;
-        total.unknown_question += c.unknown_question;
-        total.duplicate += c.duplicate;
-        total.empty_ending += c.empty_ending;
-    }
-    let mut m = Map::new();
-    if results.len() == 1 {
-        if let Some((name, (g, _))) = results.iter().next() {
-            if let Value::Object(o) = serde_json::to_value(g).expect("metrics serialise") {
-                m.extend(o);
-            }
-            if let Some(Value::Object(o)) = coverage.get(name).map(|c| json!(c)) {
-                m.extend(o);
-            }
-        }
-    }
-    if let Value::Object(o) = json!(total) {
-        m.extend(o);
-    }
-    m.insert("groups".into(), json!(results.len()));
-    m.insert("dataset_questions".into(), json!(dataset_questions));
-    m
 }

@@ -231,14 +231,14 @@ impl Suite for Story {
         item.row
     }
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
-        super::story::outputs(doc, items)
+        scorekit_suites::story_outputs::outputs(doc, items)
     }
     fn combine(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) -> Result<()> {
-        super::story::combine_scopes(doc, parts);
-        super::story::combine_calibrations(doc, parts)
+        scorekit_suites::story_outputs::combine_scopes(doc, parts);
+        scorekit_suites::story_outputs::combine_calibrations(doc, parts)
     }
     fn part_files(parts: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
-        super::story::merge_calibration_files(parts)
+        scorekit_suites::story_outputs::merge_calibration_files(parts)
     }
     const METRICS: &'static [MetricSpec] = &observe::STORY;
     fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
