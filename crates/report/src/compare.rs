@@ -40,6 +40,20 @@ pub struct Diff {
     pub ci_high: f64,
 }
 
+/// A − B corrected for the judge's errors (Δp / J, `scorekit compare` on story runs that share a
+/// judge calibration); computed by `suites::ifsm_correction::corrected_difference`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedDifference {
+    /// clip₋₁¹(Δp / J); `null` when the judge is uninformative.
+    pub value: Option<f64>,
+    /// 95% interval; `null` when the judge is uninformative.
+    pub ci: Option<[f64; 2]>,
+    /// How the interval was made.
+    pub method: String,
+    /// J's 95% interval stays above 0.
+    pub informative: bool,
+}
+
 /// One metric compared between two systems on their paired items.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {

@@ -3,6 +3,7 @@
 //! Python string semantics that more than one suite reproduces (docs/architecture.md).
 pub mod compare;
 pub mod grasp;
+pub mod ifsm_correction;
 pub mod judge_data;
 pub mod letter;
 pub mod mint;

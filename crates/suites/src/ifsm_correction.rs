@@ -1,0 +1,274 @@
+//! Judge-error correction of IFSM (Lee et al. 2025, "How to Correctly Report LLM-as-a-Judge
+//! Evaluations", arXiv 2511.21140): the judge picks a generated ending that follows with
+//! probability q1 (sensitivity) and leaves one that does not follow unpicked with probability
+//! q0 (specificity), so the raw pick rate p has expectation (q0 + q1 − 1)·θ + (1 − q0). Both are
+//! measured on calibration items (m1 positives, m0 negatives); this module inverts the relation,
+//! with an interval that carries the test items' and the calibration's uncertainty.
+//!
+//! Plain functions over counts, no I/O; docs/story.md ("Judge-corrected IFSM") states the
+//! formulas and `scripts/reference/ifsm_correction_reference.py` transcribes them independently
+//! (the unit tests compare every field to 1e-12).
+
+use serde::{Deserialize, Serialize};
+
+pub use scorekit_report::compare::CorrectedDifference;
+
+/// z = Φ⁻¹(0.975), correctly rounded (1.95996398454005423552…; scipy's `norm.ppf(0.975)` is
+/// one ulp below, which no reported digit can see).
+pub const Z95: f64 = 1.959_963_984_540_054_3;
+
+/// Calibration counts in the IFSM frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CalibrationCounts {
+    /// m1: calibration items whose ending follows.
+    pub positives: usize,
+    /// Of those, the ones the judge picked (the gold slot).
+    pub positives_counted: usize,
+    /// m0: calibration items whose ending does not follow.
+    pub negatives: usize,
+    /// Of those, the ones the judge left unpicked.
+    pub negatives_counted: usize,
+}
+
+impl CalibrationCounts {
+    /// Specificity q0 = negatives_counted / m0 (`None` without negatives).
+    pub fn q0(&self) -> Option<f64> {
+        share(self.negatives_counted, self.negatives)
+    }
+
+    /// Sensitivity q1 = positives_counted / m1 (`None` without positives).
+    pub fn q1(&self) -> Option<f64> {
+        share(self.positives_counted, self.positives)
+    }
+
+    /// Add another calibration's counts (pooling shards or frames of one judge).
+    pub fn add(&mut self, other: &CalibrationCounts) {
+        self.positives += other.positives;
+        self.positives_counted += other.positives_counted;
+        self.negatives += other.negatives;
+        self.negatives_counted += other.negatives_counted;
+    }
+}
+
+fn share(k: usize, m: usize) -> Option<f64> {
+    (m > 0).then(|| k as f64 / m as f64)
+}
+
+/// The judge's resolution J = q0 + q1 − 1 with its unsmoothed 95% normal interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// J = q0 + q1 − 1 (Youden's index of the judge).
+    #[serde(rename = "J")]
+    pub j: f64,
+    /// J ∓ z·se_J, unclipped (it may leave [−1, 1] when the calibration is small).
+    #[serde(rename = "J_ci")]
+    pub j_ci: [f64; 2],
+    /// The interval stays above 0: the judge's picks carry information about following.
+    pub informative: bool,
+    /// Specificity.
+    pub q0: f64,
+    /// Sensitivity.
+    pub q1: f64,
+    /// Negatives of the calibration.
+    pub m0: usize,
+    /// Positives of the calibration.
+    pub m1: usize,
+}
+
+/// J = q0 + q1 − 1 with its unsmoothed normal interval and whether it is informative (judge eval
+/// uses this alone). `None` when the calibration lacks positives or negatives.
+pub fn judge_resolution(cal: &CalibrationCounts) -> Option<Resolution> {
+    let (q0, q1) = (cal.q0()?, cal.q1()?);
+    let (m0, m1) = (cal.negatives, cal.positives);
+    let j = q0 + q1 - 1.0;
+    let se = (q0 * (1.0 - q0) / m0 as f64 + q1 * (1.0 - q1) / m1 as f64).sqrt();
+    let j_ci = [j - Z95 * se, j + Z95 * se];
+    Some(Resolution {
+        j,
+        j_ci,
+        // An interval reaching 0 admits a judge whose picks are independent of following:
+        // dividing by J would then turn noise into an unbounded estimate (Fieller).
+        informative: j_ci[0] > 0.0,
+        q0,
+        q1,
+        m0,
+        m1,
+    })
+}
+
+/// The judge-corrected IFSM of one group for one calibration, as metrics.json holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedIfsm {
+    /// clip₀¹((p + q0 − 1)/J); `null` when the judge is uninformative.
+    pub value: Option<f64>,
+    /// Lee et al.'s adjusted 95% interval; `null` when the judge is uninformative, or in the
+    /// corner where the smoothed q̃0 + q̃1 − 1 is not positive although J's interval is.
+    pub ci: Option<[f64; 2]>,
+    /// See [`Resolution::informative`].
+    pub informative: bool,
+    /// J = q0 + q1 − 1.
+    #[serde(rename = "J")]
+    pub j: f64,
+    /// J's unsmoothed 95% interval.
+    #[serde(rename = "J_ci")]
+    pub j_ci: [f64; 2],
+    /// Specificity.
+    pub q0: f64,
+    /// Negatives of the calibration.
+    pub m0: usize,
+    /// Sensitivity.
+    pub q1: f64,
+    /// Positives of the calibration.
+    pub m1: usize,
+}
+
+impl CorrectedIfsm {
+    /// The calibration counts back from q0·m0 and q1·m1 (they are counts, so rounding only
+    /// removes the division's last-bit error).
+    pub fn counts(&self) -> CalibrationCounts {
+        CalibrationCounts {
+            positives: self.m1,
+            positives_counted: (self.q1 * self.m1 as f64).round() as usize,
+            negatives: self.m0,
+            negatives_counted: (self.q0 * self.m0 as f64).round() as usize,
+        }
+    }
+}
+
+fn clip(x: f64, low: f64, high: f64) -> f64 {
+    x.max(low).min(high)
+}
+
+/// Laplace-smoothed rate and size, as Lee et al. smooth q0 and q1: (m·q + 1)/(m + 2), m + 2.
+/// Without it a calibration with q = 1 would claim zero variance.
+fn smoothed(k: usize, m: usize) -> (f64, f64) {
+    let m = m as f64;
+    ((k as f64 + 1.0) / (m + 2.0), m + 2.0)
+}
+
+/// Lee et al.'s estimate for raw rate `p` over `n` items; None when the calibration lacks
+/// positives or negatives (or n == 0, or `p` is not a rate in [0, 1]).
+pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfsm> {
+    if n == 0 || !(0.0..=1.0).contains(&p) {
+        return None;
+    }
+    let r = judge_resolution(cal)?;
+    let mut out = CorrectedIfsm {
+        value: None,
+        ci: None,
+        informative: r.informative,
+        j: r.j,
+        j_ci: r.j_ci,
+        q0: r.q0,
+        m0: r.m0,
+        q1: r.q1,
+        m1: r.m1,
+    };
+    if !r.informative {
+        return Some(out);
+    }
+    out.value = Some(clip((p + r.q0 - 1.0) / r.j, 0.0, 1.0));
+    out.ci = lee_interval(p, n, cal);
+    Some(out)
+}
+
+/// Steps 1–6 of Lee et al.'s interval (docs/story.md); `None` when the smoothed J̃ ≤ 0.
+fn lee_interval(p: f64, n: usize, cal: &CalibrationCounts) -> Option<[f64; 2]> {
+    let z2 = Z95 * Z95;
+    let n = n as f64;
+    let p = (n * p + z2 / 2.0) / (n + z2);
+    let n = n + z2;
+    let (q0, m0) = smoothed(cal.negatives_counted, cal.negatives);
+    let (q1, m1) = smoothed(cal.positives_counted, cal.positives);
+    let jt = q0 + q1 - 1.0;
+    if jt <= 0.0 {
+        // Only a lopsided calibration gets here (say q0 = 1 on m0 = 2, q1 small on a large m1):
+        // the unsmoothed J's interval is tight, the smoothed one points the other way, and
+        // the interval's division has no sign to trust.
+        return None;
+    }
+    let th = (p + q0 - 1.0) / jt;
+    let v0 = q0 * (1.0 - q0) / m0;
+    let v1 = q1 * (1.0 - q1) / m1;
+    let delta = 2.0 * z2 * (-(1.0 - th) * v0 + th * v1);
+    let se = (p * (1.0 - p) / n + (1.0 - th).powi(2) * v0 + th.powi(2) * v1).sqrt() / jt;
+    let centre = th + delta;
+    Some([
+        clip(centre - Z95 * se, 0.0, 1.0),
+        clip(centre + Z95 * se, 0.0, 1.0),
+    ])
+}
+
+/// Name of the corrected difference's interval, as written into metrics.json.
+pub const DIFFERENCE_METHOD: &str =
+    "delta method: Agresti-Min paired difference over Lee et al.'s smoothed J";
+
+/// The judge-corrected difference Δθ = Δp / J of two systems scored by one judge with one
+/// calibration, from the paired items' differences f_A − f_B ∈ {−1, 0, 1}.
+///
+/// Under the judge model E[p] = (1 − q0) + J·θ for both systems, so E[Δp] = J·Δθ: q0 cancels
+/// and only J is needed. The interval is a delta method on the ratio of two independent
+/// estimates (the test items and the calibration items are disjoint):
+/// Var(Δθ) ≈ Var(Δp)/J² + Δθ²·Var(J)/J², with
+/// - Δp smoothed as Agresti & Min (2005) do for paired proportions (½ added to each cell of the
+///   2×2 table: b̃ = b + ½, c̃ = c + ½, ñ = n + 2; Var = ((b̃ + c̃)/ñ − Δp̃²)/ñ), so that a run
+///   with no discordant pair does not claim zero variance;
+/// - J smoothed as Lee et al. smooth q0 and q1 (q̃ = (mq + 1)/(m + 2), m̃ = m + 2) for the same
+///   reason, Var(J̃) = q̃0(1 − q̃0)/m̃0 + q̃1(1 − q̃1)/m̃1;
+///
+/// and the interval is clip₋₁¹(Δp̃/J̃ ∓ z·se). A closed form rather than a bootstrap: it is
+/// deterministic, checkable against a transcription to 1e-12, consistent with the single-system
+/// estimate, and a bootstrap of a calibration with q = 1 resamples only 1s (no variance at all),
+/// while resampled J near 0 makes percentile intervals of a ratio erratic. The value is the
+/// unsmoothed clip₋₁¹(Δp/J). `None` without a paired item, with a difference outside
+/// {−1, 0, 1}, or without positives or negatives; value and interval are `None` when the judge
+/// is uninformative (J's interval reaches 0, where the ratio's confidence set is unbounded).
+pub fn corrected_difference(diffs: &[f64], cal: &CalibrationCounts) -> Option<CorrectedDifference> {
+    let (mut b, mut c) = (0usize, 0usize);
+    for &d in diffs {
+        if d == 1.0 {
+            b += 1;
+        } else if d == -1.0 {
+            c += 1;
+        } else if d != 0.0 {
+            return None;
+        }
+    }
+    if diffs.is_empty() {
+        return None;
+    }
+    let r = judge_resolution(cal)?;
+    let mut out = CorrectedDifference {
+        value: None,
+        ci: None,
+        method: DIFFERENCE_METHOD.to_string(),
+        informative: r.informative,
+    };
+    if !r.informative {
+        return Some(out);
+    }
+    let n = diffs.len() as f64;
+    let dp = (b as f64 - c as f64) / n;
+    out.value = Some(clip(dp / r.j, -1.0, 1.0));
+
+    let nt = n + 2.0;
+    let (bt, ct) = (b as f64 + 0.5, c as f64 + 0.5);
+    let dpt = (bt - ct) / nt;
+    let var_dp = ((bt + ct) / nt - dpt * dpt) / nt;
+    let (q0, m0) = smoothed(cal.negatives_counted, cal.negatives);
+    let (q1, m1) = smoothed(cal.positives_counted, cal.positives);
+    let jt = q0 + q1 - 1.0;
+    if jt > 0.0 {
+        let var_j = q0 * (1.0 - q0) / m0 + q1 * (1.0 - q1) / m1;
+        let dth = dpt / jt;
+        let se = (var_dp + dth * dth * var_j).sqrt() / jt;
+        out.ci = Some([
+            clip(dth - Z95 * se, -1.0, 1.0),
+            clip(dth + Z95 * se, -1.0, 1.0),
+        ]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;
