@@ -16,7 +16,7 @@ from counts (q0*m0, q1*m1 and p*n are integers), edges included (p = 0 and 1, q0
 J near 0 and negative, n = 1, m = 1, large n), and a grid of paired differences.
 
 Run from the repository root:  python3 scripts/reference/ifsm_correction_reference.py
-    --coverage   also print a Monte Carlo coverage check of both intervals (not written).
+    --coverage   instead, print a Monte Carlo coverage check of both intervals (writes nothing).
 """
 
 import json
@@ -112,7 +112,8 @@ def difference(b, c, n, k0, m0, k1, m1):
     r = resolution(k0, m0, k1, m1)
     if r is None or n == 0:
         return None
-    out = {"value": None, "ci": None, "method": METHOD, "informative": r["informative"]}
+    out = {"value": None, "ci": None, "method": METHOD, "informative": r["informative"],
+           "J": r["J"]}
     if not r["informative"]:
         return out
     out["value"] = clip(((b - c) / n) / r["J"], -1, 1)
@@ -195,7 +196,7 @@ def coverage(trials=2000, seed=7):
         return sum(rng.random() < q for _ in range(m))
 
     settings = [(0.4, 0.85, 0.75, 300, 100, 100), (0.6, 0.9, 0.8, 500, 200, 200),
-                (0.3, 0.95, 0.7, 1000, 50, 50)]
+                (0.3, 0.95, 0.7, 1000, 50, 50), (0.5, 0.75, 0.7, 200, 20, 20)]
     for th, q0, q1, n, m0, m1 in settings:
         hits = tried = 0
         for _ in range(trials):
@@ -211,7 +212,8 @@ def coverage(trials=2000, seed=7):
     # difference swap * (th_a - th_b).
     for th_a, th_b, swap, q0, q1, n, m0, m1 in [(0.5, 0.3, 0.4, 0.85, 0.75, 300, 100, 100),
                                                 (0.6, 0.6, 0.5, 0.9, 0.8, 500, 60, 60),
-                                                (0.4, 0.9, 0.3, 0.95, 0.9, 1000, 200, 200)]:
+                                                (0.4, 0.9, 0.3, 0.95, 0.9, 1000, 200, 200),
+                                                (0.5, 0.3, 0.5, 0.75, 0.7, 300, 30, 30)]:
         truth = swap * (th_a - th_b)
         hits = tried = 0
         for _ in range(trials):
@@ -233,6 +235,9 @@ def coverage(trials=2000, seed=7):
 
 
 def main():
+    if "--coverage" in sys.argv:
+        coverage()
+        return
     doc = {
         "about": "scripts/reference/ifsm_correction_reference.py (pure Python transcription of "
                  "Lee et al. 2025, arXiv 2511.21140, and of the corrected paired difference)",
@@ -253,8 +258,6 @@ def main():
     print(f"wrote {OUT.relative_to(ROOT)}: {len(doc['calibrations'])} calibrations, "
           f"{len(doc['cases'])} cases, "
           f"{len(doc['differences'])} differences")
-    if "--coverage" in sys.argv:
-        coverage()
 
 
 if __name__ == "__main__":

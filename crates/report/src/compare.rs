@@ -52,6 +52,9 @@ pub struct CorrectedDifference {
     pub method: String,
     /// J's 95% interval stays above 0.
     pub informative: bool,
+    /// The judge's J = q0 + q1 − 1 the raw difference was divided by.
+    #[serde(rename = "J")]
+    pub j: f64,
 }
 
 /// One metric compared between two systems on their paired items.

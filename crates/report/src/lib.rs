@@ -6,6 +6,7 @@ pub mod bench;
 mod bootstrap;
 pub mod compare;
 pub mod grasp;
+pub mod ifsm_corrected;
 pub mod judge;
 pub mod latex;
 mod markdown;

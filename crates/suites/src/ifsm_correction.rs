@@ -12,6 +12,9 @@
 use serde::{Deserialize, Serialize};
 
 pub use scorekit_report::compare::CorrectedDifference;
+/// The judge-corrected IFSM of one group for one calibration, as metrics.json holds it (defined
+/// beside its rendering in report/, which cannot depend on this crate).
+pub use scorekit_report::ifsm_corrected::CorrectedIfsm;
 
 /// z = Φ⁻¹(0.975), correctly rounded (1.95996398454005423552…; scipy's `norm.ppf(0.975)` is
 /// one ulp below, which no reported digit can see).
@@ -96,42 +99,14 @@ pub fn judge_resolution(cal: &CalibrationCounts) -> Option<Resolution> {
     })
 }
 
-/// The judge-corrected IFSM of one group for one calibration, as metrics.json holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CorrectedIfsm {
-    /// clip₀¹((p + q0 − 1)/J); `null` when the judge is uninformative.
-    pub value: Option<f64>,
-    /// Lee et al.'s adjusted 95% interval; `null` when the judge is uninformative, or in the
-    /// corner where the smoothed q̃0 + q̃1 − 1 is not positive although J's interval is.
-    pub ci: Option<[f64; 2]>,
-    /// See [`Resolution::informative`].
-    pub informative: bool,
-    /// J = q0 + q1 − 1.
-    #[serde(rename = "J")]
-    pub j: f64,
-    /// J's unsmoothed 95% interval.
-    #[serde(rename = "J_ci")]
-    pub j_ci: [f64; 2],
-    /// Specificity.
-    pub q0: f64,
-    /// Negatives of the calibration.
-    pub m0: usize,
-    /// Sensitivity.
-    pub q1: f64,
-    /// Positives of the calibration.
-    pub m1: usize,
-}
-
-impl CorrectedIfsm {
-    /// The calibration counts back from q0·m0 and q1·m1 (they are counts, so rounding only
-    /// removes the division's last-bit error).
-    pub fn counts(&self) -> CalibrationCounts {
-        CalibrationCounts {
-            positives: self.m1,
-            positives_counted: (self.q1 * self.m1 as f64).round() as usize,
-            negatives: self.m0,
-            negatives_counted: (self.q0 * self.m0 as f64).round() as usize,
-        }
+/// The calibration counts back from an entry's q0·m0 and q1·m1 (they are counts, so rounding
+/// only removes the division's last-bit error): how `scorekit compare` reads a run's calibration.
+pub fn entry_counts(entry: &CorrectedIfsm) -> CalibrationCounts {
+    CalibrationCounts {
+        positives: entry.m1,
+        positives_counted: (entry.q1 * entry.m1 as f64).round() as usize,
+        negatives: entry.m0,
+        negatives_counted: (entry.q0 * entry.m0 as f64).round() as usize,
     }
 }
 
@@ -243,6 +218,7 @@ pub fn corrected_difference(diffs: &[f64], cal: &CalibrationCounts) -> Option<Co
         ci: None,
         method: DIFFERENCE_METHOD.to_string(),
         informative: r.informative,
+        j: r.j,
     };
     if !r.informative {
         return Some(out);

@@ -152,7 +152,7 @@ fn counts_give_rates_add_up_and_come_back_from_the_entry() {
                 negatives: m,
                 negatives_counted: m - k,
             };
-            assert_eq!(correct(0.5, 10, &cal).unwrap().counts(), cal);
+            assert_eq!(entry_counts(&correct(0.5, 10, &cal).unwrap()), cal);
         }
     }
 }
