@@ -53,6 +53,7 @@ $sk muse --queries muse:queries --plans tests/data/muse/hugginggpt.jsonl \
 
 echo "== Possible Stories: the test split, human gold endings vs the ROCStories original ending"
 if [ "${SCOREKIT_MODELS:-}" = paper ]; then
+  pull possible-stories:endings   # the judge's dataset calibration (judge-corrected IFSM)
   $sk story --dataset possible-stories:test \
     --generations data/story/test-demo-generations.jsonl --out "$OUT/story" --force
 else

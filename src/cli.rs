@@ -183,6 +183,9 @@ pub struct JudgeEvalArgs {
     /// A letter judge's demonstrations.
     #[command(flatten)]
     pub shots: ShotArgs,
+    /// The judge's calibration (q0, q1 and J on the dataset).
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
     /// Where results go.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -374,10 +377,33 @@ pub struct StoryArgs {
     /// error (exit 2) instead of a warning.
     #[arg(long)]
     pub require_complete: bool,
+    /// The judge's calibration and the corrected IFSM.
+    #[command(flatten)]
+    pub calibration: CalibrationArgs,
+    /// Write to_label.jsonl: N scored generations drawn at random (stratified by the judge's
+    /// verdict, seeded by --seed), `follows` left null for a person to label.
+    #[arg(long, value_name = "N")]
+    pub label_sample: Option<usize>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// The judge's calibration in the IFSM frame (docs/story.md), for the judge-corrected IFSM.
+#[derive(Debug, Clone, Args)]
+pub struct CalibrationArgs {
+    /// Skip the dataset calibration (original options and distractor swaps on the dataset's
+    /// questions; it needs `possible-stories:endings`).
+    #[arg(long)]
+    pub no_calibration: bool,
+    /// Redo the dataset calibration instead of taking it from the cache.
+    #[arg(long, conflicts_with = "no_calibration")]
+    pub recalibrate: bool,
+    /// Human labels, JSONL: {"question_id", "ending", "follows": true|false} (optional "model"):
+    /// the judge's sensitivity and specificity on labelled endings.
+    #[arg(long, value_name = "FILE")]
+    pub calibration_labels: Option<PathBuf>,
 }
 
 /// GRASP test type.

@@ -3,6 +3,7 @@
 //! `suites::story::Question::pair` (through `suites::judge_data`), as the story judge's do.
 
 use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs, OptionOrders};
+use crate::commands::calibration;
 use crate::commands::model_runtime::ModelRuntime;
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Tensor};
@@ -502,6 +503,64 @@ fn passage_consistency(items: &[EvalItem], right: impl Fn(&EvalItem) -> bool) ->
     passages.values().map(|&c| f64::from(u8::from(c))).collect()
 }
 
+/// `judge eval`'s calibration (unless `--no-calibration` without labels): the judge's q0, q1
+/// and J with its interval per calibration, and calibration.jsonl. The same frames, judge
+/// identity and cache as a story run's, so either reuses the other's finished calibration.
+fn calibrate_eval(
+    a: &JudgeEvalArgs,
+    questions: &[Question],
+    judge: &AnyJudge,
+    model_ref: &scorekit_report::ModelRef,
+    rt: &ModelRuntime,
+    shots: &str,
+    dataset_sha256: &str,
+) -> Result<Option<(Value, Vec<u8>)>> {
+    let c = &a.calibration;
+    if c.no_calibration && c.calibration_labels.is_none() {
+        return Ok(None);
+    }
+    let cyclic = a.option_orders == OptionOrders::Cyclic;
+    let labels = c
+        .calibration_labels
+        .as_deref()
+        .map(|p| calibration::read_labels(p, questions))
+        .transpose()?;
+    let flags = calibration::CalibrationFlags {
+        dataset: !c.no_calibration,
+        recalibrate: c.recalibrate,
+        offline: a.model.offline,
+    };
+    let identity = calibration::judge_identity(judge, model_ref, rt, shots, cyclic, dataset_sha256);
+    let mut doc = scorekit_report::MetricsDoc::new("judge-eval");
+    let mut step = calibration::JudgeStep::new(judge, rt.batch_tokens, a.output.quiet);
+    let outcome = calibration::run(
+        &mut doc,
+        questions,
+        (0..questions.len()).collect(),
+        c.calibration_labels.as_deref().zip(labels.as_deref()),
+        &flags,
+        calibration::protocol(judge, shots, cyclic),
+        identity,
+        &mut step,
+    )?;
+    let s = &outcome.summary;
+    let resolution = |counts: Option<&scorekit_suites::ifsm_correction::CalibrationCounts>| {
+        counts.and_then(scorekit_suites::ifsm_correction::judge_resolution)
+    };
+    let value = json!({
+        "settings": outcome.settings,
+        "inputs": doc.inputs,
+        "datasets": doc.datasets,
+        "summary": s,
+        "dataset": resolution(s.dataset.as_ref().map(|d| &d.counts)),
+        "human": resolution(s.human.as_ref().map(|h| &h.counts)),
+    });
+    Ok(Some((
+        value,
+        scorekit_suites::story_calibration::summary::jsonl(&outcome.items),
+    )))
+}
+
 /// `scorekit judge eval`.
 fn eval(a: JudgeEvalArgs) -> Result<()> {
     let o = &a.output;
@@ -655,6 +714,19 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
             "agreement": agreement,
             "picks": scorekit_suites::judge_data::pick_distribution(&cyclic_picks, &golds, options),
         });
+    }
+    let calibrated = calibrate_eval(
+        &a,
+        &questions,
+        &judge,
+        &model_ref,
+        &rt,
+        &shots,
+        &files[0].sha256,
+    )?;
+    if let Some((resolution, items_jsonl)) = calibrated {
+        metrics["calibration"] = resolution;
+        dir.write(crate::commands::story::CALIBRATION_FILE, &items_jsonl)?;
     }
     let mut jsonl = Vec::new();
     for it in &items {

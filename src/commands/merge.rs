@@ -54,7 +54,7 @@ pub fn run(args: MergeArgs) -> Result<()> {
         ))
     })?;
     let docs: Vec<&MetricsDoc> = parts.iter().map(|p| &p.doc).collect();
-    (suite.combine)(&mut doc, &docs);
+    (suite.combine)(&mut doc, &docs)?;
     let dirs: Vec<PathBuf> = parts.iter().map(|p| p.dir.clone()).collect();
     let (items, outputs) = (suite.rebuild)(&mut doc, &dirs)?;
     let dir = OutputDir::prepare(&args.out, args.force)?;

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_grid;
 pub mod bench_judge;
+pub mod calibration;
 pub mod compare;
 pub mod data;
 pub mod embed;

@@ -2,10 +2,11 @@
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
 use crate::cli::{OptionOrders, StoryArgs};
+use crate::commands::calibration::{self, CalibrationFlags, JudgeStep};
 use crate::commands::model_runtime::ModelRuntime;
 use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
-use scorekit_core::error::{Error, Result};
+use scorekit_core::error::{Error, InputError, Result};
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
 use scorekit_report::{self as report, MetricsDoc, Outputs, RunSettings};
@@ -15,6 +16,10 @@ use scorekit_suites::story::{
     self, Checked, Counts, Coverage, Generation, GroupMetrics, Item, Outcome, PairValue, Question,
     Status,
 };
+use scorekit_suites::story_calibration::labels::{self, Label};
+use scorekit_suites::story_calibration::memo::Memo;
+use scorekit_suites::story_calibration::summary::{self, CalibrationSummary};
+use scorekit_suites::story_calibration::CalibrationItem;
 use scorekit_suites::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -66,6 +71,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     if args.require_complete {
         require_complete(&missing, scope.len())?;
     }
+    let labels = calibration_labels(&args, &questions)?;
 
     // Resolve both models before any long work, so a missing one fails at once.
     let judge_model = if args.skip_judge {
@@ -106,6 +112,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         tf32: rt.tf32,
         ..StorySettings::default()
     };
+    let mut judge_ref = None;
     let judge = match &judge_model {
         None => None,
         Some(model) => {
@@ -119,6 +126,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             )?;
             let model_ref = model.model_ref()?;
             eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
+            judge_ref = Some(model_ref.clone());
             doc.models.push(model_ref);
             settings.judge = Some(args.judge.clone());
             settings.judge_arch = Some(judge.arch().to_string());
@@ -167,6 +175,45 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         .insert("dataset_questions".into(), json!(questions.len()));
     set_scope(&mut doc, &scope, &missing);
 
+    // The judge's calibration (before the run opens: its settings are part of the run's
+    // identity; a resumed run takes its finished questions from the cache).
+    let mut files = Vec::new();
+    let mut memo = Memo::default();
+    let calibrates = !args.calibration.no_calibration || labels.is_some();
+    if let (Some(judge), Some(model_ref), true) = (&judge, &judge_ref, calibrates) {
+        let in_scope: Vec<usize> = (0..questions.len())
+            .filter(|&i| shard.contains(&questions[i].passage_id))
+            .collect();
+        let identity = calibration::judge_identity(
+            judge,
+            model_ref,
+            &rt,
+            &shots,
+            cyclic,
+            &doc.inputs[0].sha256,
+        );
+        let flags = CalibrationFlags {
+            dataset: !args.calibration.no_calibration,
+            recalibrate: args.calibration.recalibrate,
+            offline: args.model.offline,
+        };
+        let labels = args
+            .calibration
+            .calibration_labels
+            .as_deref()
+            .zip(labels.as_deref());
+        let mut step = JudgeStep::new(judge, args.model.batch_tokens, out.quiet);
+        let protocol = calibration::protocol(judge, &shots, cyclic);
+        let outcome = calibration::run(
+            &mut doc, &questions, in_scope, labels, &flags, protocol, identity, &mut step,
+        )?;
+        // The positives asked what the items ask for the ceiling: they take it from here.
+        memo = Memo::of(&outcome.items, &questions, protocol);
+        settings.calibration = Some(outcome.settings);
+        outcome.summary.write(&mut doc);
+        files.push((CALIBRATION_FILE.to_string(), summary::jsonl(&outcome.items)));
+    }
+
     // Everything that decides the results is known now: an unfinished run of the same
     // identity in --out is continued, its finished items kept as they are.
     let mut run = Run::<suite::Story>::open(out, &mut doc, &settings)?;
@@ -211,12 +258,19 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     for plan in &plans {
         let verdicts = match &judge {
             Some(AnyJudge::Scoring(j)) => {
-                let scores = j.score(&plan.judge_pairs, batch_tokens, &progress)?;
+                let (scores, served) = memo.scores(&plan.judge_pairs, |pairs| {
+                    j.score(pairs, batch_tokens, &progress)
+                })?;
+                progress.inc(served as u64);
                 plan.scoring_verdicts(&questions, &scores)
             }
             Some(AnyJudge::Letter(j)) => {
-                let answers = j.answer(&plan.letter_prompts, batch_tokens, &progress)?;
-                let texts: Vec<&str> = answers.iter().map(|a| a.text.as_str()).collect();
+                let (answers, served) = memo.answers(&plan.letter_prompts, |prompts| {
+                    let answers = j.answer(prompts, batch_tokens, &progress)?;
+                    Ok(answers.into_iter().map(|a| a.text).collect())
+                })?;
+                progress.inc(served as u64);
+                let texts: Vec<&str> = answers.iter().map(String::as_str).collect();
                 plan.letter_verdicts(&questions, &texts)
             }
             None => HashMap::new(),
@@ -237,7 +291,88 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         }
     }
     progress.finish_and_clear();
-    run.finish(&mut doc, Vec::new())?.print();
+    let done = run.finish(&mut doc, files)?;
+    if let Some(n) = args.label_sample {
+        write_label_sample(&out.out, &done.items, &generations, n, out.seed)?;
+    }
+    done.print();
+    Ok(())
+}
+
+/// calibration.jsonl: one line per calibration item of the run.
+pub const CALIBRATION_FILE: &str = "calibration.jsonl";
+
+/// `--calibration-labels`, read and checked against the dataset before any model loads (and
+/// refused without a judge, like `--label-sample`).
+fn calibration_labels(args: &StoryArgs, questions: &[Question]) -> Result<Option<Vec<Label>>> {
+    if args.skip_judge {
+        for (set, flag) in [
+            (
+                args.calibration.calibration_labels.is_some(),
+                "--calibration-labels",
+            ),
+            (args.label_sample.is_some(), "--label-sample"),
+            (args.calibration.recalibrate, "--recalibrate"),
+        ] {
+            if set {
+                return Err(Error::usage(format!(
+                    "{flag}: no judge runs (--skip-judge), so there is no verdict to calibrate"
+                )));
+            }
+        }
+    }
+    args.calibration
+        .calibration_labels
+        .as_deref()
+        .map(|p| calibration::read_labels(p, questions))
+        .transpose()
+}
+
+/// `--label-sample N`: to_label.jsonl in `out`, N scored generations drawn at random stratified
+/// by the judge's verdict, in the label file's format with `follows` null.
+fn write_label_sample(
+    out: &std::path::Path,
+    items: &[Item],
+    generations: &[Generation],
+    n: usize,
+    seed: u64,
+) -> Result<()> {
+    let by_row: HashMap<usize, &Generation> = generations.iter().map(|g| (g.row, g)).collect();
+    let judged: Vec<(&Item, bool)> = items
+        .iter()
+        .filter(|i| i.status == Status::Scored)
+        .filter_map(|i| {
+            i.judge
+                .as_ref()
+                .and_then(Outcome::verdict)
+                .map(|v| (i, v.follow))
+        })
+        .collect();
+    let verdicts: Vec<bool> = judged.iter().map(|(_, f)| *f).collect();
+    let mut text = Vec::new();
+    for k in labels::stratified_sample(&verdicts, n, seed) {
+        let item = judged[k].0;
+        let g = by_row[&item.row];
+        let line = labels::ToLabel {
+            question_id: &g.question_id,
+            ending: &g.ending,
+            follows: None,
+            model: g.model.as_deref(),
+        };
+        serde_json::to_writer(&mut text, &line).map_err(|e| Error::Internal(e.into()))?;
+        text.push(b'\n');
+    }
+    let path = out.join("to_label.jsonl");
+    let staged = out.join(".to_label.jsonl.partial");
+    std::fs::write(&staged, &text)
+        .and_then(|()| std::fs::rename(&staged, &path))
+        .map_err(|e| Error::Internal(anyhow::anyhow!("cannot write {}: {e}", path.display())))?;
+    eprintln!(
+        "to_label.jsonl: {} generation(s) to label (of {} judged), {}",
+        text.iter().filter(|&&b| b == b'\n').count(),
+        judged.len(),
+        path.display()
+    );
     Ok(())
 }
 
@@ -290,7 +425,14 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         .iter()
         .map(|(g, v)| (g.clone(), ids_of(v.get("missing_ids"))))
         .collect();
-    let results = story::summarize(items, bootstrap, seed);
+    let calibration = CalibrationSummary::read(doc)?;
+    let mut results = story::summarize(items, bootstrap, seed);
+    if let Some(c) = &calibration {
+        for (m, _) in results.values_mut() {
+            m.ifsm_corrected = c.correct(m.ifsm.as_ref(), false);
+            m.ifsm_cyclic_corrected = c.correct(m.ifsm_cyclic.as_ref(), true);
+        }
+    }
     // A group the scope lists nothing for answered none of the scope's questions.
     let missing_ids: BTreeMap<String, Vec<String>> = results
         .keys()
@@ -312,6 +454,9 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     doc.metrics.insert(SCOPE_QUESTIONS.into(), json!(scope));
     doc.metrics
         .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));
+    if let Some(c) = &calibration {
+        c.write(doc);
+    }
     let table = report::story::table(&results, &coverage);
     let letter = settings.letter_protocol();
     let report = report::story::report(doc, letter.as_ref(), &results, &coverage, &table);
@@ -462,6 +607,55 @@ pub fn combine_scopes(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) {
     doc.metrics
         .insert(SCOPE_FIRST_IDS.into(), json!(first(all_first)));
     doc.groups = listed;
+}
+
+/// `scorekit merge`: the parts' calibration counts added up (their scopes are disjoint).
+pub fn combine_calibrations(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) -> Result<()> {
+    let mut total: Option<CalibrationSummary> = None;
+    for part in parts {
+        if let Some(c) = CalibrationSummary::read(part)? {
+            match &mut total {
+                Some(t) => t.add(&c),
+                None => total = Some(c),
+            }
+        }
+    }
+    doc.metrics.remove(summary::METRICS_KEY);
+    if let Some(t) = total {
+        t.write(doc);
+    }
+    Ok(())
+}
+
+/// `scorekit merge`: the parts' calibration.jsonl in the single-run order (none when no part
+/// has one).
+pub fn merge_calibration_files(parts: &[std::path::PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut items: Vec<CalibrationItem> = Vec::new();
+    let mut any = false;
+    for dir in parts {
+        let path = dir.join(CALIBRATION_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(InputError::file(&path, format!("cannot read: {e}")).into()),
+        };
+        any = true;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            items.push(serde_json::from_str(line).map_err(|e| {
+                InputError::line(&path, i + 1, format!("not a calibration item: {e}"))
+            })?);
+        }
+    }
+    items.sort_by_key(CalibrationItem::order_key);
+    Ok(if any {
+        vec![(CALIBRATION_FILE.to_string(), summary::jsonl(&items))]
+    } else {
+        Vec::new()
+    })
 }
 
 /// One stderr line per group with dataset questions that have no ending.

@@ -47,7 +47,14 @@ pub trait Suite {
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs>;
     /// Before `outputs` in a merge: fold into `doc` (the first part's) what the parts'
     /// metrics.json know and their items do not (e.g. story's coverage scope). Nothing by default.
-    fn combine(_doc: &mut MetricsDoc, _parts: &[&MetricsDoc]) {}
+    fn combine(_doc: &mut MetricsDoc, _parts: &[&MetricsDoc]) -> Result<()> {
+        Ok(())
+    }
+    /// In a merge: the suite's own files of the part folders, merged (e.g. story's
+    /// calibration.jsonl). None by default.
+    fn part_files(_parts: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
+        Ok(Vec::new())
+    }
     /// The headline metrics `compare` reads per item (the leaderboard's columns).
     const METRICS: &'static [MetricSpec];
     /// Per result group, the per-item values of [`Suite::METRICS`] (`compare`).
@@ -232,8 +239,12 @@ impl Suite for Story {
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         super::story::outputs(doc, items)
     }
-    fn combine(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) {
-        super::story::combine_scopes(doc, parts)
+    fn combine(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) -> Result<()> {
+        super::story::combine_scopes(doc, parts);
+        super::story::combine_calibrations(doc, parts)
+    }
+    fn part_files(parts: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
+        super::story::merge_calibration_files(parts)
     }
     const METRICS: &'static [MetricSpec] = &observe::STORY;
     fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
@@ -261,7 +272,7 @@ pub struct Registered {
     /// outputs from the items, and return the merged items.jsonl with the outputs.
     pub rebuild: fn(&mut MetricsDoc, &[PathBuf]) -> Result<Rebuilt>,
     /// [`Suite::combine`].
-    pub combine: fn(&mut MetricsDoc, &[&MetricsDoc]),
+    pub combine: fn(&mut MetricsDoc, &[&MetricsDoc]) -> Result<()>,
     /// [`Suite::METRICS`].
     pub metrics: &'static [MetricSpec],
     /// Read one run's items.jsonl and return [`Suite::observe`] of it.
@@ -289,7 +300,8 @@ fn observe_run<S: Suite>(doc: &MetricsDoc, dir: &Path) -> Result<Observed> {
 
 fn rebuild<S: Suite>(doc: &mut MetricsDoc, parts: &[PathBuf]) -> Result<Rebuilt> {
     let mut items = read_items::<S::Item>(parts)?;
-    let outputs = S::outputs(doc, &mut items)?;
+    let mut outputs = S::outputs(doc, &mut items)?;
+    outputs.files.extend(S::part_files(parts)?);
     Ok((jsonl(&items)?, outputs))
 }
 

@@ -85,3 +85,17 @@ w("mint/stray-only.txt", "a results folder with no results.jsonl in it\n")
 w("embed/missing-text.jsonl", '{"id": "a", "text": "fine"}\n{"id": "b"}\n')
 w("embed/id-wrong-type.jsonl", '{"id": true, "text": "fine"}\n')
 w("embed/non-utf8.txt", b"a sentence\n\xff\n")
+
+# Human label files of the judge's calibration (story --calibration-labels), against the dev split;
+# story-labels/generations.jsonl is a valid generations file the cases score beside them.
+q0, q1 = (json.loads(l)["question_id"] for l in ds)
+lab = lambda qid, follows, ending="An ending.": json.dumps({"question_id": qid, "ending": ending, "follows": follows}) + "\n"
+w("story-labels/generations.jsonl", '{"question_id": "%s", "ending": "The end."}\n' % q0)
+w("story-labels/unknown-question.jsonl", lab(q0, True) + lab("no-such-question", False))
+w("story-labels/follows-null.jsonl", lab(q0, None) + lab(q1, False))
+w("story-labels/follows-string.jsonl", lab(q0, True) + lab(q1, "no"))
+w("story-labels/ending-missing.jsonl", lab(q0, True) + json.dumps({"question_id": q1, "follows": False}) + "\n")
+w("story-labels/ending-empty.jsonl", lab(q0, True) + lab(q1, False, "  "))
+w("story-labels/truncated.jsonl", lab(q0, True) + '{"question_id": "%s", "ending": "An' % q1)
+w("story-labels/positives-only.jsonl", lab(q0, True) + lab(q1, True))
+w("story-labels/not-an-object.jsonl", lab(q0, True) + '["%s", "An ending.", false]\n' % q1)

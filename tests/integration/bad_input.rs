@@ -55,6 +55,10 @@ fn every_broken_file_exits_2_naming_file_line_and_field() {
                     &p(&test_data("possible-stories:dev", "dataset/dev.jsonl")),
                 )
                 .replace("{nomodel}", &p(&tmp.path().join("no-model")))
+                .replace(
+                    "{labelgens}",
+                    &p(&corpus.join("story-labels/generations.jsonl")),
+                )
         };
         let args: Vec<String> = command.split(' ').map(sub).collect();
         let o = scorekit().args(&args).output().unwrap();

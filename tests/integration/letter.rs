@@ -34,7 +34,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// A judge folder for `name` in `dir`: the committed files, plus spiece.model for the T5 layout
 /// (the tokenizer's fallback path, as a folder without tokenizer.json has it).
-fn judge_folder(name: &str, dir: &Path) -> PathBuf {
+pub(crate) fn judge_folder(name: &str, dir: &Path) -> PathBuf {
     let to = dir.join(name);
     std::fs::create_dir_all(&to).unwrap();
     for f in std::fs::read_dir(t5_data(name)).unwrap() {
@@ -116,7 +116,7 @@ fn prompts() -> Vec<String> {
 }
 
 /// The first `n` dev questions, written to `dir`.
-fn dev_head(dir: &Path, n: usize) -> PathBuf {
+pub(crate) fn dev_head(dir: &Path, n: usize) -> PathBuf {
     let full = test_data("possible-stories:dev", "dataset/dev.jsonl");
     let head: String = std::fs::read_to_string(&full)
         .unwrap()

@@ -6,6 +6,7 @@ mod common;
 
 mod bad_input;
 mod bench;
+mod calibration;
 mod cli;
 mod compare;
 mod datasets;

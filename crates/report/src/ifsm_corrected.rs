@@ -1,8 +1,9 @@
 //! The judge-corrected IFSM as metrics.json holds it and report.md shows it: per group, one
 //! estimate per calibration (the dataset's, human labels'), each with the judge's sensitivity q1,
 //! specificity q0 and resolution J = q0 + q1 − 1 it rests on. The estimator itself is the
-//! suites crate's (`ifsm_correction`); this module carries its results.
+//! suites crate's (`ifsm_correction`); this module only carries and renders its results.
 
+use super::{percent, Estimate, Table};
 use serde::{Deserialize, Serialize};
 
 /// The judge-corrected IFSM of one group for one calibration.
@@ -53,4 +54,96 @@ impl IfsmCorrected {
             .into_iter()
             .filter_map(|(name, c)| c.as_ref().map(|c| (name, c)))
     }
+}
+
+fn value(c: Option<&CorrectedIfsm>) -> String {
+    match c {
+        None => "-".into(),
+        Some(c) => match (c.value, c.ci) {
+            (Some(v), Some([lo, hi])) => {
+                format!("{} [{}, {}]", percent(v), percent(lo), percent(hi))
+            }
+            _ => "uninformative".into(),
+        },
+    }
+}
+
+fn raw(e: &Option<Estimate>) -> String {
+    e.map_or("-".into(), |e| {
+        format!(
+            "{} [{}, {}]",
+            percent(e.value),
+            percent(e.ci_low),
+            percent(e.ci_high)
+        )
+    })
+}
+
+/// report.md's section on the judge-corrected IFSM: one row per model (raw IFSM beside each
+/// corrected value), the judge's q0, q1 and J per calibration, and in words what an
+/// uninformative judge means. Empty when no calibration ran.
+pub fn section<'a>(
+    rows: impl IntoIterator<Item = (&'a str, &'a Option<Estimate>, Option<&'a IfsmCorrected>)>,
+    cyclic: bool,
+) -> String {
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter_map(|(name, ifsm, c)| c.filter(|c| !c.is_empty()).map(|c| (name, ifsm, c)))
+        .collect();
+    let Some((_, _, first)) = rows.first() else {
+        return String::new();
+    };
+    let title = if cyclic {
+        "Judge-corrected IFSM, cyclic option orders"
+    } else {
+        "Judge-corrected IFSM"
+    };
+    let mut s = format!("\n## {title}\n\n");
+    let mut t = Table::new(&[
+        "model",
+        "IFSM (raw) %",
+        "corrected, dataset calibration %",
+        "corrected, human labels %",
+    ]);
+    for (name, ifsm, c) in &rows {
+        t.row(&[
+            name.to_string(),
+            raw(ifsm),
+            value(c.dataset.as_ref()),
+            value(c.human.as_ref()),
+        ]);
+    }
+    s.push_str(&t.render());
+    s.push_str(
+        "\nRaw IFSM mixes the model's skill with the judge's errors: p = J·θ + (1 − q0), where θ \
+         is the true share of endings that follow, q1 the judge's sensitivity (picks an ending \
+         that follows), q0 its specificity (leaves one that does not), and J = q0 + q1 − 1 the \
+         factor by which the judge compresses every difference between models. The corrected \
+         value is Lee et al. (2025)'s estimate clip((p + q0 − 1)/J), its interval carries the \
+         uncertainty of both the generations and the calibration (docs/story.md).\n\n",
+    );
+    // The calibration does not depend on the model: every row shares it.
+    for (name, c) in first.sources() {
+        s.push_str(&format!(
+            "- {name} calibration: q1 = {} of {} positives, q0 = {} of {} negatives, J = {:.3} \
+             [{:.3}, {:.3}]\n",
+            percent(c.q1),
+            c.m1,
+            percent(c.q0),
+            c.m0,
+            c.j,
+            c.j_ci[0],
+            c.j_ci[1]
+        ));
+        if !c.informative {
+            s.push_str(&format!(
+                "  - **This judge cannot measure IFSM on this dataset** ({name} calibration): \
+                 the 95% interval of J reaches 0, so its picks are not shown to depend on \
+                 whether an ending follows the instruction, and no corrected value is given. \
+                 Use a judge with a higher accuracy on the human options (`scorekit judge eval` \
+                 reports J).\n"
+            ));
+        }
+    }
+    s
 }

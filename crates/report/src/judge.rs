@@ -187,8 +187,46 @@ pub fn eval_report(m: &Value) -> String {
         estimate(&m["accuracy"]),
         estimate(&m["consistency"]),
         m["consistency_definition"].as_str().unwrap_or(""),
-    ) + &picks_section(m)
+    ) + &calibration_section(m)
+        + &picks_section(m)
         + &letter_section(m)
+}
+
+/// The judge's resolution in the IFSM frame (metrics.json `calibration`): q1, q0 and
+/// J = q0 + q1 − 1 with its interval per calibration, and what J means for IFSM.
+fn calibration_section(m: &Value) -> String {
+    let Some(c) = m.get("calibration") else {
+        return String::new();
+    };
+    let mut out = String::from(
+        "\n## Resolution in the IFSM frame\n\n| calibration | q1 (sensitivity) | q0 (specificity) \
+         | J = q0 + q1 − 1 [95% CI] | informative |\n|---|---|---|---|---|\n",
+    );
+    for (key, name) in [("dataset", "dataset"), ("human", "human labels")] {
+        let r = &c[key];
+        if r.is_null() {
+            continue;
+        }
+        let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        out += &format!(
+            "| {name} | {} of {} | {} of {} | {:.3} [{:.3}, {:.3}] | {} |\n",
+            pct(&r["q1"]),
+            r["m1"],
+            pct(&r["q0"]),
+            r["m0"],
+            f("J"),
+            r["J_ci"][0].as_f64().unwrap_or(f64::NAN),
+            r["J_ci"][1].as_f64().unwrap_or(f64::NAN),
+            if r["informative"] == true {
+                "yes"
+            } else {
+                "no"
+            }
+        );
+    }
+    out += "
+A story run's raw IFSM is p = J·θ + (1 − q0) for a true share θ of endings that             follow: the judge compresses every difference between models by J and lifts weak             models toward 1 − q0. Choose a judge by J, not by accuracy (q1) alone; a judge whose             J interval reaches 0 cannot measure IFSM on this dataset (docs/story.md).\n";
+    out
 }
 
 /// A letter judge's protocol (metrics.json `letter`) and, with `--option-orders cyclic`, the

@@ -1,6 +1,7 @@
 //! Possible Stories: the typed summary of a run (per-group metrics and status counts) and its
 //! markdown writers (the stdout table and report.md).
 
+use super::ifsm_corrected::{self, IfsmCorrected};
 use super::svg::{interval_chart, ChartRow};
 use super::table::{Cell, DataTable};
 use super::{percent, Estimate, MetricsDoc, Table};
@@ -42,6 +43,12 @@ pub struct GroupMetrics {
     /// The judge's accuracy on the human options under the cyclic orders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_accuracy_cyclic: Option<Estimate>,
+    /// `ifsm` corrected for the judge's errors, per calibration (when one ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifsm_corrected: Option<IfsmCorrected>,
+    /// `ifsm_cyclic` corrected by the cyclic majority's calibration (when one ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifsm_cyclic_corrected: Option<IfsmCorrected>,
 }
 
 /// How much of the dataset a group answered.
@@ -162,6 +169,22 @@ pub fn report(
         s.push_str(&format!(
             "- {} @ {} (sha256 {})\n",
             m.id, m.revision, m.sha256
+        ));
+    }
+    for cyclic in [false, true] {
+        s.push_str(&ifsm_corrected::section(
+            results.iter().map(|(name, (m, _))| {
+                if cyclic {
+                    (
+                        name.as_str(),
+                        &m.ifsm_cyclic,
+                        m.ifsm_cyclic_corrected.as_ref(),
+                    )
+                } else {
+                    (name.as_str(), &m.ifsm, m.ifsm_corrected.as_ref())
+                }
+            }),
+            cyclic,
         ));
     }
     s.push_str(&letter_judge_section(letter, results));

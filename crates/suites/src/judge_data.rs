@@ -101,6 +101,7 @@ pub fn parse_file(records: &[Record], choices: Option<usize>) -> Result<Parsed, 
         }
         out.questions.push(Question {
             id,
+            row: r.row,
             passage_id,
             question,
             document: document.to_string(),

@@ -168,6 +168,7 @@ mod tests {
     fn q(gold: usize) -> crate::story::Question {
         crate::story::Question {
             id: format!("s_{gold}"),
+            row: 1,
             passage_id: "s".into(),
             question: "Q?".into(),
             document: "P.".into(),

@@ -13,5 +13,6 @@ pub mod pystr;
 pub mod settings;
 pub mod similarity;
 pub mod story;
+pub mod story_calibration;
 pub mod story_plan;
 pub use similarity::cosine;

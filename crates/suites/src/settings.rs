@@ -70,6 +70,44 @@ pub struct StorySettings {
     /// TF32 products for f32 on CUDA (`--tf32`), when on.
     #[serde(default, skip_serializing_if = "is_false")]
     pub tf32: bool,
+    /// The judge's calibrations, when one ran (they decide the corrected IFSM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationSettings>,
+}
+
+/// The calibrations of the judge a story run used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationSettings {
+    /// The dataset calibration (unless `--no-calibration`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetCalibrationSettings>,
+    /// The human label file (`--calibration-labels`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human: Option<LabelFileSettings>,
+}
+
+/// What identifies a dataset calibration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetCalibrationSettings {
+    /// The protocol's version (`story_calibration::PROTOCOL`).
+    pub protocol: String,
+    /// sha256 of the judge, its settings, the dataset, the endings file and the protocol: runs
+    /// with the same key share one calibration (its cache key).
+    pub key: String,
+    /// sha256 of the endings file the fillers come from.
+    pub endings_sha256: String,
+}
+
+/// The human label file of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelFileSettings {
+    /// As named on the command line.
+    pub path: String,
+    /// Its sha256.
+    pub sha256: String,
 }
 
 impl StorySettings {

@@ -28,6 +28,8 @@ pub const DEFAULT_GROUP: &str = "default";
 pub struct Question {
     /// `question_id` from the dataset.
     pub id: String,
+    /// 1-based position of the question among the dataset's records.
+    pub row: usize,
     /// The story: text of `question_id` before the first `_` (as [PS] run.py groups).
     pub passage_id: String,
     /// The question, e.g. "Which is the worst possible outcome?".
@@ -100,6 +102,7 @@ pub fn parse_questions(records: &[Record]) -> Result<Vec<Question>, InputError> 
         }
         let passage_id = id.split('_').next().unwrap_or(&id).to_string();
         out.push(Question {
+            row: r.row,
             passage_id,
             question: r.str("question")?.to_string(),
             document: r.str("document")?.to_string(),
@@ -631,6 +634,8 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
         dissimilarity_left_out: left_out,
         ifsm_cyclic,
         judge_accuracy_cyclic: accuracy_cyclic,
+        ifsm_corrected: None,
+        ifsm_cyclic_corrected: None,
     }
 }
 
@@ -717,6 +722,7 @@ mod tests {
     fn question(id: &str, gold: usize) -> Question {
         Question {
             id: id.into(),
+            row: 1,
             passage_id: id.split('_').next().unwrap().into(),
             question: "Which?".into(),
             document: "Doc.".into(),

@@ -8,9 +8,19 @@ pub mod tiny_judge;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The scorekit binary built for this test run.
+/// The scorekit binary built for this test run. Dataset names (`possible-stories:endings`, which
+/// the judge's calibration reads) resolve in the test data cache, and finished calibrations go
+/// to a cache of the test build's, never the user's; a test may set either variable itself.
 pub fn scorekit() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_scorekit"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_scorekit"));
+    if let Some(data) = std::env::var_os(scorekit::data::testdata::ENV) {
+        c.env("SCOREKIT_DATA", repo().join(data));
+    }
+    c.env(
+        "SCOREKIT_CALIBRATION_CACHE",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("calibration-cache"),
+    );
+    c
 }
 
 /// Run scorekit with arguments and return its output.

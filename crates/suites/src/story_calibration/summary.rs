@@ -1,0 +1,163 @@
+//! A run's calibration as metrics.json records it (`metrics.calibration`: the counts, which a
+//! merge of shards adds up) and the corrected IFSM it gives each group.
+
+use super::{counts, CalibrationItem, Kind, PROTOCOL};
+use crate::ifsm_correction::{correct, CalibrationCounts};
+use scorekit_core::error::{Error, Result};
+use scorekit_report::ifsm_corrected::IfsmCorrected;
+use scorekit_report::{Estimate, MetricsDoc};
+use serde::{Deserialize, Serialize};
+
+/// metrics.json key (under `metrics`) of the calibration summary.
+pub const METRICS_KEY: &str = "calibration";
+
+/// The dataset calibration of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetCalibration {
+    /// The protocol's version.
+    pub protocol: String,
+    /// Questions calibrated (the run's scope).
+    pub questions: usize,
+    /// Of those, questions whose story has no spare crowd ending: positives only.
+    pub questions_without_filler: usize,
+    /// The counts (reference protocol).
+    pub counts: CalibrationCounts,
+    /// The cyclic majority's counts (`--option-orders cyclic`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_cyclic: Option<CalibrationCounts>,
+}
+
+/// The human-label calibration of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HumanCalibration {
+    /// Labels of the run's scope.
+    pub labels: usize,
+    /// The counts (reference protocol).
+    pub counts: CalibrationCounts,
+    /// The cyclic majority's counts (`--option-orders cyclic`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_cyclic: Option<CalibrationCounts>,
+}
+
+/// What a run's calibrations counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationSummary {
+    /// The dataset calibration, unless `--no-calibration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<DatasetCalibration>,
+    /// The human labels', with `--calibration-labels`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human: Option<HumanCalibration>,
+}
+
+impl CalibrationSummary {
+    /// The summary of calibration items: the dataset's (unless `None`) and the labels'.
+    pub fn of(dataset: Option<&[CalibrationItem]>, labels: Option<&[CalibrationItem]>) -> Self {
+        let dataset = dataset.map(|items| {
+            let questions = items.iter().filter(|i| i.kind == Kind::Positive).count();
+            let negatives = items.iter().filter(|i| i.kind == Kind::Negative).count();
+            DatasetCalibration {
+                protocol: PROTOCOL.to_string(),
+                questions,
+                // Three negatives a question with a filler, none without.
+                questions_without_filler: questions - negatives / 3,
+                counts: counts(items, false).unwrap_or_default(),
+                counts_cyclic: counts(items, true),
+            }
+        });
+        let human = labels.map(|items| HumanCalibration {
+            labels: items.len(),
+            counts: counts(items, false).unwrap_or_default(),
+            counts_cyclic: counts(items, true),
+        });
+        CalibrationSummary { dataset, human }
+    }
+
+    /// The summary `doc` records (`None`: no calibration ran).
+    pub fn read(doc: &MetricsDoc) -> Result<Option<Self>> {
+        doc.metrics
+            .get(METRICS_KEY)
+            .map(|v| {
+                serde_json::from_value(v.clone()).map_err(|e| {
+                    Error::usage(format!(
+                        "metrics.json: metrics.{METRICS_KEY} is not a calibration summary of this \
+                         version of scorekit ({e})"
+                    ))
+                })
+            })
+            .transpose()
+    }
+
+    /// Record it in `doc.metrics`.
+    pub fn write(&self, doc: &mut MetricsDoc) {
+        let v = serde_json::to_value(self).expect("calibration summary serialises");
+        doc.metrics.insert(METRICS_KEY.into(), v);
+    }
+
+    /// The parts of a sharded run together: their scopes are disjoint, so the counts add up.
+    pub fn add(&mut self, other: &CalibrationSummary) {
+        fn both(a: &mut Option<CalibrationCounts>, b: &Option<CalibrationCounts>) {
+            match (a.as_mut(), b) {
+                (Some(a), Some(b)) => a.add(b),
+                _ => *a = None,
+            }
+        }
+        match (&mut self.dataset, &other.dataset) {
+            (Some(a), Some(b)) => {
+                a.questions += b.questions;
+                a.questions_without_filler += b.questions_without_filler;
+                a.counts.add(&b.counts);
+                both(&mut a.counts_cyclic, &b.counts_cyclic);
+            }
+            (a, b) => *a = a.take().or_else(|| b.clone()),
+        }
+        match (&mut self.human, &other.human) {
+            (Some(a), Some(b)) => {
+                a.labels += b.labels;
+                a.counts.add(&b.counts);
+                both(&mut a.counts_cyclic, &b.counts_cyclic);
+            }
+            (a, b) => *a = a.take().or_else(|| b.clone()),
+        }
+    }
+
+    /// A group's raw IFSM (`ifsm`, or with `cyclic` the cyclic majority's) corrected by each
+    /// calibration; `None` without IFSM or without a calibration that has both sides.
+    pub fn correct(&self, ifsm: Option<&Estimate>, cyclic: bool) -> Option<IfsmCorrected> {
+        let ifsm = ifsm?;
+        let pick = |c: &CalibrationCounts, cc: &Option<CalibrationCounts>| {
+            if cyclic {
+                *cc
+            } else {
+                Some(*c)
+            }
+        };
+        let by = |counts: Option<CalibrationCounts>| {
+            counts.and_then(|c| correct(ifsm.value, ifsm.n, &c))
+        };
+        let out = IfsmCorrected {
+            dataset: by(self
+                .dataset
+                .as_ref()
+                .and_then(|d| pick(&d.counts, &d.counts_cyclic))),
+            human: by(self
+                .human
+                .as_ref()
+                .and_then(|h| pick(&h.counts, &h.counts_cyclic))),
+        };
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// calibration.jsonl: one line per item, in the order given.
+pub fn jsonl(items: &[CalibrationItem]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for it in items {
+        serde_json::to_writer(&mut out, it).expect("calibration items serialise");
+        out.push(b'\n');
+    }
+    out
+}

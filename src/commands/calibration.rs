@@ -1,0 +1,199 @@
+//! The judge's calibration as `story` and `judge eval` run it: the loaded judge as the suites'
+//! model step ([`JudgeStep`]), the endings and label files read, the cache key's inputs named,
+//! and `story_calibration::pipeline` called. What is calibrated and how is the suite's.
+
+use crate::commands::model_runtime::ModelRuntime;
+use scorekit_core::error::{Error, Result};
+use scorekit_core::progress::bar;
+use scorekit_io::read_jsonl;
+use scorekit_report::{MetricsDoc, ModelRef};
+use scorekit_runtime::judge::AnyJudge;
+use scorekit_suites::story::Question;
+use scorekit_suites::story_calibration::ask::{FrameJudge, Protocol};
+use scorekit_suites::story_calibration::cache;
+use scorekit_suites::story_calibration::labels::{self, Label};
+use scorekit_suites::story_calibration::pipeline::{
+    self, DatasetSource, LabelSource, Outcome, Request,
+};
+use serde_json::json;
+use std::path::Path;
+
+/// The dataset part the negatives' fillers come from.
+pub const ENDINGS: &str = "possible-stories:endings";
+
+/// A loaded judge as the calibration's model step, with a progress bar of its own.
+pub struct JudgeStep<'a> {
+    judge: &'a AnyJudge,
+    batch_tokens: usize,
+    quiet: bool,
+}
+
+impl<'a> JudgeStep<'a> {
+    /// The step over `judge`, batched under `batch_tokens`.
+    pub fn new(judge: &'a AnyJudge, batch_tokens: usize, quiet: bool) -> Self {
+        JudgeStep {
+            judge,
+            batch_tokens,
+            quiet,
+        }
+    }
+}
+
+impl FrameJudge for JudgeStep<'_> {
+    fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>> {
+        let AnyJudge::Scoring(j) = self.judge else {
+            return Err(Error::Internal(anyhow::anyhow!(
+                "a letter judge has no scores"
+            )));
+        };
+        let progress = bar(pairs.len() as u64, "calibrate", self.quiet);
+        let scores = j.score(pairs, self.batch_tokens, &progress)?;
+        progress.finish_and_clear();
+        Ok(scores)
+    }
+
+    fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>> {
+        let AnyJudge::Letter(j) = self.judge else {
+            return Err(Error::Internal(anyhow::anyhow!(
+                "a scoring judge has no answers"
+            )));
+        };
+        let progress = bar(prompts.len() as u64, "calibrate", self.quiet);
+        let answers = j.answer(prompts, self.batch_tokens, &progress)?;
+        progress.finish_and_clear();
+        Ok(answers.into_iter().map(|a| a.text).collect())
+    }
+}
+
+/// What the calibration flags ask for.
+pub struct CalibrationFlags {
+    /// Calibrate on the dataset (not `--no-calibration`).
+    pub dataset: bool,
+    /// `--recalibrate`.
+    pub recalibrate: bool,
+    /// `--offline` (for the endings file).
+    pub offline: bool,
+}
+
+/// The label file read and checked against the dataset (before any model is loaded).
+pub fn read_labels(path: &Path, questions: &[Question]) -> Result<Vec<Label>> {
+    let records = read_jsonl(path)?;
+    Ok(labels::parse_labels(
+        &path.display().to_string(),
+        &records,
+        questions,
+    )?)
+}
+
+/// The protocol of a loaded judge: scoring, or letters with `shots` (and every rotation).
+pub fn protocol<'a>(judge: &AnyJudge, shots: &'a str, cyclic: bool) -> Protocol<'a> {
+    match judge {
+        AnyJudge::Scoring(_) => Protocol::Scoring,
+        AnyJudge::Letter(_) => Protocol::Letter { shots, cyclic },
+    }
+}
+
+/// What decides the judge's answers besides the frames: the judge's files and every setting
+/// that changes its numbers. Story runs and `judge eval` build it here alike, so they share one
+/// cache entry.
+pub fn judge_identity(
+    judge: &AnyJudge,
+    model: &ModelRef,
+    rt: &ModelRuntime,
+    shots: &str,
+    cyclic: bool,
+    dataset_sha256: &str,
+) -> serde_json::Value {
+    let max_length = match judge {
+        AnyJudge::Scoring(j) => Some(j.max_length()),
+        AnyJudge::Letter(_) => None,
+    };
+    json!({
+        "judge": {"id": model.id, "revision": model.revision, "sha256": model.sha256},
+        "arch": judge.arch(),
+        "engine": judge.engine(),
+        "kind": judge.kind(),
+        "max_length": max_length,
+        "device": rt.device_name(),
+        "dtype": format!("{:?}", rt.dtype),
+        "quantize": rt.quantize_setting(),
+        "tf32": rt.tf32,
+        "shots": shots,
+        "cyclic": cyclic,
+        "dataset_sha256": dataset_sha256,
+    })
+}
+
+/// Run the calibration step for `scope` (dataset indices): the endings file pulled through
+/// `scorekit data` when the dataset calibration runs (and recorded in `doc`), the labels given.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    doc: &mut MetricsDoc,
+    questions: &[Question],
+    scope: Vec<usize>,
+    labels: Option<(&Path, &[Label])>,
+    flags: &CalibrationFlags,
+    protocol: Protocol,
+    identity: serde_json::Value,
+    step: &mut JudgeStep,
+) -> Result<Outcome> {
+    let endings = if flags.dataset {
+        let arg = scorekit_data::resolve_arg(
+            Path::new(ENDINGS),
+            &scorekit_data::Options {
+                offline: flags.offline,
+                quiet: step.quiet,
+            },
+        )
+        .map_err(|e| {
+            Error::usage(format!(
+                "the judge's dataset calibration needs {ENDINGS} (its negatives' fillers): {e}; \
+                 or pass --no-calibration to report raw IFSM only"
+            ))
+        })?;
+        doc.add_input(&arg.path)?;
+        let sha = doc
+            .inputs
+            .last()
+            .map(|f| f.sha256.clone())
+            .unwrap_or_default();
+        doc.datasets.extend(arg.dataset.map(|d| d.record()));
+        Some((read_jsonl(&arg.path)?, sha))
+    } else {
+        None
+    };
+    let label_source = match labels {
+        Some((path, parsed)) => {
+            doc.add_input(path)?;
+            let sha256 = doc
+                .inputs
+                .last()
+                .map(|f| f.sha256.clone())
+                .unwrap_or_default();
+            Some(LabelSource {
+                labels: parsed,
+                path: path.display().to_string(),
+                sha256,
+            })
+        }
+        None => None,
+    };
+    let request = Request {
+        questions,
+        scope,
+        dataset: endings.as_ref().map(|(records, sha)| DatasetSource {
+            endings: records,
+            endings_sha256: sha,
+            identity,
+            cache_root: cache::default_root(),
+            recalibrate: flags.recalibrate,
+        }),
+        labels: label_source,
+        protocol,
+    };
+    let outcome = pipeline::run(request, step)?;
+    for note in &outcome.notes {
+        eprintln!("{note}");
+    }
+    Ok(outcome)
+}

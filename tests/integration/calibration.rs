@@ -1,0 +1,472 @@
+//! The judge's calibration and the judge-corrected IFSM end to end, with the tiny test judges on
+//! the real dev split: the dataset calibration's counts (against PyTorch), shards and merge,
+//! the cache (a second run, a killed calibration, `--recalibrate`), human labels, the label
+//! sample, `judge eval`, and a letter judge's frames.
+
+use crate::common::tiny_judge::build_judge;
+use crate::common::{read_json, run, scorekit, stderr, test_data, write};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    judge: PathBuf,
+    dataset: PathBuf,
+    gens: PathBuf,
+    /// A calibration cache of this test's own.
+    cache: PathBuf,
+}
+
+fn dev() -> Vec<Value> {
+    std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The bert_mc tiny judge and two models' endings for every dev question: the gold option
+/// ("gold") and a fixed wrong ending ("wrong").
+fn setup(judge_name: &str) -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let judge = root.join("judge");
+    build_judge(judge_name, &judge, true);
+    let mut gens = String::new();
+    for q in dev() {
+        let gold = &q["options"][q["gold_label"].as_u64().unwrap() as usize];
+        gens += &format!(
+            "{}\n",
+            json!({"question_id": q["question_id"], "ending": gold, "model": "gold"})
+        );
+        gens += &format!(
+            "{}\n",
+            json!({"question_id": q["question_id"], "ending": "The end.", "model": "wrong"})
+        );
+    }
+    let gens = write(&root, "gen.jsonl", gens);
+    Setup {
+        judge,
+        dataset: test_data("possible-stories:dev", "dataset/dev.jsonl"),
+        gens,
+        cache: root.join("calibration-cache"),
+        root,
+        _tmp: tmp,
+    }
+}
+
+/// `scorekit story` (judge only) into `root/out`; panics unless it succeeds. Returns stderr.
+fn story(s: &Setup, out: &str, extra: &[&str]) -> String {
+    let out = s.root.join(out);
+    let mut c = scorekit();
+    c.args(["story", "--dataset"])
+        .arg(&s.dataset)
+        .arg("--generations")
+        .arg(&s.gens)
+        .arg("--judge")
+        .arg(&s.judge)
+        .arg("--out")
+        .arg(&out)
+        .args(["--skip-embedder", "--quiet", "--bootstrap", "200"])
+        .args(extra)
+        .env("SCOREKIT_CALIBRATION_CACHE", &s.cache);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stderr(&o)
+}
+
+fn lines(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn text(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// The PyTorch run of the same construction (scripts/reference/calibration_reference.py).
+fn reference(judge: &str) -> Value {
+    let p = crate::common::repo().join("tests/data/story/calibration_reference.json");
+    read_json(&p)["judges"][judge].clone()
+}
+
+#[test]
+fn the_dataset_calibration_counts_as_pytorch_and_corrects_each_model() {
+    let s = setup("bert_mc");
+    story(&s, "out", &[]);
+    let out = s.root.join("out");
+    let m = read_json(&out.join("metrics.json"));
+    let counts = &m["metrics"]["calibration"]["dataset"];
+    assert_eq!(counts["questions"], 458);
+    assert_eq!(
+        counts["questions_without_filler"], 0,
+        "every dev question has a filler"
+    );
+    assert_eq!(counts["counts"]["positives"], 458);
+    assert_eq!(counts["counts"]["negatives"], 1374);
+    let want = reference("bert_mc");
+    assert_eq!(
+        counts["counts"]["positives_counted"],
+        want["positives_counted"]
+    );
+    assert_eq!(
+        counts["counts"]["negatives_counted"],
+        want["negatives_counted"]
+    );
+
+    // One line per frame: a positive and three negatives per question, in dataset order.
+    let items = lines(&out.join("calibration.jsonl"));
+    assert_eq!(items.len(), 458 * 4);
+    assert_eq!(items[0]["kind"], "positive");
+    assert_eq!(
+        items[1..4]
+            .iter()
+            .map(|i| i["kind"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["negative"; 3]
+    );
+    let gold = &m["groups"]["gold"];
+    // The positives are the judge's ceiling items: q1 is its accuracy.
+    let corrected = &gold["ifsm_corrected"]["dataset"];
+    assert_eq!(corrected["q1"], gold["judge_accuracy"]["value"]);
+    assert_eq!(
+        (corrected["m1"].as_u64(), corrected["m0"].as_u64()),
+        (Some(458), Some(1374))
+    );
+    let q0 = corrected["q0"].as_f64().unwrap();
+    let want_q0 = want["negatives_counted"].as_f64().unwrap() / 1374.0;
+    assert_eq!(q0, want_q0);
+    // The gold endings are the positives themselves: p = q1, so θ = 1 when the judge informs.
+    if corrected["informative"] == true {
+        assert_eq!(corrected["value"], 1.0);
+        let ci = corrected["ci"].as_array().unwrap();
+        assert!(ci[0].as_f64().unwrap() <= 1.0 && ci[1].as_f64().unwrap() <= 1.0);
+    } else {
+        assert!(corrected["value"].is_null() && corrected["ci"].is_null());
+    }
+    // Every group shares the calibration; the wrong ending's raw IFSM is lifted by 1 − q0.
+    let wrong = &m["groups"]["wrong"]["ifsm_corrected"]["dataset"];
+    assert_eq!(wrong["q0"], corrected["q0"]);
+    let key = m["settings"]["calibration"]["dataset"]["key"]
+        .as_str()
+        .unwrap();
+    assert_eq!(key.len(), 64);
+    let report = text(&out.join("report.md"));
+    assert!(report.contains("## Judge-corrected IFSM"), "{report}");
+    assert!(report.contains("dataset calibration: q1 ="), "{report}");
+}
+
+#[test]
+fn shards_merged_equal_a_single_run_and_the_cache_serves_the_next_run() {
+    let s = setup("bert_mc");
+    let first = story(&s, "single", &[]);
+    assert!(!first.contains("from the cache"), "{first}");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let err = story(&s, &format!("part{i}"), &["--shard", &shard]);
+        // The single run calibrated every question: each shard takes its own from the cache.
+        assert!(err.contains("from the cache"), "{err}");
+    }
+    let merged = s.root.join("merged");
+    let o = run(&[
+        "merge",
+        "--parts",
+        s.root.join("part0").to_str().unwrap(),
+        s.root.join("part1").to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let single = s.root.join("single");
+    assert_eq!(
+        text(&merged.join("calibration.jsonl")),
+        text(&single.join("calibration.jsonl"))
+    );
+    let (a, b) = (
+        read_json(&single.join("metrics.json")),
+        read_json(&merged.join("metrics.json")),
+    );
+    assert_eq!(a["metrics"], b["metrics"]);
+    assert_eq!(a["groups"], b["groups"]);
+}
+
+#[test]
+fn a_killed_calibration_resumes_from_the_cache_and_recalibrate_redoes_it() {
+    let s = setup("bert_mc");
+    story(&s, "first", &[]);
+    let reference = text(&s.root.join("first/calibration.jsonl"));
+    // A run killed while appending: the cache keeps whole questions up to a torn line.
+    let cached = std::fs::read_dir(&s.cache)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("items.jsonl"))
+        .find(|p| p.exists())
+        .expect("a cached calibration");
+    let all = text(&cached);
+    let cut = all.len() / 2 + 7;
+    std::fs::write(&cached, &all[..cut]).unwrap();
+    let err = story(&s, "resumed", &[]);
+    let from_cache: usize = err
+        .split("calibration: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no cache note: {err}"));
+    assert!((200..458).contains(&from_cache), "{err}");
+    assert_eq!(text(&s.root.join("resumed/calibration.jsonl")), reference);
+    assert_eq!(
+        read_json(&s.root.join("resumed/metrics.json"))["groups"],
+        read_json(&s.root.join("first/metrics.json"))["groups"]
+    );
+    let err = story(&s, "again", &["--recalibrate"]);
+    assert!(!err.contains("from the cache"), "{err}");
+    assert_eq!(text(&s.root.join("again/calibration.jsonl")), reference);
+    // The next run takes the whole calibration from the cache again; the items take the
+    // positives' scores from it, so they are the fresh run's to the bit.
+    let err = story(&s, "last", &[]);
+    assert!(err.contains("calibration: 458 of 458"), "{err}");
+    for dir in ["resumed", "again", "last"] {
+        assert_eq!(
+            text(&s.root.join(dir).join("items.jsonl")),
+            text(&s.root.join("first/items.jsonl")),
+            "{dir}"
+        );
+    }
+}
+
+#[test]
+fn human_labels_give_their_own_correction_and_the_label_sample_is_stratified() {
+    let s = setup("bert_mc");
+    let qs = dev();
+    let mut labels = String::new();
+    for q in qs.iter().take(40) {
+        let g = q["gold_label"].as_u64().unwrap() as usize;
+        labels += &format!(
+            "{}\n",
+            json!({"question_id": q["question_id"], "ending": q["options"][g], "follows": true})
+        );
+        labels += &format!(
+            "{}\n",
+            json!({"question_id": q["question_id"], "ending": q["options"][(g + 1) % 4],
+                   "follows": false, "model": "m"})
+        );
+    }
+    let file = write(&s.root, "labels.jsonl", labels);
+    story(
+        &s,
+        "labels",
+        &[
+            "--no-calibration",
+            "--calibration-labels",
+            file.to_str().unwrap(),
+            "--label-sample",
+            "50",
+            "--seed",
+            "3",
+        ],
+    );
+    let out = s.root.join("labels");
+    let m = read_json(&out.join("metrics.json"));
+    let human = &m["groups"]["gold"]["ifsm_corrected"]["human"];
+    assert_eq!(
+        (human["m1"].as_u64(), human["m0"].as_u64()),
+        (Some(40), Some(40))
+    );
+    assert!(m["groups"]["gold"]["ifsm_corrected"]["dataset"].is_null());
+    assert_eq!(m["metrics"]["calibration"]["human"]["labels"], 80);
+    let items = lines(&out.join("calibration.jsonl"));
+    assert_eq!(items.len(), 80);
+    assert!(items.iter().all(|i| i["kind"] == "label"));
+    assert_eq!(items[1]["label_line"], 2);
+    assert_eq!(items[1]["follows"], false);
+    // A label that follows is counted when the judge picks the gold slot: the positives are
+    // exactly the dataset calibration's first 40 positives.
+    assert_eq!(
+        m["inputs"].as_array().unwrap().len(),
+        3,
+        "dataset, generations, labels"
+    );
+
+    let sample = lines(&out.join("to_label.jsonl"));
+    assert_eq!(sample.len(), 50);
+    assert!(sample
+        .iter()
+        .all(|l| l["follows"].is_null() && l["ending"].is_string()));
+    // Stratified: the Follow share of the sample is the run's, to rounding.
+    let follow_rate = (m["groups"]["gold"]["ifsm"]["value"].as_f64().unwrap()
+        + m["groups"]["wrong"]["ifsm"]["value"].as_f64().unwrap())
+        / 2.0;
+    let items = lines(&out.join("items.jsonl"));
+    let follows_of = |qid: &Value, ending: &Value| {
+        items
+            .iter()
+            .find(|i| &i["question_id"] == qid && (i["group"] == "gold") == (ending != "The end."))
+            .map(|i| i["follow"] == true)
+            .unwrap()
+    };
+    let sampled_follow = sample
+        .iter()
+        .filter(|l| follows_of(&l["question_id"], &l["ending"]))
+        .count();
+    assert_eq!(sampled_follow, (follow_rate * 50.0).round() as usize);
+    // The sample is a label file once labelled; unlabelled, it is refused naming the field.
+    let o = scorekit()
+        .args(["story", "--dataset"])
+        .arg(&s.dataset)
+        .args(["--generations"])
+        .arg(&s.gens)
+        .arg("--judge")
+        .arg(&s.judge)
+        .arg("--calibration-labels")
+        .arg(out.join("to_label.jsonl"))
+        .arg("--out")
+        .arg(s.root.join("refused"))
+        .args(["--skip-embedder", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("to_label.jsonl:1: field \"follows\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!s.root.join("refused/metrics.json").exists());
+}
+
+#[test]
+fn judge_eval_reports_the_judges_resolution_from_the_same_calibration() {
+    let s = setup("roberta_mc");
+    story(&s, "story", &[]);
+    let out = s.root.join("eval");
+    let o = scorekit()
+        .args(["judge", "eval", "--judge"])
+        .arg(&s.judge)
+        .arg("--dataset")
+        .arg(&s.dataset)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--bootstrap", "100"])
+        .env("SCOREKIT_CALIBRATION_CACHE", &s.cache)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("calibration: 458 of 458"),
+        "{}",
+        stderr(&o)
+    );
+    let m = read_json(&out.join("metrics.json"));
+    let d = &m["calibration"]["dataset"];
+    let story_m = read_json(&s.root.join("story/metrics.json"));
+    let c = &story_m["groups"]["gold"]["ifsm_corrected"]["dataset"];
+    for k in ["q0", "q1", "J", "J_ci", "informative", "m0", "m1"] {
+        assert_eq!(d[k], c[k], "{k}");
+    }
+    assert_eq!(d["q1"], m["accuracy"]["value"]);
+    let want = reference("roberta_mc");
+    assert_eq!(
+        d["q0"].as_f64().unwrap(),
+        want["negatives_counted"].as_f64().unwrap() / 1374.0
+    );
+    let report = text(&out.join("report.md"));
+    assert!(report.contains("J = q0 + q1 − 1"), "{report}");
+    assert_eq!(
+        text(&out.join("calibration.jsonl")),
+        text(&s.root.join("story/calibration.jsonl"))
+    );
+}
+
+#[test]
+fn no_calibration_and_skip_judge_write_no_correction() {
+    let s = setup("bert_mc");
+    story(&s, "none", &["--no-calibration"]);
+    let m = read_json(&s.root.join("none/metrics.json"));
+    assert!(m["groups"]["gold"]["ifsm_corrected"].is_null());
+    assert!(m["metrics"]["calibration"].is_null());
+    assert!(!s.root.join("none/calibration.jsonl").exists());
+    let o = scorekit()
+        .args(["story", "--dataset"])
+        .arg(&s.dataset)
+        .arg("--generations")
+        .arg(&s.gens)
+        .args([
+            "--skip-judge",
+            "--label-sample",
+            "5",
+            "--embedder",
+            "none",
+            "--out",
+        ])
+        .arg(s.root.join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--label-sample"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_letter_judge_is_calibrated_in_the_same_frames_and_rotations() {
+    let tmp = tempfile::tempdir().unwrap();
+    let judge = crate::letter::judge_folder("flan", tmp.path());
+    let dataset = crate::letter::dev_head(tmp.path(), 6);
+    let mut gens = String::new();
+    for l in text(&dataset).lines() {
+        let q: Value = serde_json::from_str(l).unwrap();
+        gens += &format!(
+            "{}\n",
+            json!({"question_id": q["question_id"], "ending": "The end."})
+        );
+    }
+    let gens = write(tmp.path(), "gen.jsonl", gens);
+    let out = tmp.path().join("out");
+    let o = scorekit()
+        .args(["story", "--dataset"])
+        .arg(&dataset)
+        .arg("--generations")
+        .arg(&gens)
+        .arg("--judge")
+        .arg(&judge)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--skip-embedder",
+            "--quiet",
+            "--bootstrap",
+            "50",
+            "--device",
+            "cpu",
+        ])
+        .args(["--option-orders", "cyclic"])
+        .env("SCOREKIT_CALIBRATION_CACHE", tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = read_json(&out.join("metrics.json"));
+    let d = &m["metrics"]["calibration"]["dataset"];
+    assert_eq!(d["counts"]["positives"], 6);
+    assert_eq!(d["counts"]["negatives"], 18);
+    assert_eq!(d["counts_cyclic"]["negatives"], 18);
+    let cal = lines(&out.join("calibration.jsonl"));
+    let items = lines(&out.join("items.jsonl"));
+    // A positive is the ceiling's prompt: the same pick as the item's on the human options,
+    // in the reference order and as the majority of the rotations.
+    for it in &items {
+        let pos = cal
+            .iter()
+            .find(|c| c["question_id"] == it["question_id"] && c["kind"] == "positive")
+            .unwrap();
+        assert_eq!(pos["pick"], it["judge_gold_pick"], "{it}");
+        assert_eq!(pos["cyclic_pick"], it["cyclic"]["judge_gold_pick"], "{it}");
+    }
+    assert!(cal.iter().all(|c| c.get("cyclic_counted").is_some()));
+    let report = text(&out.join("report.md"));
+    if m["groups"]["default"]["ifsm_cyclic_corrected"].is_object() {
+        assert!(
+            report.contains("Judge-corrected IFSM, cyclic option orders"),
+            "{report}"
+        );
+    }
+}
