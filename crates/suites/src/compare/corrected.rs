@@ -171,10 +171,10 @@ pub struct RunInfo<'a> {
 }
 
 /// Attach to every IFSM comparison the corrected difference under each calibration its two
-/// systems share: the same id and the same counts (a different count under one id would be
-/// another judge protocol). `run_of[i]` is the run `systems[i]` came from. Returns one line per
-/// pair of runs and frame that one of them calibrated but the pair does not share, saying why;
-/// nothing when no run carries a calibration.
+/// systems share (the same id; `shared` says what one id with two sets of counts gives). `run_of[i]` is
+/// the run `systems[i]` came from. Returns one line per pair of runs and frame that one of them
+/// calibrated but the pair does not share, saying why, or that they share on two sizes; nothing
+/// when no run carries a calibration.
 pub fn attach(
     comparisons: &mut [Comparison],
     systems: &[System],
@@ -194,27 +194,26 @@ pub fn attach(
             human: None,
         };
         for frame in Frame::ALL {
-            match shared(ra, rb, frame) {
-                Ok(Some(counts)) => {
+            let note = match shared(ra, rb, frame) {
+                Shared::Counts(counts, note) => {
                     let d = corrected_difference(&diffs, &counts);
                     match frame {
                         Frame::Dataset => corrected.dataset = d,
                         Frame::Human => corrected.human = d,
                     }
+                    note
                 }
-                Ok(None) => {}
-                Err(why) => {
-                    let note = format!(
-                        "No judge-corrected IFSM difference between runs {} and {} under the {} \
-                         calibration: {why}.",
-                        ra.label,
-                        rb.label,
-                        frame.name()
-                    );
-                    if !notes.contains(&note) {
-                        notes.push(note);
-                    }
-                }
+                Shared::Neither => None,
+                Shared::Not(why) => Some(format!(
+                    "No judge-corrected IFSM difference between runs {} and {} under the {} \
+                     calibration: {why}.",
+                    ra.label,
+                    rb.label,
+                    frame.name()
+                )),
+            };
+            if let Some(note) = note.filter(|n| !notes.contains(n)) {
+                notes.push(note);
             }
         }
         if corrected.dataset.is_some() || corrected.human.is_some() {
@@ -224,30 +223,58 @@ pub fn attach(
     notes
 }
 
-/// The counts two runs share in a frame; `Ok(None)` when neither calibrated it, `Err` saying why
-/// not when one did.
-fn shared(
-    a: &RunInfo,
-    b: &RunInfo,
-    frame: Frame,
-) -> std::result::Result<Option<CalibrationCounts>, String> {
+/// What two runs share in one frame.
+enum Shared {
+    /// Neither calibrated it: nothing to say.
+    Neither,
+    /// These counts, with a line to report when they are one of two.
+    Counts(CalibrationCounts, Option<String>),
+    /// One or both calibrated it, but not shared: why.
+    Not(String),
+}
+
+/// The calibration two runs share in a frame. One id with two sizes is one judge, protocol and
+/// dataset calibrated on two sets of questions (a run over part of the dataset; the cache gives
+/// a question the same verdicts in both): the larger calibration is used and a line says so. One
+/// id with two different counts of one size (a `--recalibrate` between the runs) is not shared.
+fn shared(a: &RunInfo, b: &RunInfo, frame: Frame) -> Shared {
     let short = |id: &str| id.chars().take(12).collect::<String>();
+    let size = |c: &CalibrationCounts| c.positives + c.negatives;
     match (a.calibration.frame(frame), b.calibration.frame(frame)) {
-        (None, None) => Ok(None),
-        (Some(_), None) => Err(format!("{} carries none", b.label)),
-        (None, Some(_)) => Err(format!("{} carries none", a.label)),
-        (Some(x), Some(y)) if x.id != y.id => Err(format!(
+        (None, None) => Shared::Neither,
+        (Some(_), None) => Shared::Not(format!("{} carries none", b.label)),
+        (None, Some(_)) => Shared::Not(format!("{} carries none", a.label)),
+        (Some(x), Some(y)) if x.id != y.id => Shared::Not(format!(
             "they were calibrated differently ({} vs {})",
             short(&x.id),
             short(&y.id)
         )),
         (Some(x), Some(y)) => match (x.counts, y.counts) {
-            (Some(cx), Some(cy)) if cx == cy => Ok(Some(cx)),
-            (Some(_), Some(_)) => Err(format!(
-                "one calibration id ({}) with different counts",
+            (Some(cx), Some(cy)) if cx == cy => Shared::Counts(cx, None),
+            (Some(cx), Some(cy)) if size(&cx) != size(&cy) => {
+                let (larger, label) = if size(&cx) > size(&cy) {
+                    (cx, a.label)
+                } else {
+                    (cy, b.label)
+                };
+                let line = format!(
+                    "Runs {} and {} share the {} calibration {} on different questions                      ({} vs {} items); the corrected difference uses {}'s, the larger.",
+                    a.label,
+                    b.label,
+                    frame.name(),
+                    short(&x.id),
+                    size(&cx),
+                    size(&cy),
+                    label
+                );
+                Shared::Counts(larger, Some(line))
+            }
+            (Some(_), Some(_)) => Shared::Not(format!(
+                "one calibration id ({}) with different counts on as many items (recalibrated \
+                 between the runs?)",
                 short(&x.id)
             )),
-            _ => Err("the calibration lacks positives or negatives".into()),
+            _ => Shared::Not("the calibration lacks positives or negatives".into()),
         },
     }
 }

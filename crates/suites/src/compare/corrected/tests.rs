@@ -214,13 +214,33 @@ fn no_shared_calibration_writes_nothing_and_says_why() {
     assert!(comparisons.iter().all(|c| c.corrected.is_none()));
     assert!(notes[0].contains("r2 carries none"), "{notes:?}");
 
-    // One key, other counts: another protocol under the same name is not shared.
+    // One key, other counts on as many items (recalibrated): not shared.
     let (comparisons, notes) = attached(
         run(&calibrated("k1", good()), "r1"),
         run(&calibrated("k1", counts(139, 200, 180, 200)), "r2"),
     );
     assert!(comparisons.iter().all(|c| c.corrected.is_none()));
     assert!(notes[0].contains("different counts"), "{notes:?}");
+}
+
+#[test]
+fn one_key_on_two_sets_of_questions_uses_the_larger_calibration_and_says_so() {
+    let part = counts(70, 100, 90, 100);
+    let (comparisons, notes) = attached(
+        run(&calibrated("k1", part), "r1"),
+        run(&calibrated("k1", good()), "r2"),
+    );
+    let ifsm = comparisons.iter().find(|c| c.metric == "ifsm").unwrap();
+    let d = ifsm.corrected.as_ref().unwrap().dataset.as_ref().unwrap();
+    let mut diffs = vec![1.0; 12];
+    diffs.extend([-1.0; 6]);
+    diffs.resize(60, 0.0);
+    assert_eq!(Some(d), corrected_difference(&diffs, &good()).as_ref());
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].contains("200 vs 400 items") && notes[0].contains("uses r2's, the larger"),
+        "{notes:?}"
+    );
 }
 
 #[test]
