@@ -1,6 +1,7 @@
 //! `scorekit compare`: read two or more finished runs of one suite on the same benchmark, turn
 //! each result group into a system, and hand their per-item values to the paired tests of
-//! `suites::compare`; report/ renders the leaderboard and the pairwise table.
+//! `suites::compare` (and, for story runs sharing a judge calibration, IFSM's judge-corrected
+//! difference, `suites::compare::corrected`); report/ renders the leaderboard and the tables.
 //!
 //! Runs must agree on everything the suite names as its benchmark
 //! ([`Suite::benchmark`](super::suite::Suite::benchmark): the dataset or queries file by
@@ -12,6 +13,7 @@ use crate::cli::CompareArgs;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::compare::{self as report, LeaderRow, Leaderboard};
 use scorekit_report::{MetricsDoc, OutputDir, METRICS_FILE};
+use scorekit_suites::compare::corrected::{self, RunInfo};
 use scorekit_suites::compare::{compare_all, leaderboard_values, System};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -43,7 +45,8 @@ pub fn run(args: CompareArgs) -> Result<()> {
 
     let mut systems: Vec<System> = Vec::new();
     let mut origin: Vec<(String, String)> = Vec::new();
-    for r in &runs {
+    let mut run_of: Vec<usize> = Vec::new();
+    for (ri, r) in runs.iter().enumerate() {
         let observed = (suite.observe)(&r.doc, &r.dir)?;
         if observed.is_empty() {
             return Err(
@@ -66,6 +69,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
             };
             systems.push((name, values));
             origin.push((from, group));
+            run_of.push(ri);
         }
     }
     let mut seen = BTreeSet::new();
@@ -82,7 +86,20 @@ pub fn run(args: CompareArgs) -> Result<()> {
         ));
     }
 
-    let comparisons = compare_all(&systems, suite.metrics, args.bootstrap, args.seed);
+    let mut comparisons = compare_all(&systems, suite.metrics, args.bootstrap, args.seed);
+    let calibrations = runs
+        .iter()
+        .map(|r| (suite.calibration)(&r.doc))
+        .collect::<Result<Vec<_>>>()?;
+    let run_infos: Vec<RunInfo> = runs
+        .iter()
+        .zip(&calibrations)
+        .map(|(r, c)| RunInfo {
+            label: &r.label,
+            calibration: c,
+        })
+        .collect();
+    let corrected_notes = corrected::attach(&mut comparisons, &systems, &run_of, &run_infos);
     let board = Leaderboard {
         metrics: suite.metrics.to_vec(),
         rows: systems
@@ -130,7 +147,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let mut metrics_json = serde_json::to_string_pretty(&metrics)
         .map_err(|e| Error::Internal(anyhow::anyhow!("cannot serialise metrics: {e}")))?;
     metrics_json.push('\n');
-    let report_md = report::report(doc, &board, &comparisons, args.bootstrap);
+    let report_md = report::report(doc, &board, &comparisons, args.bootstrap, &corrected_notes);
     let tex = report::tables_tex(suite.name, &board, &comparisons);
 
     let dir = OutputDir::prepare(&args.out, args.force)?;

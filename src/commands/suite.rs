@@ -7,6 +7,7 @@
 use scorekit_core::error::{InputError, Result};
 use scorekit_report::{jsonl, MetricsDoc, Outputs};
 use scorekit_suites as suites;
+use scorekit_suites::compare::corrected::{self, RunCalibration};
 use scorekit_suites::compare::observe::{self, DuplicateId, Observed};
 use scorekit_suites::compare::MetricSpec;
 use scorekit_suites::settings::{GraspSettings, MintSettings, MuseSettings, StorySettings};
@@ -63,6 +64,11 @@ pub trait Suite {
     ) -> std::result::Result<Observed, DuplicateId>;
     /// What the run was scored against: runs that differ here are not compared.
     fn benchmark(doc: &MetricsDoc) -> Result<Vec<BenchmarkInput>>;
+    /// The judge calibrations the run recorded, which `compare` uses to correct a difference
+    /// for the judge's errors. None by default.
+    fn calibration(_doc: &MetricsDoc) -> Result<RunCalibration> {
+        Ok(RunCalibration::default())
+    }
 }
 
 /// The `i`-th input file of a run as a benchmark input called `what`.
@@ -249,6 +255,10 @@ impl Suite for Story {
         doc.suite_settings::<Self::Settings>()?;
         Ok(vec![input(doc, 0, "dataset"), models(doc)])
     }
+    /// `settings.calibration` and the groups' `ifsm_corrected` entries.
+    fn calibration(doc: &MetricsDoc) -> Result<RunCalibration> {
+        corrected::story_calibration(doc)
+    }
 }
 
 /// A merge's result: the merged items.jsonl and the rebuilt outputs.
@@ -269,6 +279,8 @@ pub struct Registered {
     pub observe: fn(&MetricsDoc, &Path) -> Result<Observed>,
     /// [`Suite::benchmark`].
     pub benchmark: fn(&MetricsDoc) -> Result<Vec<BenchmarkInput>>,
+    /// [`Suite::calibration`].
+    pub calibration: fn(&MetricsDoc) -> Result<RunCalibration>,
 }
 
 fn observe_run<S: Suite>(doc: &MetricsDoc, dir: &Path) -> Result<Observed> {
@@ -322,6 +334,7 @@ const fn registered<S: Suite>() -> Registered {
         metrics: S::METRICS,
         observe: observe_run::<S>,
         benchmark: S::benchmark,
+        calibration: S::calibration,
     }
 }
 

@@ -717,3 +717,102 @@ fn grasp_several_response_files_make_table_2_pair_in_compare_and_merge() {
         "{e}"
     );
 }
+
+/// Story runs of one judge on one dataset share its dataset calibration (one key): compare
+/// writes IFSM's judge-corrected difference beside the raw test, equal to
+/// `corrected_difference` of the paired items under the runs' counts; a run without a
+/// calibration gets none, and report.md says why in one line.
+#[test]
+fn story_runs_sharing_a_calibration_get_the_judge_corrected_difference() {
+    use scorekit::suites::ifsm_correction::{corrected_difference, CalibrationCounts};
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let judge = d.join("judge");
+    common::tiny_judge::build_judge("bert_mc", &judge, true);
+    let dev =
+        std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl")).unwrap();
+    let gens = |model: &str, ending: &dyn Fn(&Value) -> Value| -> PathBuf {
+        let text: String = dev
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|q| {
+                let row =
+                    json!({"question_id": q["question_id"], "ending": ending(&q), "model": model});
+                format!("{row}\n")
+            })
+            .collect();
+        write(d, &format!("{model}.jsonl"), text)
+    };
+    let gold = gens("gold", &|q| {
+        q["options"][q["gold_label"].as_u64().unwrap() as usize].clone()
+    });
+    let wrong = gens("wrong", &|_| json!("The end."));
+    let runs = [
+        ("g", &gold, &[][..]),
+        ("w", &wrong, &[][..]),
+        ("n", &wrong, &["--no-calibration"][..]),
+    ];
+    for (name, gens, extra) in runs {
+        let o = common::judge_only(&judge, gens, &d.join(name), extra);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let m = compare(
+        &[&d.join("g"), &d.join("w"), &d.join("n")],
+        &["--labels", "G,W,N"],
+        &d.join("cmp"),
+    );
+
+    let run_g = read_json(&d.join("g/metrics.json"));
+    let run_w = read_json(&d.join("w/metrics.json"));
+    let key = &run_g["settings"]["calibration"]["dataset"]["key"];
+    assert_eq!(key, &run_w["settings"]["calibration"]["dataset"]["key"]);
+    let entry = &run_g["groups"]["gold"]["ifsm_corrected"]["dataset"];
+    let count = |q: &str, m: &str| {
+        (entry[q].as_f64().unwrap() * entry[m].as_f64().unwrap()).round() as usize
+    };
+    let counts = CalibrationCounts {
+        positives: entry["m1"].as_u64().unwrap() as usize,
+        positives_counted: count("q1", "m1"),
+        negatives: entry["m0"].as_u64().unwrap() as usize,
+        negatives_counted: count("q0", "m0"),
+    };
+
+    let c = find(&m, "ifsm", "G", "W");
+    let (a_only, b_only, n) = (
+        c["a_only"].as_u64().unwrap() as usize,
+        c["b_only"].as_u64().unwrap() as usize,
+        c["n_paired"].as_u64().unwrap() as usize,
+    );
+    assert_eq!(n, 458);
+    let mut diffs = vec![1.0; a_only];
+    diffs.extend(vec![-1.0; b_only]);
+    diffs.resize(n, 0.0);
+    let want = corrected_difference(&diffs, &counts).unwrap();
+    assert_eq!(c["corrected"]["dataset"], json!(want));
+    assert!(c["corrected"].get("human").is_none());
+    assert_eq!(c["corrected"]["dataset"]["J"], entry["J"]);
+    // bert_mc's dev calibration (q1 126/458, q0 1069/1374, docs/story.md) is informative, barely.
+    assert!(want.informative && want.ci.is_some());
+    let raw = c["diff"]["value"].as_f64().unwrap();
+    let j = entry["J"].as_f64().unwrap();
+    assert_eq!(want.value, Some((raw / j).clamp(-1.0, 1.0)));
+    // A pair with the uncalibrated run is not corrected.
+    for (a, b) in [("G", "N"), ("W", "N")] {
+        assert!(find(&m, "ifsm", a, b).get("corrected").is_none());
+    }
+    let report = std::fs::read_to_string(d.join("cmp/report.md")).unwrap();
+    assert!(
+        report.contains("## Judge-corrected IFSM differences"),
+        "{report}"
+    );
+    for pair in ["G and N", "W and N"] {
+        let line = format!(
+            "No judge-corrected IFSM difference between runs {pair} under the dataset \
+             calibration: N carries none."
+        );
+        assert!(report.contains(&line), "{report}");
+    }
+    assert!(std::fs::read_to_string(d.join("cmp/tables.tex"))
+        .unwrap()
+        .contains("judge-corrected"));
+}

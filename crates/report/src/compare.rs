@@ -40,6 +40,44 @@ pub struct Diff {
     pub ci_high: f64,
 }
 
+/// A − B corrected for the judge's errors (Δp / J, `scorekit compare` on story runs that share a
+/// judge calibration); computed by `suites::ifsm_correction::corrected_difference`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedDifference {
+    /// clip₋₁¹(Δp / J); `null` when the judge is uninformative.
+    pub value: Option<f64>,
+    /// 95% interval; `null` when the judge is uninformative.
+    pub ci: Option<[f64; 2]>,
+    /// How the interval was made.
+    pub method: String,
+    /// J's 95% interval stays above 0.
+    pub informative: bool,
+    /// The judge's J = q0 + q1 − 1 the raw difference was divided by.
+    #[serde(rename = "J")]
+    pub j: f64,
+}
+
+/// The corrected differences of one IFSM comparison, one per calibration frame the two systems
+/// share (a frame they do not share is absent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedDifferences {
+    /// Under the calibration built from the dataset's options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<CorrectedDifference>,
+    /// Under the calibration of the human labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human: Option<CorrectedDifference>,
+}
+
+impl CorrectedDifferences {
+    /// The present frames with their names, as metrics.json names them.
+    pub fn frames(&self) -> impl Iterator<Item = (&'static str, &CorrectedDifference)> {
+        [("dataset", &self.dataset), ("human", &self.human)]
+            .into_iter()
+            .filter_map(|(name, d)| d.as_ref().map(|d| (name, d)))
+    }
+}
+
 /// One metric compared between two systems on their paired items.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -71,6 +109,10 @@ pub struct Comparison {
     pub unpaired_a: usize,
     /// Items only B has.
     pub unpaired_b: usize,
+    /// Story IFSM only: A − B corrected for the judge's errors, where the two systems share a
+    /// judge calibration (absent otherwise, so other outputs keep their bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<CorrectedDifferences>,
 }
 
 /// One row of the leaderboard: a system and its value of every metric over all its items.
@@ -198,6 +240,7 @@ pub fn report(
     board: &Leaderboard,
     comparisons: &[Comparison],
     resamples: usize,
+    corrected_notes: &[String],
 ) -> String {
     let suite = &doc.suite;
     let mut s = format!("# Comparison of {} systems ({suite})\n\n", board.rows.len());
@@ -218,6 +261,67 @@ pub fn report(
          comparisons. Unpaired: items only one system has, left out of the comparison.\n",
         comparisons.len()
     ));
+    s.push_str(&corrected_section(suite, comparisons, corrected_notes));
+    s
+}
+
+/// The judge-corrected IFSM differences as a table (`None` when no pair has one).
+pub fn corrected_table(suite: &str, comparisons: &[Comparison]) -> Option<DataTable> {
+    let mut t = DataTable::new(
+        &format!(
+            "{suite}: judge-corrected IFSM differences (A - B divided by the judge's J = q0 + q1 - 1, 95% delta-method interval)"
+        ),
+        &["A", "B", "calibration", "A - B raw %", "J", "A - B corrected %"],
+    );
+    for c in comparisons {
+        let Some(corrected) = &c.corrected else {
+            continue;
+        };
+        for (frame, d) in corrected.frames() {
+            let value = match (d.value, d.ci) {
+                (Some(v), Some([lo, hi])) => Cell::RateCi(Estimate {
+                    value: v,
+                    n: c.n_paired,
+                    ci_low: lo,
+                    ci_high: hi,
+                }),
+                (Some(v), None) => Cell::Rate(v),
+                (None, _) => Cell::Text("uninformative judge".into()),
+            };
+            t.push(vec![
+                Cell::Text(c.a.clone()),
+                Cell::Text(c.b.clone()),
+                Cell::Text(frame.into()),
+                Cell::rate(c.diff.map(|d| d.value)),
+                Cell::Number(d.j, 3),
+                value,
+            ]);
+        }
+    }
+    (!t.rows.is_empty()).then_some(t)
+}
+
+/// report.md's section on the corrected differences: the table where a pair has one, and one
+/// line per reason a pair has none. Empty when the runs carry no calibration at all.
+fn corrected_section(suite: &str, comparisons: &[Comparison], notes: &[String]) -> String {
+    let table = corrected_table(suite, comparisons);
+    if table.is_none() && notes.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n## Judge-corrected IFSM differences\n\n");
+    if let Some(t) = table {
+        s.push_str(&t.markdown());
+        s.push_str(
+            "\nThe raw IFSM difference counts the judge's picks; under the judge model both \
+             systems' pick rates are (1 - q0) + J x their follow rate, so A - B of the follow \
+             rates is the raw difference divided by J (q0 cancels). Interval: delta method over \
+             the paired items (Agresti-Min) and the calibration (Lee et al.'s smoothed J). \
+             Uninformative judge: J's 95% interval reaches 0, and no value is given.\n",
+        );
+    }
+    for n in notes {
+        s.push_str(&format!("\n{n}\n"));
+    }
     s
 }
 
@@ -225,7 +329,10 @@ pub fn report(
 pub fn tables_tex(suite: &str, board: &Leaderboard, comparisons: &[Comparison]) -> String {
     let lead = leaderboard_table(suite, board);
     let pair = pairwise_table(suite, &board.metrics, comparisons);
-    latex_document("scorekit compare", &[&lead, &pair])
+    match corrected_table(suite, comparisons) {
+        Some(corrected) => latex_document("scorekit compare", &[&lead, &pair, &corrected]),
+        None => latex_document("scorekit compare", &[&lead, &pair]),
+    }
 }
 
 /// leaderboard.svg: every system's rates (the binary metrics, such as IFSM beside the judge's
@@ -254,4 +361,98 @@ pub fn leaderboard_chart(suite: &str, board: &Leaderboard) -> String {
         &rows,
         "",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comparison(metric: &str, corrected: Option<CorrectedDifferences>) -> Comparison {
+        Comparison {
+            metric: metric.into(),
+            a: "A".into(),
+            b: "B".into(),
+            a_value: Some(0.5),
+            b_value: Some(0.4),
+            diff: Some(Diff {
+                value: 0.1,
+                ci_low: 0.0,
+                ci_high: 0.2,
+            }),
+            p_value: 0.05,
+            p_holm: Some(0.1),
+            test: "exact McNemar".into(),
+            n_paired: 60,
+            a_only: 12,
+            b_only: 6,
+            unpaired_a: 0,
+            unpaired_b: 0,
+            corrected,
+        }
+    }
+
+    fn corrected(value: Option<f64>) -> CorrectedDifference {
+        CorrectedDifference {
+            value,
+            ci: value.map(|v| [v - 0.1, v + 0.1]),
+            method: "delta".into(),
+            informative: value.is_some(),
+            j: 0.6,
+        }
+    }
+
+    fn board() -> Leaderboard {
+        Leaderboard {
+            metrics: vec![MetricSpec {
+                name: "ifsm",
+                label: "IFSM",
+                kind: MetricKind::Binary,
+                compared: true,
+            }],
+            rows: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn without_calibration_nothing_corrected_is_rendered_or_serialised() {
+        let c = [comparison("ifsm", None)];
+        let md = report(&MetricsDoc::new("story"), &board(), &c, 100, &[]);
+        assert!(!md.contains("Judge-corrected"));
+        assert!(corrected_table("story", &c).is_none());
+        assert!(!serde_json::to_string(&c[0]).unwrap().contains("corrected"));
+        assert!(!tables_tex("story", &board(), &c).contains("judge-corrected"));
+    }
+
+    #[test]
+    fn corrected_rows_show_each_shared_frame_and_notes_say_why_not() {
+        let c = [comparison(
+            "ifsm",
+            Some(CorrectedDifferences {
+                dataset: Some(corrected(Some(1.0 / 6.0))),
+                human: Some(corrected(None)),
+            }),
+        )];
+        let md = report(&MetricsDoc::new("story"), &board(), &c, 100, &[]);
+        assert!(md.contains("## Judge-corrected IFSM differences"), "{md}");
+        // The table pads its columns; compare with single spaces.
+        let flat = md.split_whitespace().collect::<Vec<_>>().join(" ");
+        for row in [
+            "| A | B | dataset | 10.0 | 0.600 | 16.7 [6.7, 26.7] |",
+            "| A | B | human | 10.0 | 0.600 | uninformative judge |",
+        ] {
+            assert!(flat.contains(row), "{md}");
+        }
+        assert!(tables_tex("story", &board(), &c).contains("judge-corrected"));
+
+        let note = "No judge-corrected IFSM difference between runs r1 and r2: why.".to_string();
+        let plain = [comparison("ifsm", None)];
+        let md = report(
+            &MetricsDoc::new("story"),
+            &board(),
+            &plain,
+            100,
+            std::slice::from_ref(&note),
+        );
+        assert!(md.ends_with(&format!("\n{note}\n")), "{md}");
+    }
 }

@@ -1,116 +1,255 @@
-//! PLACEHOLDER until the ifsm-estimator branch lands (Lee et al. 2025's estimate).
+//! Judge-error correction of IFSM (Lee et al. 2025, "How to Correctly Report LLM-as-a-Judge
+//! Evaluations", arXiv 2511.21140): the judge picks a generated ending that follows with
+//! probability q1 (sensitivity) and leaves one that does not follow unpicked with probability
+//! q0 (specificity), so the raw pick rate p has expectation (q0 + q1 − 1)·θ + (1 − q0). Both are
+//! measured on calibration items (m1 positives, m0 negatives); this module inverts the relation,
+//! with an interval that carries the test items' and the calibration's uncertainty.
+//!
+//! Plain functions over counts, no I/O; docs/story.md ("Judge-corrected IFSM") states the
+//! formulas and `scripts/reference/ifsm_correction_reference.py` transcribes them independently
+//! (the unit tests compare every field to 1e-12).
+
 use serde::{Deserialize, Serialize};
+
+pub use scorekit_report::compare::CorrectedDifference;
+/// The judge-corrected IFSM of one group for one calibration, as metrics.json holds it (defined
+/// beside its rendering in report/, which cannot depend on this crate).
+pub use scorekit_report::ifsm_corrected::CorrectedIfsm;
+
+/// z = Φ⁻¹(0.975), correctly rounded (1.95996398454005423552…; scipy's `norm.ppf(0.975)` is
+/// one ulp below, which no reported digit can see).
+pub const Z95: f64 = 1.959_963_984_540_054_3;
 
 /// Calibration counts in the IFSM frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CalibrationCounts {
-    /// m1.
+    /// m1: calibration items whose ending follows.
     pub positives: usize,
-    /// Positives picked.
+    /// Of those, the ones the judge picked (the gold slot).
     pub positives_counted: usize,
-    /// m0.
+    /// m0: calibration items whose ending does not follow.
     pub negatives: usize,
-    /// Negatives not picked.
+    /// Of those, the ones the judge left unpicked.
     pub negatives_counted: usize,
 }
 
 impl CalibrationCounts {
-    /// q0.
+    /// Specificity q0 = negatives_counted / m0 (`None` without negatives).
     pub fn q0(&self) -> Option<f64> {
-        (self.negatives > 0).then(|| self.negatives_counted as f64 / self.negatives as f64)
+        share(self.negatives_counted, self.negatives)
     }
-    /// q1.
+
+    /// Sensitivity q1 = positives_counted / m1 (`None` without positives).
     pub fn q1(&self) -> Option<f64> {
-        (self.positives > 0).then(|| self.positives_counted as f64 / self.positives as f64)
+        share(self.positives_counted, self.positives)
     }
-    /// Sum.
-    pub fn add(&mut self, o: &CalibrationCounts) {
-        self.positives += o.positives;
-        self.positives_counted += o.positives_counted;
-        self.negatives += o.negatives;
-        self.negatives_counted += o.negatives_counted;
+
+    /// Add another calibration's counts (pooling shards or frames of one judge).
+    pub fn add(&mut self, other: &CalibrationCounts) {
+        self.positives += other.positives;
+        self.positives_counted += other.positives_counted;
+        self.negatives += other.negatives;
+        self.negatives_counted += other.negatives_counted;
     }
 }
 
-/// z.
-pub const Z95: f64 = 1.959963984540054;
-
-pub use scorekit_report::ifsm_corrected::CorrectedIfsm;
-
-/// Correct.
-pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfsm> {
-    let (q0, q1) = (cal.q0()?, cal.q1()?);
-    if n == 0 {
-        return None;
-    }
-    let (m0, m1, nf) = (cal.negatives as f64, cal.positives as f64, n as f64);
-    let z = Z95;
-    let j = q0 + q1 - 1.0;
-    let se_j = (q0 * (1.0 - q0) / m0 + q1 * (1.0 - q1) / m1).sqrt();
-    let j_ci = [j - z * se_j, j + z * se_j];
-    let informative = j_ci[0] > 0.0;
-    let clip = |x: f64| x.clamp(0.0, 1.0);
-    let (mut value, mut ci) = (None, None);
-    if informative {
-        value = Some(clip((p + q0 - 1.0) / j));
-        let pt = (nf * p + z * z / 2.0) / (nf + z * z);
-        let q0t = (m0 * q0 + 1.0) / (m0 + 2.0);
-        let q1t = (m1 * q1 + 1.0) / (m1 + 2.0);
-        let (nt, m0t, m1t) = (nf + z * z, m0 + 2.0, m1 + 2.0);
-        let th = (pt + q0t - 1.0) / (q0t + q1t - 1.0);
-        let d =
-            2.0 * z * z * (-(1.0 - th) * q0t * (1.0 - q0t) / m0t + th * q1t * (1.0 - q1t) / m1t);
-        let se = (pt * (1.0 - pt) / nt
-            + (1.0 - th).powi(2) * q0t * (1.0 - q0t) / m0t
-            + th * th * q1t * (1.0 - q1t) / m1t)
-            .sqrt()
-            / (q0t + q1t - 1.0);
-        ci = Some([clip(th + d - z * se), clip(th + d + z * se)]);
-    }
-    Some(CorrectedIfsm {
-        value,
-        ci,
-        informative,
-        j,
-        j_ci,
-        q0,
-        m0: cal.negatives,
-        q1,
-        m1: cal.positives,
-    })
+fn share(k: usize, m: usize) -> Option<f64> {
+    (m > 0).then(|| k as f64 / m as f64)
 }
 
-/// Resolution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The judge's resolution J = q0 + q1 − 1 with its unsmoothed 95% normal interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Resolution {
-    /// J.
+    /// J = q0 + q1 − 1 (Youden's index of the judge).
     #[serde(rename = "J")]
     pub j: f64,
-    /// J ci.
+    /// J ∓ z·se_J, unclipped (it may leave [−1, 1] when the calibration is small).
     #[serde(rename = "J_ci")]
     pub j_ci: [f64; 2],
-    /// i.
+    /// The interval stays above 0: the judge's picks carry information about following.
     pub informative: bool,
-    /// q0.
+    /// Specificity.
     pub q0: f64,
-    /// q1.
+    /// Sensitivity.
     pub q1: f64,
-    /// m0.
+    /// Negatives of the calibration.
     pub m0: usize,
-    /// m1.
+    /// Positives of the calibration.
     pub m1: usize,
 }
 
-/// Resolution.
+/// J = q0 + q1 − 1 with its unsmoothed normal interval and whether it is informative (judge eval
+/// uses this alone). `None` when the calibration lacks positives or negatives.
 pub fn judge_resolution(cal: &CalibrationCounts) -> Option<Resolution> {
-    let c = correct(0.5, 1, cal)?;
+    let (q0, q1) = (cal.q0()?, cal.q1()?);
+    let (m0, m1) = (cal.negatives, cal.positives);
+    let j = q0 + q1 - 1.0;
+    let se = (q0 * (1.0 - q0) / m0 as f64 + q1 * (1.0 - q1) / m1 as f64).sqrt();
+    let j_ci = [j - Z95 * se, j + Z95 * se];
     Some(Resolution {
-        j: c.j,
-        j_ci: c.j_ci,
-        informative: c.informative,
-        q0: c.q0,
-        q1: c.q1,
-        m0: c.m0,
-        m1: c.m1,
+        j,
+        j_ci,
+        // An interval reaching 0 admits a judge whose picks are independent of following:
+        // dividing by J would then turn noise into an unbounded estimate (Fieller).
+        informative: j_ci[0] > 0.0,
+        q0,
+        q1,
+        m0,
+        m1,
     })
 }
+
+/// The calibration counts back from an entry's q0·m0 and q1·m1 (they are counts, so rounding
+/// only removes the division's last-bit error): how `scorekit compare` reads a run's calibration.
+pub fn entry_counts(entry: &CorrectedIfsm) -> CalibrationCounts {
+    CalibrationCounts {
+        positives: entry.m1,
+        positives_counted: (entry.q1 * entry.m1 as f64).round() as usize,
+        negatives: entry.m0,
+        negatives_counted: (entry.q0 * entry.m0 as f64).round() as usize,
+    }
+}
+
+fn clip(x: f64, low: f64, high: f64) -> f64 {
+    x.max(low).min(high)
+}
+
+/// Laplace-smoothed rate and size, as Lee et al. smooth q0 and q1: (m·q + 1)/(m + 2), m + 2.
+/// Without it a calibration with q = 1 would claim zero variance.
+fn smoothed(k: usize, m: usize) -> (f64, f64) {
+    let m = m as f64;
+    ((k as f64 + 1.0) / (m + 2.0), m + 2.0)
+}
+
+/// Lee et al.'s estimate for raw rate `p` over `n` items; None when the calibration lacks
+/// positives or negatives (or n == 0, or `p` is not a rate in [0, 1]).
+pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfsm> {
+    if n == 0 || !(0.0..=1.0).contains(&p) {
+        return None;
+    }
+    let r = judge_resolution(cal)?;
+    let mut out = CorrectedIfsm {
+        value: None,
+        ci: None,
+        informative: r.informative,
+        j: r.j,
+        j_ci: r.j_ci,
+        q0: r.q0,
+        m0: r.m0,
+        q1: r.q1,
+        m1: r.m1,
+    };
+    if !r.informative {
+        return Some(out);
+    }
+    out.value = Some(clip((p + r.q0 - 1.0) / r.j, 0.0, 1.0));
+    out.ci = lee_interval(p, n, cal);
+    Some(out)
+}
+
+/// Steps 1–6 of Lee et al.'s interval (docs/story.md); `None` when the smoothed J̃ ≤ 0.
+fn lee_interval(p: f64, n: usize, cal: &CalibrationCounts) -> Option<[f64; 2]> {
+    let z2 = Z95 * Z95;
+    let n = n as f64;
+    let p = (n * p + z2 / 2.0) / (n + z2);
+    let n = n + z2;
+    let (q0, m0) = smoothed(cal.negatives_counted, cal.negatives);
+    let (q1, m1) = smoothed(cal.positives_counted, cal.positives);
+    let jt = q0 + q1 - 1.0;
+    if jt <= 0.0 {
+        // Only a lopsided calibration gets here (say q0 = 1 on m0 = 2, q1 small on a large m1):
+        // the unsmoothed J's interval is tight, the smoothed one points the other way, and
+        // the interval's division has no sign to trust.
+        return None;
+    }
+    let th = (p + q0 - 1.0) / jt;
+    let v0 = q0 * (1.0 - q0) / m0;
+    let v1 = q1 * (1.0 - q1) / m1;
+    let delta = 2.0 * z2 * (-(1.0 - th) * v0 + th * v1);
+    let se = (p * (1.0 - p) / n + (1.0 - th).powi(2) * v0 + th.powi(2) * v1).sqrt() / jt;
+    let centre = th + delta;
+    Some([
+        clip(centre - Z95 * se, 0.0, 1.0),
+        clip(centre + Z95 * se, 0.0, 1.0),
+    ])
+}
+
+/// Name of the corrected difference's interval, as written into metrics.json.
+pub const DIFFERENCE_METHOD: &str =
+    "delta method: Agresti-Min paired difference over Lee et al.'s smoothed J";
+
+/// The judge-corrected difference Δθ = Δp / J of two systems scored by one judge with one
+/// calibration, from the paired items' differences f_A − f_B ∈ {−1, 0, 1}.
+///
+/// Under the judge model E(p) = (1 − q0) + J·θ for both systems, so E(Δp) = J·Δθ: q0 cancels
+/// and only J is needed. Subtracting two of Lee et al.'s intervals would ignore the pairing (the
+/// systems answer the same questions) and count the shared calibration twice, so the interval is
+/// a delta method on the ratio of two independent estimates (the test items and the calibration
+/// items are disjoint): Var(Δθ) ≈ Var(Δp)/J² + Δθ²·Var(J)/J², with
+/// - Δp smoothed as Agresti & Min (2005) do for paired proportions (½ added to each cell of the
+///   2×2 table: b̃ = b + ½, c̃ = c + ½, ñ = n + 2, Δp̃ = (b̃ − c̃)/ñ,
+///   Var(Δp̃) = ((b̃ + c̃)/ñ − Δp̃²)/ñ), so that a run with no discordant pair does not claim
+///   zero variance;
+/// - J smoothed as Lee et al. smooth q0 and q1 (q̃ = (mq + 1)/(m + 2), m̃ = m + 2) for the same
+///   reason: J̃ = q̃0 + q̃1 − 1, Var(J̃) = q̃0(1 − q̃0)/m̃0 + q̃1(1 − q̃1)/m̃1;
+/// - se = √(Var(Δp̃) + (Δp̃/J̃)²·Var(J̃)) / J̃, interval clip₋₁¹(Δp̃/J̃ ∓ z·se) (`None` when
+///   J̃ ≤ 0, the corner of [`CorrectedIfsm::ci`]).
+///
+/// A closed form rather than a bootstrap over both runs' items and the calibration's counts: a
+/// bootstrap of a calibration with q = 1 resamples only 1s (no variance at all, the case the
+/// smoothing exists for), resampled J near 0 makes percentile intervals of a ratio erratic, and
+/// the closed form is deterministic and checkable against a transcription to 1e-12. Its Monte
+/// Carlo coverage is about 95% (docs/compare.md). The value is the unsmoothed clip₋₁¹(Δp/J).
+/// `None` without a paired item, with a difference outside {−1, 0, 1}, or without positives or
+/// negatives; value and interval are `None` when the judge is uninformative (J's interval
+/// reaches 0, where the ratio's confidence set is unbounded).
+pub fn corrected_difference(diffs: &[f64], cal: &CalibrationCounts) -> Option<CorrectedDifference> {
+    let (mut b, mut c) = (0usize, 0usize);
+    for &d in diffs {
+        if d == 1.0 {
+            b += 1;
+        } else if d == -1.0 {
+            c += 1;
+        } else if d != 0.0 {
+            return None;
+        }
+    }
+    if diffs.is_empty() {
+        return None;
+    }
+    let r = judge_resolution(cal)?;
+    let mut out = CorrectedDifference {
+        value: None,
+        ci: None,
+        method: DIFFERENCE_METHOD.to_string(),
+        informative: r.informative,
+        j: r.j,
+    };
+    if !r.informative {
+        return Some(out);
+    }
+    let n = diffs.len() as f64;
+    let dp = (b as f64 - c as f64) / n;
+    out.value = Some(clip(dp / r.j, -1.0, 1.0));
+
+    let nt = n + 2.0;
+    let (bt, ct) = (b as f64 + 0.5, c as f64 + 0.5);
+    let dpt = (bt - ct) / nt;
+    let var_dp = ((bt + ct) / nt - dpt * dpt) / nt;
+    let (q0, m0) = smoothed(cal.negatives_counted, cal.negatives);
+    let (q1, m1) = smoothed(cal.positives_counted, cal.positives);
+    let jt = q0 + q1 - 1.0;
+    if jt > 0.0 {
+        let var_j = q0 * (1.0 - q0) / m0 + q1 * (1.0 - q1) / m1;
+        let dth = dpt / jt;
+        let se = (var_dp + dth * dth * var_j).sqrt() / jt;
+        out.ci = Some([
+            clip(dth - Z95 * se, -1.0, 1.0),
+            clip(dth + Z95 * se, -1.0, 1.0),
+        ]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;

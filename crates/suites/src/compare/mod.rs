@@ -11,8 +11,11 @@
 //!   (`a_only` items right for A only, `b_only` right for B only) with p = 1/2;
 //! - continuous metrics: the two-sided exact sign test, the same binomial on the items where A is
 //!   higher (`a_only`) and where B is higher (`b_only`), ties left out;
-//! - [`holm`] adjusts the p-values of all comparisons of a run for multiple testing.
+//! - [`holm`] adjusts the p-values of all comparisons of a run for multiple testing;
+//! - [`corrected::attach`] adds, for story runs sharing a judge calibration, IFSM's difference
+//!   corrected for the judge's errors.
 
+pub mod corrected;
 pub mod observe;
 
 use scorekit_report::bootstrap_mean;
@@ -147,6 +150,8 @@ pub fn compare(
         b_only,
         unpaired_a,
         unpaired_b,
+        // Only story's IFSM under a shared calibration has one (corrected::attach).
+        corrected: None,
     }
 }
 
