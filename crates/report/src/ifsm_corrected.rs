@@ -63,7 +63,9 @@ fn value(c: Option<&CorrectedIfsm>) -> String {
             (Some(v), Some([lo, hi])) => {
                 format!("{} [{}, {}]", percent(v), percent(lo), percent(hi))
             }
-            _ => "uninformative".into(),
+            // Informative, but the smoothed calibration is not (docs/story.md): no interval.
+            (Some(v), None) => format!("{} (no interval)", percent(v)),
+            (None, _) => "uninformative".into(),
         },
     }
 }

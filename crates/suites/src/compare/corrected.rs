@@ -9,11 +9,11 @@
 
 use super::{System, Values};
 use crate::ifsm_correction::{corrected_difference, entry_counts, CalibrationCounts};
+use crate::settings::StorySettings;
 use scorekit_core::error::{InputError, Result};
 use scorekit_report::compare::{Comparison, CorrectedDifferences};
 use scorekit_report::ifsm_corrected::IfsmCorrected;
 use scorekit_report::MetricsDoc;
-use serde::Deserialize;
 use std::path::PathBuf;
 
 /// The metric the correction applies to.
@@ -76,31 +76,6 @@ impl RunCalibration {
     }
 }
 
-/// `settings.calibration` as far as compare reads it; the other keys are the story run's.
-#[derive(Deserialize)]
-struct SettingsView {
-    #[serde(default)]
-    calibration: Option<Recorded>,
-}
-
-#[derive(Deserialize)]
-struct Recorded {
-    #[serde(default)]
-    dataset: Option<DatasetRecord>,
-    #[serde(default)]
-    human: Option<HumanRecord>,
-}
-
-#[derive(Deserialize)]
-struct DatasetRecord {
-    key: String,
-}
-
-#[derive(Deserialize)]
-struct HumanRecord {
-    sha256: String,
-}
-
 /// A story run's calibrations, read from its metrics.json. Errors name the file and the field:
 /// an entry that does not parse, or groups that disagree on one calibration's counts.
 pub fn story_calibration(doc: &MetricsDoc) -> Result<RunCalibration> {
@@ -108,7 +83,7 @@ pub fn story_calibration(doc: &MetricsDoc) -> Result<RunCalibration> {
         .source
         .clone()
         .unwrap_or_else(|| PathBuf::from("metrics.json"));
-    let recorded = doc.suite_settings::<SettingsView>()?.calibration;
+    let recorded = doc.suite_settings::<StorySettings>()?.calibration;
     let Some(recorded) = recorded else {
         return Ok(RunCalibration::default());
     };

@@ -26,7 +26,7 @@ fn doc(
     frames: &[(&str, CalibrationCounts)],
 ) -> MetricsDoc {
     let mut d = MetricsDoc::new("story");
-    let mut settings = json!({"judge": "tiny"});
+    let mut settings = json!({"judge": "tiny", "device": "cpu"});
     if let Some(c) = calibration {
         settings["calibration"] = c;
     }
@@ -60,7 +60,7 @@ fn ids_come_from_the_settings_and_counts_from_the_groups() {
     let human = counts(30, 40, 50, 60);
     let d = doc(
         Some(
-            json!({"dataset": {"key": "ab12", "protocol": "x"}, "human": {"path": "h.jsonl", "sha256": "ff00"}}),
+            json!({"dataset": {"key": "ab12", "protocol": "x", "endings_sha256": "e"}, "human": {"path": "h.jsonl", "sha256": "ff00"}}),
         ),
         &["m1", "m2"],
         &[("dataset", good()), ("human", human)],
@@ -81,7 +81,11 @@ fn ids_come_from_the_settings_and_counts_from_the_groups() {
         })
     );
     // A calibration recorded without an entry (no positives or negatives) has no counts.
-    let d = doc(Some(json!({"dataset": {"key": "ab12"}})), &["m1"], &[]);
+    let d = doc(
+        Some(json!({"dataset": {"key": "ab12", "protocol": "x", "endings_sha256": "e"}})),
+        &["m1"],
+        &[],
+    );
     assert_eq!(
         story_calibration(&d).unwrap().dataset,
         Some(FrameCalibration {
@@ -94,7 +98,7 @@ fn ids_come_from_the_settings_and_counts_from_the_groups() {
 #[test]
 fn groups_that_disagree_or_a_malformed_entry_are_errors_naming_the_field() {
     let mut d = doc(
-        Some(json!({"dataset": {"key": "k"}})),
+        Some(json!({"dataset": {"key": "k", "protocol": "x", "endings_sha256": "e"}})),
         &["m1"],
         &[("dataset", good())],
     );
