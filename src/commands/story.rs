@@ -55,16 +55,12 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     let labels = calibration_labels(&args, &questions)?;
 
     // Resolve both models before any long work, so a missing one fails at once.
-    let judge_model = if args.skip_judge {
-        None
-    } else {
-        Some(rt.resolve(&args.judge, scorekit_runtime::judge::JUDGE_FILES)?)
-    };
-    let embedder_model = if args.skip_embedder {
-        None
-    } else {
-        Some(rt.resolve_embedder(&args.embedder)?)
-    };
+    let judge_model = (!args.skip_judge)
+        .then(|| rt.resolve(&args.judge, scorekit_runtime::judge::JUDGE_FILES))
+        .transpose()?;
+    let embedder_model = (!args.skip_embedder)
+        .then(|| rt.resolve_embedder(&args.embedder))
+        .transpose()?;
 
     let (cyclic, shots) = letter_flags(&args, judge_model.as_ref())?;
     let mut settings = StorySettings {
