@@ -37,7 +37,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "scorekit-native",
-        &["scorekit-core", "scorekit-encoder", "scorekit-kernels"],
+        &[
+            "scorekit-core",
+            "scorekit-io",
+            "scorekit-encoder",
+            "scorekit-kernels",
+        ],
     ),
     (
         "scorekit-train",
