@@ -672,7 +672,7 @@ fn new_circles(found: &[Vec<String>], known: &[&[&str]]) -> Vec<String> {
                 .iter()
                 .any(|k| c.iter().all(|f| k.contains(&f.as_str())))
         })
-        .map(|c| format!("import circle: {}", c.join(" -> ")))
+        .map(|c| format!("import circle between {}", c.join(", ")))
         .collect()
 }
 
@@ -725,6 +725,6 @@ fn an_import_circle_is_named() {
     let found = import_circles(&files);
     assert_eq!(
         new_circles(&found, &[&["crates/x/src/a.rs", "crates/x/src/b.rs"]]),
-        ["import circle: crates/x/src/d/e.rs -> crates/x/src/d/mod.rs"]
+        ["import circle between crates/x/src/d/e.rs, crates/x/src/d/mod.rs"]
     );
 }
