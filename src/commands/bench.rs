@@ -4,9 +4,10 @@
 //! through sentence-transformers and ONNX Runtime for ratios.
 
 use crate::cli::BenchArgs;
+use crate::commands::bench_common::{check_model_limits, read_corpus, PeakKind, DEFAULT_CORPUS};
 use crate::commands::bench_grid;
 use crate::commands::model_runtime::ModelRuntime;
-use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::error::{Error, Result};
 use scorekit_core::process::peak_rss_bytes;
 use scorekit_report::median;
 use scorekit_runtime::batching::plan_batches;
@@ -14,106 +15,6 @@ use scorekit_runtime::models::bert::forward_flops as bert_flops;
 use scorekit_runtime::{self as runtime, Embedder};
 use std::path::Path;
 use std::time::Instant;
-
-/// The corpus used when `--input` is not given: the real Possible Stories endings and passages,
-/// from the data cache (`scorekit data`; pulled once where the network allows).
-pub const DEFAULT_CORPUS: &str = "possible-stories:endings";
-
-/// Read a corpus: Possible Stories endings records (`story` + `endings[].ending`: every ending,
-/// then every passage), JSONL with `text`, or plain text (one sentence a line).
-pub fn read_corpus(path: &Path) -> Result<Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
-    let is_jsonl = matches!(
-        path.extension().and_then(|e| e.to_str()),
-        Some("jsonl") | Some("ndjson")
-    );
-    let mut out = Vec::new();
-    if !is_jsonl {
-        out.extend(
-            text.lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(String::from),
-        );
-    } else {
-        let mut passages = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let v: serde_json::Value = serde_json::from_str(line).map_err(|e| {
-                InputError::file(path, format!("line {}: not valid JSON: {e}", i + 1))
-            })?;
-            if let Some(t) = v["text"].as_str() {
-                out.push(t.to_string());
-            } else if let Some(endings) = v["endings"].as_array() {
-                for e in endings {
-                    if let Some(t) = e["ending"].as_str() {
-                        out.push(t.to_string());
-                    }
-                }
-                if let Some(s) = v["story"].as_str() {
-                    passages.push(s.to_string());
-                }
-            } else {
-                return Err(InputError::file(
-                    path,
-                    format!(
-                        "line {}: expected \"text\" or Possible Stories \"endings\"",
-                        i + 1
-                    ),
-                )
-                .into());
-            }
-        }
-        out.extend(passages);
-    }
-    if out.is_empty() {
-        return Err(InputError::file(path, "no sentences").into());
-    }
-    Ok(out)
-}
-
-/// Which measured peak is the yardstick of a precision's utilisation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PeakKind {
-    /// The f32 FMA loop (`kernels::peak::measure`).
-    F32,
-    /// bf16 tile products (`kernels::amx_bf16_peak`).
-    Bf16Amx,
-    /// bf16 pair products in vector lanes (`kernels::bf16dot_peak`, `vdpbf16ps`).
-    Bf16Dot,
-}
-
-impl PeakKind {
-    /// On the CPU: f32 FMAs for f32, bf16 tile products for scorekit's bf16 AMX encoder,
-    /// `vdpbf16ps` for its AVX512-BF16 one; none for int8, for candle's half types and on a GPU
-    /// (nothing measures those).
-    pub fn of(
-        device: &candle_core::Device,
-        dtype: candle_core::DType,
-        int8: bool,
-        engine: &str,
-    ) -> Option<Self> {
-        match dtype {
-            _ if !device.is_cpu() || int8 => None,
-            candle_core::DType::F32 => Some(PeakKind::F32),
-            // The engine as it names itself (`FastBert::engine` in scorekit-native).
-            candle_core::DType::BF16 if engine.contains("bf16 AMX") => Some(PeakKind::Bf16Amx),
-            candle_core::DType::BF16 if engine.contains("AVX512-BF16") => Some(PeakKind::Bf16Dot),
-            _ => None,
-        }
-    }
-
-    /// Measure it on `threads` threads (about 0.6 s); `None` where the CPU cannot run it.
-    pub fn measure(self, threads: usize) -> Option<runtime::kernels::peak::Peak> {
-        match self {
-            PeakKind::F32 => Some(runtime::kernels::peak::measure(threads, 0.6)),
-            PeakKind::Bf16Amx => runtime::kernels::amx_bf16_peak(threads, 0.6),
-            PeakKind::Bf16Dot => runtime::kernels::bf16dot_peak(threads, 0.6),
-        }
-    }
-}
 
 /// Run `scorekit bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -145,7 +46,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let rt = ModelRuntime::new(&margs, true)?;
     let (device, dtype) = (&rt.device, rt.dtype);
     let rss_before = peak_rss_bytes().unwrap_or(0);
-    bench_grid::check_model_limits(&args, &rt, &args.model)?;
+    check_model_limits(&args, &rt, &args.model)?;
     let t_load = Instant::now();
     let model = rt.resolve_embedder(&args.model)?;
     let embedder = Embedder::load(&model, device, dtype, margs.max_length, &rt.engine)?;

@@ -7,7 +7,9 @@
 //! value is checked before a model is loaded. BENCHMARKS.md and README.md say how to read it.
 
 use crate::cli::{BenchArgs, DType as CliDType, Engine};
-use crate::commands::bench::{read_corpus, PeakKind, DEFAULT_CORPUS};
+use crate::commands::bench_common::{
+    check_model_limits, read_corpus, PeakKind, DEFAULT_CORPUS, DEFAULT_DATASET,
+};
 use crate::commands::model_runtime::{dtype_of, engine_options, ModelRuntime};
 use candle_core::{DType, Device, Tensor};
 use scorekit_core::error::{Error, InputError, Result};
@@ -158,36 +160,6 @@ pub fn check_axes(args: &BenchArgs, device: &Device) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Axis values that need the model's config: lengths up to its position limit.
-pub fn check_limits(args: &BenchArgs, max_tokens: usize, model: &str) -> Result<()> {
-    for &m in &args.runtime.max_length {
-        if m > max_tokens {
-            return Err(Error::usage(format!(
-                "--max-length {m}: above {model}'s limit of {max_tokens} tokens"
-            )));
-        }
-    }
-    for &n in &args.synthetic {
-        if n > max_tokens {
-            return Err(Error::usage(format!(
-                "--synthetic {n}: above {model}'s limit of {max_tokens} tokens"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Check the length axes against the model's config.json alone (resolved without the weights,
-/// which are neither read nor checked yet).
-pub fn check_model_limits(args: &BenchArgs, rt: &ModelRuntime, spec: &str) -> Result<()> {
-    if args.runtime.max_length.is_empty() && args.synthetic.is_empty() {
-        return Ok(());
-    }
-    let config = rt.resolve(spec, &["config.json"])?;
-    let (_, cfg) = runtime::models::read_config(&config.file("config.json"), "bert")?;
-    check_limits(args, cfg.max_tokens, spec)
 }
 
 /// Synthetic sentences of exactly `len` tokens as `tok` counts them (special tokens included),
@@ -535,7 +507,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
     // The sentence lists.
     let default = if is_judge {
-        super::bench_judge::DEFAULT_DATASET
+        DEFAULT_DATASET
     } else {
         DEFAULT_CORPUS
     };

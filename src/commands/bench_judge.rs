@@ -4,6 +4,7 @@
 //! same pairs through PyTorch for ratios (BENCHMARKS.md).
 
 use crate::cli::BenchArgs;
+use crate::commands::bench_common::{check_model_limits, PeakKind, DEFAULT_DATASET};
 use crate::commands::model_runtime::ModelRuntime;
 use scorekit_core::error::Result;
 use scorekit_core::process::peak_rss_bytes;
@@ -15,10 +16,6 @@ use scorekit_runtime::models::bert::forward_flops as bert_flops;
 use scorekit_suites::story;
 use std::path::Path;
 use std::time::Instant;
-
-/// The dataset used when `--input` is not given: the Possible Stories dev split, from the data
-/// cache (`scorekit data`).
-pub const DEFAULT_DATASET: &str = "possible-stories:dev";
 
 /// Run `scorekit bench --judge MODEL`.
 pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
@@ -41,7 +38,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
         .collect();
     let rt = ModelRuntime::new(&margs, true)?;
     let dtype = rt.dtype;
-    super::bench_grid::check_model_limits(args, &rt, judge_spec)?;
+    check_model_limits(args, &rt, judge_spec)?;
     let t_load = Instant::now();
     let model = rt.resolve(judge_spec, JUDGE_FILES)?;
     let judge = Judge::load(
@@ -80,7 +77,7 @@ pub fn run(args: &BenchArgs, judge_spec: &str) -> Result<()> {
     let peak_rss = peak_rss_bytes().unwrap_or(0);
     let threads = rayon::current_num_threads();
     // The yardstick of the precision the judge computes in (f32 FMAs, bf16 tiles), or none.
-    let peak = super::bench::PeakKind::of(&rt.device, dtype, margs.quantize, judge.engine())
+    let peak = PeakKind::of(&rt.device, dtype, margs.quantize, judge.engine())
         .and_then(|kind| kind.measure(threads));
     if let Some(path) = &args.save {
         let rows: Vec<Vec<f32>> = last.iter().map(|&s| vec![s]).collect();

@@ -27,6 +27,20 @@ w("grasp/not-an-object.jsonl", '["Movement", "yes", "yes"]\n')
 w("grasp/huge-line.jsonl", '{"scene": "Movement", "gt": "yes", "response": "' + "yes " * 300000 + '"\n')
 w("grasp/open-unknown-scene.csv", H + 'NoSuchScene,p,v,red,ok<SEP>red\n')
 w("grasp/open-unknown-label.csv", H + 'Color,p,v,purple,ok<SEP>red\n')
+# Once inline runs of tests/integration/grasp.rs: CRLF files, a quoted newline, the field that
+# is missing or mistyped, the test type that cannot be told, and a usage error.
+w("grasp/missing-response-column.csv", "scene,prompt,gt\r\nColor,q,yes\r\n")
+# Row 2 starts on line 3 because row 1 has a quoted newline.
+w("grasp/gt-capitalised-after-quoted-newline.csv", 'scene,prompt,video_file,gt,response\r\nColor,q,v,yes,"Yes\r\nsure"\r\nColor,q,v,Yes,No\r\n')
+w("grasp/open-scene-without-open-question.csv", H + "Color,q,v,red,red\nMovement,q,v,moving,moving\n")
+w("grasp/response-wrong-type.jsonl", '{"scene":"Color","gt":"yes","response":"yes"}\n{"scene":"Color","gt":"yes","response":1}\n')
+w("grasp/response-missing.jsonl", '{"scene":"Color","gt":"yes"}\n')
+w("grasp/header-only-crlf.csv", "scene,prompt,video_file,gt,response\r\n")
+# No --test and no test_config.yaml beside the file (none in this folder).
+w("grasp/no-test-type.csv", H + "Color,q,v,yes,Yes\n")
+w("grasp/unknown-test/results.csv", H + "Color,q,v,yes,Yes\n")
+w("grasp/unknown-test/test_config.yaml", "test_name: level3\nmode: standard\n")
+w("grasp/pairwise-on-level1.csv", H + "Color,q,v,yes,Yes\n")
 
 Q = os.path.join(shared, "muse/MuSE_Benchmark/queries.json")
 good = '{"idx": 0, "tasks": [{"id": "asr", "task": "automatic-speech-recognition", "dep": []}]}\n'

@@ -1,8 +1,8 @@
 //! The bad-input corpus (tests/bad-input/, listed in cases.tsv): every broken file makes its
-//! command exit 2 with a message naming the file (and line and field where it has them), and
-//! nothing panics. A MuSE planner response that is no plan (a cycle, an unknown dependency, a
-//! wrong `tasks`) is the planner's failure, not bad input: exit 0, scored 0, and the warning names
-//! file:line (issue 18).
+//! command exit 2 with a message naming the file (and line and field where it has them), nothing
+//! panics, and a bad GRASP file leaves no `--out`. A MuSE planner response that is no plan (a
+//! cycle, an unknown dependency, a wrong `tasks`) is the planner's failure, not bad input: exit
+//! 0, scored 0, and the warning names file:line (issue 18).
 
 use crate::common;
 
@@ -73,6 +73,11 @@ fn every_broken_file_exits_2_naming_file_line_and_field() {
                 "{rel}: exit {:?}, stderr {stderr:?}, wanted exit {code} and {want:?}",
                 o.status.code()
             ));
+        }
+        // GRASP checks every row before it makes `--out`: nothing is written on bad input. (A
+        // MINT run may stop after some items, kept in `--out` for a resumed run.)
+        if rel.starts_with("grasp/") && tmp.path().join("out").exists() {
+            failures.push(format!("{rel}: wrote {{out}} on bad input"));
         }
     }
     assert!(n >= 50, "only {n} cases");

@@ -4,7 +4,7 @@
 use crate::common;
 use common::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What a response means, labelled by hand (not by the scorer under test).
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -535,190 +535,30 @@ fn fails(args: &[&str], code: i32, needle: &str) {
     assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
 }
 
+/// `--test` wins over a `test_config.yaml` beside the responses that says otherwise (here an
+/// unknown test, refused without the flag: tests/bad-input/cases.tsv, with the other bad GRASP
+/// files that name file:line:field).
 #[test]
-fn bad_input_names_file_line_and_field() {
+fn the_test_flag_wins_over_the_config() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
-    let out = d.join("out");
-    let out = out.to_str().unwrap();
-    let p = |p: PathBuf| p.to_str().unwrap().to_string();
-
-    let csv = p(write(d, "nocol.csv", "scene,prompt,gt\r\nColor,q,yes\r\n"));
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &csv,
-            "--test",
-            "level1-binary",
-            "--out",
-            out,
-        ],
-        2,
-        "nocol.csv:1: CSV header lacks column(s) response",
-    );
-    // Row 2 starts on line 3 because row 1 has a quoted newline.
-    let csv = p(write(
+    let csv = write(
         d,
-        "badgt.csv",
-        "scene,prompt,video_file,gt,response\r\nColor,q,v,yes,\"Yes\r\nsure\"\r\nColor,q,v,Yes,No\r\n",
-    ));
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &csv,
-            "--test",
-            "level1-binary",
-            "--out",
-            out,
-        ],
-        2,
-        "badgt.csv:4: field \"gt\": \"Yes\" is not a gold label of a yes/no test",
-    );
-    let csv = p(write(
-        d,
-        "open.csv",
-        "scene,prompt,video_file,gt,response\nColor,q,v,red,red\nMovement,q,v,moving,moving\n",
-    ));
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &csv,
-            "--test",
-            "level1-open",
-            "--out",
-            out,
-        ],
-        2,
-        "open.csv:3: field \"scene\": \"Movement\" has no open-ended question",
-    );
-    let csv = p(write(
-        d,
-        "label.csv",
-        "scene,prompt,video_file,gt,response\nColor,q,v,purple,red\n",
-    ));
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &csv,
-            "--test",
-            "level1-open",
-            "--out",
-            out,
-        ],
-        2,
-        "label.csv:2: field \"gt\": \"purple\" is not a label of Color",
-    );
-    let jsonl = p(write(
-        d,
-        "types.jsonl",
-        "{\"scene\":\"Color\",\"gt\":\"yes\",\"response\":\"yes\"}\n{\"scene\":\"Color\",\"gt\":\"yes\",\"response\":1}\n",
-    ));
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &jsonl,
-            "--test",
-            "level1-binary",
-            "--out",
-            out,
-        ],
-        2,
-        "types.jsonl:2: field \"response\": expected a string, found a number",
-    );
-    let jsonl = p(write(
-        d,
-        "miss.jsonl",
-        "{\"scene\":\"Color\",\"gt\":\"yes\"}\n",
-    ));
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &jsonl,
-            "--test",
-            "level1-binary",
-            "--out",
-            out,
-        ],
-        2,
-        "miss.jsonl:1: field \"response\": missing",
-    );
-    let csv = p(write(
-        d,
-        "header.csv",
-        "scene,prompt,video_file,gt,response\r\n",
-    ));
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &csv,
-            "--test",
-            "level1-binary",
-            "--out",
-            out,
-        ],
-        2,
-        "no data rows",
-    );
-    assert!(!Path::new(out).exists(), "nothing written on bad input");
-
-    // Test type: neither flag nor config; a config with an unknown test_name.
-    let sub = d.join("sub");
-    std::fs::create_dir(&sub).unwrap();
-    let csv = p(write(
-        &sub,
         "results.csv",
         "scene,prompt,video_file,gt,response\nColor,q,v,yes,Yes\n",
-    ));
-    fails(
-        &["grasp", "--responses", &csv, "--out", out],
-        2,
-        "pass --test",
     );
-    write(
-        &sub,
-        "test_config.yaml",
-        "test_name: level3\nmode: standard\n",
-    );
-    fails(
-        &["grasp", "--responses", &csv, "--out", out],
-        2,
-        "test_config.yaml:1: field \"test_name\": unknown test \"level3\"",
-    );
-    // --test wins over a config that says otherwise.
+    write(d, "test_config.yaml", "test_name: level3\nmode: standard\n");
+    let out = d.join("out");
     let o = ok(&[
         "grasp",
         "--responses",
-        &csv,
+        csv.to_str().unwrap(),
         "--test",
         "level1-binary",
         "--out",
-        out,
+        out.to_str().unwrap(),
     ]);
     assert!(stdout(&o).contains("| Color"));
-
-    // Usage: --pairwise needs Level 2. (--semantic is tested by its own issue's tests.)
-    fails(
-        &[
-            "grasp",
-            "--responses",
-            &csv,
-            "--test",
-            "level1-binary",
-            "--pairwise",
-            "--out",
-            out,
-            "--force",
-        ],
-        2,
-        "--pairwise",
-    );
 }
 
 /// The built-in scene tables are upstream's: for each test config, the scene names are the keys

@@ -29,7 +29,8 @@ use super::{bf16_linear, GradSink, Precision};
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor};
 use rayon::prelude::*;
 use scorekit_kernels::bf16small::{Operand, SmallBf16};
-use scorekit_kernels::gemm::{gemm, gemm_at_raw, gemm_raw, Epilogue, PackedB, SendPtr};
+use scorekit_kernels::block::BlockMut;
+use scorekit_kernels::gemm::{gemm, gemm_at_block, gemm_block, Epilogue, PackedB};
 use scorekit_kernels::train::{bf16_round, bf16_round_in_place};
 use std::sync::Mutex;
 
@@ -253,6 +254,11 @@ impl Packing {
     /// The range of attention block `job` (sequence `job / heads`).
     fn block(&self, job: usize) -> std::ops::Range<usize> {
         self.blocks[job]..self.blocks[job + 1]
+    }
+
+    /// Each sequence's packed rows.
+    fn row_ranges(&self) -> Vec<std::ops::Range<usize>> {
+        self.starts.windows(2).map(|w| w[0]..w[1]).collect()
     }
 
     /// `all` cut into the attention blocks.
@@ -597,16 +603,12 @@ impl LayerOp {
         }
     }
 
-    /// One attention job's product `out = A·B` (A m×k, B k×n; C's rows `ldo` apart from `out`)
-    /// in the layer's precision. bf16-mixed: on AVX512-BF16 (`bf16small`, each result rounded:
-    /// autocast's bf16 product); on AMX CPUs without it, the f32 kernel on the operands (bf16
-    /// values already) with the result rounded after. f32: the f32 kernel.
-    ///
-    /// # Safety
-    /// `gemm_raw`'s contract for the m×n elements at `out`: valid for reads and writes, and
-    /// accessed by no other thread during the call.
+    /// One attention job's product `out = A·B` (A m×k, B k×n, into the first m rows × n columns
+    /// of the block `out`) in the layer's precision. bf16-mixed: on AVX512-BF16 (`bf16small`,
+    /// each result rounded: autocast's bf16 product); on AMX CPUs without it, the f32 kernel on
+    /// the operands (bf16 values already) with the result rounded after. f32: the f32 kernel.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn head_product(
+    fn head_product(
         &self,
         sc: &mut Scratch,
         m: usize,
@@ -614,30 +616,24 @@ impl LayerOp {
         k: usize,
         a: Operand,
         b: Operand,
-        out: *mut f32,
-        ldo: usize,
+        out: &mut BlockMut,
     ) {
         if self.small_bf16 {
-            // SAFETY: this function's contract is product_raw's.
-            return unsafe { sc.small.product_raw(m, n, k, a, b, out, ldo, true) };
+            return sc.small.product_block(m, n, k, a, b, out, true);
         }
         match b {
             Operand::Rows { x, ld } => sc.packed.repack_kn(x, k, n, ld),
             Operand::Columns { x, ld } => sc.packed.repack_nk(x, n, k, ld),
         }
-        // SAFETY: this function's contract is gemm_raw's and gemm_at_raw's.
-        unsafe {
-            match a {
-                Operand::Rows { x, ld } => {
-                    gemm_raw(m, x, ld, &sc.packed, out, ldo, Epilogue::default(), false)
-                }
-                Operand::Columns { x, ld } => gemm_at_raw(m, x, ld, &sc.packed, out, ldo),
+        match a {
+            Operand::Rows { x, ld } => {
+                gemm_block(m, x, ld, &sc.packed, out, Epilogue::default(), false)
             }
+            Operand::Columns { x, ld } => gemm_at_block(m, x, ld, &sc.packed, out),
         }
         if self.bf16.is_some() {
             for r in 0..m {
-                // SAFETY: row r of the region just written, under the same contract.
-                bf16_round_in_place(unsafe { std::slice::from_raw_parts_mut(out.add(r * ldo), n) });
+                bf16_round_in_place(&mut out.row(r)[..n]);
             }
         }
     }
@@ -663,12 +659,13 @@ impl LayerOp {
         // Every value of both is written below (each job its block and its columns).
         let mut probs = overwritten(pk.attention_len());
         let mut ctx = overwritten(m * h);
-        let out = SendPtr(ctx.as_mut_ptr());
-        let ctx_len = ctx.len();
+        let heads_cols: Vec<_> = (0..heads).map(|hd| hd * d..hd * d + d).collect();
+        let ctx_blocks = BlockMut::grid(&mut ctx, h, &pk.row_ranges(), &heads_cols);
         pk.blocks(&mut probs)
             .into_par_iter()
+            .zip(ctx_blocks)
             .enumerate()
-            .for_each(|(job, p)| {
+            .for_each(|(job, (p, mut out))| {
                 let (bi, hd) = (job / heads, job % heads);
                 let n = pk.lens[bi];
                 if n == 0 {
@@ -689,9 +686,8 @@ impl LayerOp {
                         x: &qkv[base + h..],
                         ld: 3 * h,
                     };
-                    // SAFETY: head_product's contract: `scores` holds n×n and is this
-                    // thread's own.
-                    unsafe { self.head_product(sc, n, n, d, q, kt, scores.as_mut_ptr(), n) };
+                    let mut block = BlockMut::new(&mut scores, n, n, n);
+                    self.head_product(sc, n, n, d, q, kt, &mut block);
                     self.scale_scores(&mut scores, scale);
                     let mrow = &self.mask[bi * s..bi * s + n];
                     for (xr, yr) in scores.chunks(n).zip(p.chunks_mut(n)) {
@@ -719,14 +715,9 @@ impl LayerOp {
                         x: &qkv[base + 2 * h..],
                         ld: 3 * h,
                     };
-                    let off = pk.starts[bi] * h + hd * d;
-                    assert!(off + (n - 1) * h + d <= ctx_len, "context out of range");
                     let pd_op = Operand::Rows { x: pd_ref, ld: n };
-                    // SAFETY: head_product's contract. The assert keeps the n rows × d columns
-                    // written at `off` (stride h) inside `ctx`, which is borrowed mutably for
-                    // the whole loop and written only here; job (bi, hd) writes rows of
-                    // sequence bi × columns [hd·d, hd·d + d), which no other job writes.
-                    unsafe { self.head_product(sc, n, d, n, pd_op, v, out.get().add(off), h) };
+                    // Job (bi, hd)'s block: rows of sequence bi × its head's columns.
+                    self.head_product(sc, n, d, n, pd_op, v, &mut out);
                     sc.t2 = pd;
                 });
             });
@@ -818,9 +809,13 @@ impl LayerOp {
         let dr = &self.dropout;
         // Every value is written below (each job its sequence's rows × its head's columns).
         let mut dqkv = overwritten(pk.tokens() * 3 * h);
-        let len = dqkv.len();
-        let out = SendPtr(dqkv.as_mut_ptr());
-        (0..pk.lens.len() * heads).into_par_iter().for_each(|job| {
+        // Job (bi, hd) writes rows of sequence bi × its head's columns of Q, K and V: three
+        // blocks, side by side in the grid (columns hd·d, h + hd·d, 2h + hd·d).
+        let cols: Vec<_> = (0..heads)
+            .flat_map(|hd| [0, h, 2 * h].map(|part| part + hd * d..part + hd * d + d))
+            .collect();
+        let mut blocks = BlockMut::grid(&mut dqkv, 3 * h, &pk.row_ranges(), &cols);
+        blocks.par_chunks_mut(3).enumerate().for_each(|(job, out)| {
             let (bi, hd) = (job / heads, job % heads);
             let s = pk.lens[bi];
             if s == 0 {
@@ -830,10 +825,8 @@ impl LayerOp {
             let p = &probs[pk.block(job)];
             let keep = dr.attention.as_ref().map(|k| &k[pk.block(job)]);
             let dc = &dctx[pk.starts[bi] * h + hd * d..];
-            let at = |col: usize| {
-                let off = pk.starts[bi] * 3 * h + col;
-                assert!(off + (s - 1) * 3 * h + d <= len, "dqkv out of range");
-                off
+            let [dq, dk, dv] = out else {
+                unreachable!("three blocks per job")
             };
             fn rows(x: &[f32], ld: usize) -> Operand<'_> {
                 Operand::Rows { x, ld }
@@ -850,8 +843,7 @@ impl LayerOp {
                     x: &qkv[base + 2 * h..],
                     ld: 3 * h,
                 };
-                // SAFETY: head_product's contract: t1 holds s×s and is this thread's own.
-                unsafe { self.head_product(sc, s, s, d, dc_op, vt, t1.as_mut_ptr(), s) };
+                self.head_product(sc, s, s, d, dc_op, vt, &mut BlockMut::new(&mut t1, s, s, s));
                 // The dropped probabilities, then dV = (dropped probs)ᵀ · dctx.
                 t2.clear();
                 t2.extend_from_slice(p);
@@ -864,29 +856,17 @@ impl LayerOp {
                     // convert).
                     bf16_round_in_place(&mut t2);
                 }
-                // SAFETY: head_product's contract (this and the two calls below). `at` asserts
-                // that the s rows × d columns written at the offset (stride 3h) lie inside
-                // `dqkv`, borrowed mutably for the whole loop and written only by these calls;
-                // job (bi, hd) writes rows of sequence bi × its head's columns of Q, K and V
-                // ([hd·d, hd·d + d) + 0, h, 2h), which no other job writes.
-                unsafe {
-                    let c = out.get().add(at(2 * h + hd * d));
-                    let t2t = Operand::Columns { x: &t2, ld: s };
-                    self.head_product(sc, s, d, s, t2t, dc_op, c, 3 * h);
-                }
+                let t2t = Operand::Columns { x: &t2, ld: s };
+                self.head_product(sc, s, d, s, t2t, dc_op, dv);
                 // d(scores) through the softmax (t1 has been through the dropout).
                 for (dr, (pr, gr)) in t2.chunks_mut(s).zip(p.chunks(s).zip(t1.chunks(s))) {
                     softmax_grad_row(pr, gr, softmax_scale, dr);
                 }
                 self.scale_scores(&mut t2, scale);
-                // dQ = dS · K, dK = dSᵀ · Q. SAFETY: as above.
-                unsafe {
-                    let c = out.get().add(at(hd * d));
-                    self.head_product(sc, s, d, s, rows(&t2, s), k, c, 3 * h);
-                    let c = out.get().add(at(h + hd * d));
-                    let dst = Operand::Columns { x: &t2, ld: s };
-                    self.head_product(sc, s, d, s, dst, q, c, 3 * h);
-                }
+                // dQ = dS · K, dK = dSᵀ · Q.
+                self.head_product(sc, s, d, s, rows(&t2, s), k, dq);
+                let dst = Operand::Columns { x: &t2, ld: s };
+                self.head_product(sc, s, d, s, dst, q, dk);
                 (sc.t1, sc.t2) = (t1, t2);
             });
         });

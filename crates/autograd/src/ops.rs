@@ -47,7 +47,7 @@ pub fn with_slice<T: WithDType, R>(t: &Tensor, f: impl FnOnce(&[T]) -> Result<R>
 }
 
 /// The float types of the fused kernels, with the erf candle's GELU uses.
-pub(super) trait Real: WithDType + Send + Sync {
+pub(super) trait Real: WithDType + Send + Sync + super::simd::Vectorised {
     /// The error function, as candle computes it.
     fn erf(x: Self) -> Self;
 }
@@ -291,7 +291,7 @@ fn sm_fwd<T: Real>(
 
 /// One row of the masked softmax, `y = softmax(x·scale + mask)`; `z` is scratch as long as `x`.
 pub(super) fn softmax_row<T: Real>(x: &[T], mask: &[T], scale: f64, y: &mut [T], z: &mut [f64]) {
-    if super::simd::masked_softmax_row(x, mask, scale, y) {
+    if T::vector_masked_softmax_row(x, mask, scale, y) {
         return;
     }
     softmax_row_plain(x, mask, scale, y, z);
@@ -401,7 +401,7 @@ pub(super) fn gelu_into<T: Real>(x: &[T], y: &mut [T]) {
     let vectorised = y
         .par_chunks_mut(ELEMS_PER_TASK)
         .zip(x.par_chunks(ELEMS_PER_TASK))
-        .all(|(yc, xc)| super::simd::gelu(xc, yc));
+        .all(|(yc, xc)| T::vector_gelu(xc, yc));
     if vectorised {
         return;
     }
@@ -438,7 +438,7 @@ pub(super) fn gelu_grad_into<T: Real>(x: &[T], d: &[T], dx: &mut [T]) {
         .par_chunks_mut(ELEMS_PER_TASK)
         .zip(x.par_chunks(ELEMS_PER_TASK))
         .zip(d.par_chunks(ELEMS_PER_TASK))
-        .all(|((dxc, xc), dc)| super::simd::gelu_grad(xc, dc, dxc));
+        .all(|((dxc, xc), dc)| T::vector_gelu_grad(xc, dc, dxc));
     if vectorised {
         return;
     }

@@ -3,57 +3,56 @@
 //! fallbacks; all the SIMD lives in scorekit-kernels). f64 (the exactness tests) keeps the generic
 //! loops of [`super::ops`].
 //!
-//! Each function returns `false` when the element type is not f32, and the caller runs its
-//! generic loop.
+//! Each hook returns `false` when the element type is not f32, and the caller runs its generic
+//! loop.
 
-use candle_core::{DType, WithDType};
 use scorekit_kernels::train;
 
-/// `x` as f32 values when `T` is f32.
-fn as_f32<T: WithDType>(x: &[T]) -> Option<&[f32]> {
-    if T::DTYPE != DType::F32 {
-        return None;
+/// The element types' way to the f32 kernels: f32 runs them; other types (f64: the exactness
+/// tests) keep the defaults, which return `false`, and the caller runs its generic loop. A trait
+/// rather than a check of the dtype at run time, so that no slice is reinterpreted as another
+/// type.
+pub(super) trait Vectorised: Sized {
+    /// `y = x · (1 + erf(x/√2)) / 2`, element by element ([`train::gelu`]).
+    fn vector_gelu(_x: &[Self], _y: &mut [Self]) -> bool {
+        false
     }
-    // SAFETY: `T::DTYPE` is F32, and candle maps that dtype to exactly one Rust type, f32: the
-    // pointer, length and alignment are those of a valid `[f32]`.
-    Some(unsafe { std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()) })
-}
 
-/// [`as_f32`] for a mutable slice.
-fn as_f32_mut<T: WithDType>(x: &mut [T]) -> Option<&mut [f32]> {
-    if T::DTYPE != DType::F32 {
-        return None;
+    /// `dx = dy · (Φ(x) + x·φ(x))` ([`train::gelu_grad`]).
+    fn vector_gelu_grad(_x: &[Self], _dy: &[Self], _dx: &mut [Self]) -> bool {
+        false
     }
-    // SAFETY: as in `as_f32`; the borrow of `x` is moved into the result.
-    Some(unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast::<f32>(), x.len()) })
+
+    /// One row of the masked softmax: `y = softmax(x·scale + mask)`
+    /// ([`train::masked_softmax_row`]).
+    fn vector_masked_softmax_row(
+        _x: &[Self],
+        _mask: &[Self],
+        _scale: f64,
+        _y: &mut [Self],
+    ) -> bool {
+        false
+    }
 }
 
-/// `y = x · (1 + erf(x/√2)) / 2`, element by element ([`train::gelu`]).
-pub fn gelu<T: WithDType>(x: &[T], y: &mut [T]) -> bool {
-    let (Some(x), Some(y)) = (as_f32(x), as_f32_mut(y)) else {
-        return false;
-    };
-    train::gelu(x, y);
-    true
+impl Vectorised for f32 {
+    fn vector_gelu(x: &[f32], y: &mut [f32]) -> bool {
+        train::gelu(x, y);
+        true
+    }
+
+    fn vector_gelu_grad(x: &[f32], dy: &[f32], dx: &mut [f32]) -> bool {
+        train::gelu_grad(x, dy, dx);
+        true
+    }
+
+    fn vector_masked_softmax_row(x: &[f32], mask: &[f32], scale: f64, y: &mut [f32]) -> bool {
+        train::masked_softmax_row(x, mask, scale, y);
+        true
+    }
 }
 
-/// `dx = dy · (Φ(x) + x·φ(x))` ([`train::gelu_grad`]).
-pub fn gelu_grad<T: WithDType>(x: &[T], dy: &[T], dx: &mut [T]) -> bool {
-    let (Some(x), Some(dy), Some(dx)) = (as_f32(x), as_f32(dy), as_f32_mut(dx)) else {
-        return false;
-    };
-    train::gelu_grad(x, dy, dx);
-    true
-}
-
-/// One row of the masked softmax: `y = softmax(x·scale + mask)` ([`train::masked_softmax_row`]).
-pub fn masked_softmax_row<T: WithDType>(x: &[T], mask: &[T], scale: f64, y: &mut [T]) -> bool {
-    let (Some(x), Some(mask), Some(y)) = (as_f32(x), as_f32(mask), as_f32_mut(y)) else {
-        return false;
-    };
-    train::masked_softmax_row(x, mask, scale, y);
-    true
-}
+impl Vectorised for f64 {}
 
 #[cfg(test)]
 mod tests {

@@ -6,12 +6,14 @@
 mod csv_reader;
 mod json;
 mod lines;
+mod mapped;
 mod record;
 mod text;
 
 pub use csv_reader::{read_csv, CsvRecord, CsvStream, CsvTable};
 pub use json::{read_json, read_jsonl, read_jsonl_str};
 pub use lines::{Buffered, LineStream};
+pub use mapped::MappedFile;
 pub use record::{type_name, Record};
 /// sha256 of many streams at once (scorekit-kernels), for the readers of many files.
 pub use scorekit_kernels::sha256_lanes::{Sha256Lanes, LANES};

@@ -33,9 +33,10 @@ pub enum Buffered<'a> {
     End,
 }
 
-/// A line by its span in the buffer (no borrow, so that the caller may read on).
+/// What the buffer holds next, without a borrow (so that the caller may read on): a line is
+/// [`LineStream::valid`] and carries its number.
 enum Span {
-    Line(usize, usize, usize),
+    Line(usize),
     NeedsRead,
     End,
 }
@@ -60,6 +61,10 @@ pub struct LineStream {
     /// Bytes the last read added (at the end of the unread bytes).
     fresh: usize,
     bytes: u64,
+    /// The span of `buf` that [`LineStream::next_span`] last checked as UTF-8 (empty when none):
+    /// the only span [`LineStream::text`] hands out. `read_more`, the only writer of `buf`,
+    /// empties it, so it always holds valid UTF-8.
+    valid: (usize, usize),
 }
 
 impl LineStream {
@@ -85,6 +90,7 @@ impl LineStream {
             next_line: 1,
             fresh: 0,
             bytes: 0,
+            valid: (0, 0),
         })
     }
 
@@ -96,11 +102,7 @@ impl LineStream {
     ) -> Result<Option<(usize, &str)>, InputError> {
         loop {
             match self.next_span()? {
-                Span::Line(from, to, number) => {
-                    // SAFETY: a span `next_span` just validated; nothing was read since.
-                    let line = unsafe { self.text(from, to) };
-                    return Ok(Some((number, line)));
-                }
+                Span::Line(number) => return Ok(Some((number, self.text()))),
                 Span::End => return Ok(None),
                 Span::NeedsRead => {
                     self.read_more()?;
@@ -113,14 +115,13 @@ impl LineStream {
     /// The next non-blank line if the buffer holds all of it; never reads.
     pub fn buffered_line(&mut self) -> Result<Buffered<'_>, InputError> {
         Ok(match self.next_span()? {
-            // SAFETY: a span `next_span` just validated; nothing was read since.
-            Span::Line(from, to, number) => Buffered::Line(number, unsafe { self.text(from, to) }),
+            Span::Line(number) => Buffered::Line(number, self.text()),
             Span::NeedsRead => Buffered::NeedsRead,
             Span::End => Buffered::End,
         })
     }
 
-    /// [`Self::buffered_line`], the line given by its span in `buf` (checked as UTF-8).
+    /// [`Self::buffered_line`], the line left in [`Self::valid`] (checked as UTF-8).
     fn next_span(&mut self) -> Result<Span, InputError> {
         loop {
             let Some((from, to, number)) = self.next_raw() else {
@@ -143,26 +144,26 @@ impl LineStream {
                     format!("not valid UTF-8 (byte offset {offset})"),
                 ));
             }
-            // A final `\r` dropped; a line of white space only is skipped.
+            // A final `\r` dropped (ASCII: the span still ends on a character boundary); a
+            // line of white space only is skipped.
             let mut to = to;
             if to > from + bom && self.buf[to - 1] == b'\r' {
                 to -= 1;
             }
-            // SAFETY: the bytes just validated, less a final `\r`; nothing was read since.
-            if !unsafe { self.text(from + bom, to) }.trim().is_empty() {
-                return Ok(Span::Line(from + bom, to, number));
+            self.valid = (from + bom, to);
+            if !self.text().trim().is_empty() {
+                return Ok(Span::Line(number));
             }
         }
     }
 
-    /// `buf[from..to]` as text.
-    ///
-    /// # Safety
-    /// `from..to` is a span [`Self::next_span`] validated as UTF-8 (an ASCII prefix, ending on
-    /// a character boundary, and a checked rest, less at most a final `\r`, ASCII, so still on
-    /// a boundary), and `buf` has not changed since (only `read_more` changes it).
-    unsafe fn text(&self, from: usize, to: usize) -> &str {
-        // SAFETY: the caller's contract above.
+    /// The span last checked by [`Self::next_span`] as text, without checking it again.
+    fn text(&self) -> &str {
+        let (from, to) = self.valid;
+        // SAFETY: `valid` holds UTF-8 (its field's invariant: `next_span` sets it only to a span
+        // it checked, an ASCII prefix, which ends on a character boundary, and a rest that
+        // `from_utf8` accepted, less at most a final ASCII `\r`; `read_more`, the only writer
+        // of `buf`, empties it first). Slicing checks the bounds.
         unsafe { std::str::from_utf8_unchecked(&self.buf[from..to]) }
     }
 
@@ -170,6 +171,8 @@ impl LineStream {
     /// the buffer doubled if they fill it), until the buffer is full or the file ends. The new
     /// bytes are [`Self::fresh`].
     pub fn read_more(&mut self) -> Result<(), InputError> {
+        // The bytes move or change below: the last checked span no longer holds them.
+        self.valid = (0, 0);
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.base += self.start as u64;

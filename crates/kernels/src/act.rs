@@ -5,10 +5,11 @@
 //! PyTorch's vectorised CPU GELU does; exp is a Cephes-style range reduction with a degree-6
 //! polynomial and `vscalefps`.
 //!
-//! Every `unsafe fn` here needs AVX-512F; their callers establish it with `kernels_available()`
-//! (`FastBert::load_with` refuses to build an encoder without it). The slice kernels touch
-//! memory only with masked loads and stores whose lanes stop at the slice's end: masked-off
-//! lanes are neither read nor written and cannot fault.
+//! Every `unsafe fn` here needs AVX-512F and is crate-private: other crates call the row kernels
+//! through the safe methods of [`crate::cpu::Avx512`], a token made only after the CPU check,
+//! which also check the slices' lengths once per row. The slice kernels touch memory only with
+//! masked loads and stores whose lanes stop at the slice's end: masked-off lanes are neither read
+//! nor written and cannot fault.
 
 use std::arch::x86_64::*;
 
@@ -18,7 +19,7 @@ use std::arch::x86_64::*;
 /// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
-pub unsafe fn exp_avx512(x: __m512) -> __m512 {
+pub(crate) unsafe fn exp_avx512(x: __m512) -> __m512 {
     let x = _mm512_min_ps(
         _mm512_max_ps(x, _mm512_set1_ps(-87.3)),
         _mm512_set1_ps(88.3),
@@ -47,7 +48,7 @@ pub unsafe fn exp_avx512(x: __m512) -> __m512 {
 /// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
-pub unsafe fn erf_avx512(x: __m512) -> __m512 {
+pub(crate) unsafe fn erf_avx512(x: __m512) -> __m512 {
     let sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(i32::MIN));
     let ax = _mm512_abs_ps(x);
     let t = _mm512_div_ps(
@@ -71,7 +72,7 @@ pub unsafe fn erf_avx512(x: __m512) -> __m512 {
 /// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
-pub unsafe fn gelu_erf_avx512(x: __m512) -> __m512 {
+pub(crate) unsafe fn gelu_erf_avx512(x: __m512) -> __m512 {
     let e = erf_avx512(_mm512_mul_ps(
         x,
         _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2),
@@ -173,7 +174,7 @@ unsafe fn mean_square_about(x: &[f32], c: __m512) -> f32 {
 /// values: they are read through raw pointers with `x`'s lane masks, without bounds checks
 /// (`FastBert` checks its LayerNorm weights hold `hidden_size` values at load).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn layer_norm_row(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+pub(crate) unsafe fn layer_norm_row(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     let n = x.len();
     let mut s = _mm512_setzero_ps();
     let mut i = 0;
@@ -204,7 +205,7 @@ pub unsafe fn layer_norm_row(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f3
 /// The CPU must support AVX-512F. Memory needs nothing from the caller: only `x`'s own lanes
 /// are loaded and stored (masked).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn softmax_row(x: &mut [f32], scale: f32) {
+pub(crate) unsafe fn softmax_row(x: &mut [f32], scale: f32) {
     let n = x.len();
     let vs = _mm512_set1_ps(scale);
     let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
@@ -245,7 +246,7 @@ pub unsafe fn softmax_row(x: &mut [f32], scale: f32) {
 /// through raw pointers with `x`'s lane masks, without bounds checks (the native T5 encoder
 /// checks its norms hold `d_model` values at load).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn rms_norm_row(x: &mut [f32], weight: &[f32], eps: f32) {
+pub(crate) unsafe fn rms_norm_row(x: &mut [f32], weight: &[f32], eps: f32) {
     let n = x.len();
     let var = mean_square_about(x, _mm512_setzero_ps());
     // torch.rsqrt is 1/sqrt, rounded twice.
@@ -273,7 +274,7 @@ pub unsafe fn rms_norm_row(x: &mut [f32], weight: &[f32], eps: f32) {
 /// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
-pub unsafe fn gelu_tanh_avx512(x: __m512) -> __m512 {
+pub(crate) unsafe fn gelu_tanh_avx512(x: __m512) -> __m512 {
     let x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
     let u = _mm512_mul_ps(
         _mm512_set1_ps(0.797_884_6),
@@ -289,7 +290,7 @@ pub unsafe fn gelu_tanh_avx512(x: __m512) -> __m512 {
 /// The CPU must support AVX-512F. Nothing else: it computes on registers only.
 #[inline]
 #[target_feature(enable = "avx512f")]
-pub unsafe fn silu_avx512(x: __m512) -> __m512 {
+pub(crate) unsafe fn silu_avx512(x: __m512) -> __m512 {
     let e = exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), x));
     _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.0)))
 }
@@ -314,7 +315,7 @@ pub enum Activation {
 /// The CPU must support AVX-512F, and `gate`, when given, must hold at least `x.len()` values
 /// (read with `x`'s lane masks, without bounds checks).
 #[target_feature(enable = "avx512f")]
-pub unsafe fn activate_row(x: &mut [f32], gate: Option<&[f32]>, act: Activation) {
+pub(crate) unsafe fn activate_row(x: &mut [f32], gate: Option<&[f32]>, act: Activation) {
     let n = x.len();
     let mut i = 0;
     while i < n {

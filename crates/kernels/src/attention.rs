@@ -13,6 +13,7 @@
 //! then + 0 (the product's bias-free epilogue); each context value a chain over the keys in
 //! order, in 256-key chunks ([`crate::gemm::KC`]) summed as the product sums its depth chunks.
 
+use crate::block::BlockMut;
 use crate::gemm::KC;
 use std::arch::x86_64::*;
 
@@ -110,41 +111,43 @@ pub fn scores(
     }
 }
 
-/// `out[i·ldo + c] = Σ_j p[i·keys + j] · v_j[c]` for the `mq` rows of probabilities over `keys`
-/// keys and V's rows of width `d` at `v` in `qkv`.
-///
-/// # Safety
-/// The `mq` rows of `d` values at `out` (rows `ldo` apart) must be valid for writes and not
-/// accessed by any other thread during the call.
+/// `out(i, c) = Σ_j p[i·keys + j] · v_j[c]` for the `mq` rows of probabilities over `keys`
+/// keys and V's rows of width `d` at `v` in `qkv`: the first `mq` rows × `d` columns of `out`,
+/// a head's block of the context matrix.
 ///
 /// # Panics
-/// If the CPU lacks AVX-512F, a row of V lies outside `qkv`, or `p` is shorter than
-/// `mq · keys`.
+/// If the CPU lacks AVX-512F, a row of V lies outside `qkv`, `p` is shorter than `mq · keys`,
+/// or `out` has fewer than `mq` rows or `d` columns.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn context(
+pub fn context(
     p: &[f32],
     mq: usize,
     keys: usize,
     qkv: &[f32],
     v: HeadRows,
     d: usize,
-    out: *mut f32,
-    ldo: usize,
+    out: &mut BlockMut,
 ) {
     assert!(crate::kernels_available(), "attention needs AVX-512F");
     v.check(keys, d, qkv.len(), "value");
     assert!(p.len() >= mq * keys, "attention: probabilities too short");
+    assert!(
+        mq <= out.rows() && d <= out.cols(),
+        "attention: context block too small"
+    );
     if mq == 0 || d == 0 {
         return;
     }
+    let ldo = out.ld();
+    let out = out.as_mut_ptr();
     for j0 in (0..keys).step_by(KC) {
         let depth = KC.min(keys - j0);
         for i0 in (0..mq).step_by(ROWS) {
             for c0 in (0..d).step_by(16 * BLOCKS) {
                 // SAFETY: AVX-512F (asserted). Rows i0.. of p hold keys values each, of which
                 // j0..j0 + depth are read (p.len() ≥ mq·keys, asserted); V's rows j0.. lie in
-                // qkv (checked) and columns c0.. are masked to d; the written region is the
-                // caller's by this function's contract.
+                // qkv (checked) and columns c0.. are masked to d; the mq rows × d columns
+                // written lie in `out`'s block (asserted), which only it reaches.
                 unsafe {
                     context_tile(
                         p.as_ptr().add(i0 * keys + j0),
@@ -361,7 +364,7 @@ unsafe fn context_tile_of<const R: usize, const B: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gemm::{gemm, gemm_raw, Epilogue, PackedB};
+    use crate::gemm::{gemm, Epilogue, PackedB};
 
     /// The general product's scores and context (packed K and V, as the encoders did), for
     /// the same rows.
@@ -391,19 +394,7 @@ mod tests {
             false,
         );
         let mut out = vec![f32::NAN; mq * ldo];
-        // SAFETY: out holds mq rows of ldo ≥ d values, owned here.
-        unsafe {
-            gemm_raw(
-                mq,
-                &s,
-                keys,
-                &vp,
-                out.as_mut_ptr(),
-                ldo,
-                Epilogue::default(),
-                false,
-            )
-        };
+        gemm(mq, &s, keys, &vp, &mut out, ldo, Epilogue::default(), false);
         (s, out)
     }
 
@@ -444,8 +435,8 @@ mod tests {
                     "scores {keys} keys, d {d}, {mq} rows"
                 );
                 let mut o = vec![f32::NAN; mq * inner];
-                // SAFETY: o holds mq rows of inner ≥ d values, owned here.
-                unsafe { context(&want_s, mq, keys, &qkv, v, d, o.as_mut_ptr(), inner) };
+                let mut block = BlockMut::new(&mut o, mq, d, inner);
+                context(&want_s, mq, keys, &qkv, v, d, &mut block);
                 for i in 0..mq {
                     assert_eq!(
                         bits(&o[i * inner..i * inner + d]),

@@ -19,6 +19,7 @@ use super::amx::bf16_pairs;
 use super::bf16dot::{
     available, convert_row, kn_panel, row_stride, scatter_row_pairs, tile_at, MR, T,
 };
+use super::block::BlockMut;
 use super::gemm::Columns;
 use std::arch::x86_64::*;
 
@@ -96,37 +97,40 @@ impl SmallBf16 {
                     .and_then(|v| v.checked_add(n))
                     .is_some_and(|need| out.len() >= need));
         assert!(fits, "bf16 small product: output of {m}x{n} does not fit");
-        // SAFETY: the elements written lie inside `out` (asserted), borrowed mutably.
-        unsafe { self.product_raw(m, n, k, a, b, out.as_mut_ptr(), ldo, round) }
+        self.product_block(m, n, k, a, b, &mut BlockMut::new(out, m, n, ldo), round)
     }
 
-    /// [`SmallBf16::product`] into an output given as a raw pointer, for jobs that each write
-    /// their own columns of one matrix (attention heads).
+    /// [`SmallBf16::product`] into the first m rows × n columns of a block of a larger matrix
+    /// ([`BlockMut`]), for jobs that each write their own columns of one matrix (attention
+    /// heads).
     ///
-    /// # Safety
-    /// Element (i, j) at `out.add(i·ldo + j)`, for i < m and j < n, must be valid for writes and
-    /// accessed by no other thread during the call. Operands and the CPU are checked here.
+    /// # Panics
+    /// As [`SmallBf16::product`], and when `out` has fewer than m rows or n columns.
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn product_raw(
+    pub fn product_block(
         &mut self,
         m: usize,
         n: usize,
         k: usize,
         a: Operand,
         b: Operand,
-        out: *mut f32,
-        ldo: usize,
+        out: &mut BlockMut,
         round: bool,
     ) {
         assert!(available(), "AVX512-BF16 products are not available");
         a.check(m, k, "A");
         b.check(k, n, "B");
+        assert!(
+            m <= out.rows() && n <= out.cols(),
+            "bf16 small product: output of {m}x{n} does not fit its block"
+        );
         if m == 0 || n == 0 {
             return;
         }
-        // SAFETY: AVX-512F/BW and AVX512-BF16 (asserted); operands checked; the output is the
-        // caller's contract.
-        unsafe { self.run(m, n, k, a, b, out, ldo, round) }
+        let ldo = out.ld();
+        // SAFETY: AVX-512F/BW and AVX512-BF16 (asserted); operands checked; the m×n elements
+        // written lie in `out`'s block (asserted), which only it reaches while borrowed.
+        unsafe { self.run(m, n, k, a, b, out.as_mut_ptr(), ldo, round) }
     }
 
     #[allow(clippy::too_many_arguments)]

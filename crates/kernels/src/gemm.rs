@@ -5,6 +5,7 @@
 //! tile (24 zmm accumulators). Fused epilogue: bias, accumulate into C (residual), GELU.
 
 use super::act;
+use crate::block::BlockMut;
 use rayon::prelude::*;
 use std::arch::x86_64::*;
 
@@ -119,7 +120,7 @@ pub struct Epilogue<'a> {
 
 /// A raw pointer that may cross threads: every task writes a disjoint set of rows.
 #[derive(Clone, Copy)]
-pub struct SendPtr<T>(pub *mut T);
+pub(crate) struct SendPtr<T>(pub(crate) *mut T);
 // SAFETY: a SendPtr is only an address; moving or sharing it between threads accesses nothing.
 // Every dereference is in an `unsafe` block whose SAFETY comment shows that concurrent tasks
 // touch disjoint elements (rows of C in the products, (row, head) slices of the attention
@@ -130,7 +131,7 @@ unsafe impl<T> Sync for SendPtr<T> {}
 
 impl<T> SendPtr<T> {
     /// The pointer (a method, so closures capture the whole `Send` wrapper).
-    pub fn get(self) -> *mut T {
+    pub(crate) fn get(self) -> *mut T {
         self.0
     }
 }
@@ -437,28 +438,48 @@ fn gemm_into(
     unsafe { gemm_impl(m, a, lda, layout, b, c.as_mut_ptr(), ldc, ep, parallel) }
 }
 
-/// [`gemm`] into C given as a raw pointer, for callers whose threads each write their own
-/// columns of one matrix (attention heads), where no `&mut` slice could cover one thread's part
-/// without overlapping another's.
+/// [`gemm`] into C given as a block of a larger matrix ([`BlockMut`]), for jobs that each write
+/// their own columns of one matrix (attention heads), where no `&mut` slice could cover one job's
+/// part without overlapping another's.
 ///
-/// # Safety
-/// Element (i, j) of C, at `c.add(i * ldc + j)` for i < m and j < b.n(), must be valid for
-/// reads and writes, and no other thread may access these elements during the call (others
-/// between them, such as other columns of the same rows, may be in use elsewhere). When m or
-/// b.n() is 0 nothing is accessed. The CPU, A and the bias are checked here (panics).
+/// # Panics
+/// If C has fewer than m rows or b.n() columns; as [`gemm`] otherwise.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn gemm_raw(
+pub fn gemm_block(
     m: usize,
     a: &[f32],
     lda: usize,
     b: &PackedB,
-    c: *mut f32,
-    ldc: usize,
+    c: &mut BlockMut,
     ep: Epilogue,
     parallel: bool,
 ) {
-    // SAFETY: this function's contract is gemm_impl's.
-    unsafe { gemm_impl(m, a, lda, ALayout::Rows, b, c, ldc, ep, parallel) }
+    gemm_to_block(m, a, lda, ALayout::Rows, b, c, ep, parallel)
+}
+
+/// [`gemm_impl`] into a block, checked to hold the product.
+#[allow(clippy::too_many_arguments)]
+fn gemm_to_block(
+    m: usize,
+    a: &[f32],
+    lda: usize,
+    layout: ALayout,
+    b: &PackedB,
+    c: &mut BlockMut,
+    ep: Epilogue,
+    parallel: bool,
+) {
+    assert!(
+        m <= c.rows() && b.n <= c.cols(),
+        "C block of {}x{} too small for {m}x{}",
+        c.rows(),
+        c.cols(),
+        b.n
+    );
+    let ldc = c.ld();
+    // SAFETY: the m×n elements written lie in the block (asserted just above), which only `c`
+    // reaches while it is borrowed: gemm_impl's contract.
+    unsafe { gemm_impl(m, a, lda, layout, b, c.as_mut_ptr(), ldc, ep, parallel) }
 }
 
 /// C = A·B (+ epilogue) with A given transposed: `at` holds Aᵀ (k×m, row stride `lda`), so
@@ -477,31 +498,21 @@ pub fn gemm_at(
     gemm_into(m, at, lda, ALayout::Cols, b, c, ldc, ep, parallel)
 }
 
-/// [`gemm_at`] (no epilogue, one thread) into C given as a raw pointer, as [`gemm_raw`].
+/// [`gemm_at`] (no epilogue, one thread) into C given as a block, as [`gemm_block`].
 ///
-/// # Safety
-/// As [`gemm_raw`].
-pub unsafe fn gemm_at_raw(m: usize, at: &[f32], lda: usize, b: &PackedB, c: *mut f32, ldc: usize) {
-    // SAFETY: this function's contract is gemm_impl's.
-    unsafe {
-        gemm_impl(
-            m,
-            at,
-            lda,
-            ALayout::Cols,
-            b,
-            c,
-            ldc,
-            Epilogue::default(),
-            false,
-        )
-    }
+/// # Panics
+/// As [`gemm_block`].
+pub fn gemm_at_block(m: usize, at: &[f32], lda: usize, b: &PackedB, c: &mut BlockMut) {
+    gemm_to_block(m, at, lda, ALayout::Cols, b, c, Epilogue::default(), false)
 }
 
-/// [`gemm_raw`] for A stored as `layout` says.
+/// C = A·B (+ epilogue), A stored as `layout` says, C given as a raw pointer.
 ///
 /// # Safety
-/// As [`gemm_raw`].
+/// Element (i, j) of C, at `c.add(i * ldc + j)` for i < m and j < b.n(), must be valid for
+/// reads and writes, and no other thread may access these elements during the call (others
+/// between them, such as other columns of the same rows, may be in use elsewhere). When m or
+/// b.n() is 0 nothing is accessed. The CPU, A and the bias are checked here (panics).
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_impl(
     m: usize,

@@ -9,6 +9,12 @@
 //! `scorekit_runtime::engine::load_encoder` decides where they run; this crate only says whether
 //! the CPU can (`*_available`).
 //!
+//! Every entry point is safe: the `#[target_feature]` kernels are reached through functions that
+//! check the CPU (the products assert it; the row kernels are methods of the token
+//! [`cpu::Avx512`], made only after the check) and the slices' lengths once at entry, and jobs
+//! that write their own columns of one matrix get disjoint [`block::BlockMut`]s instead of raw
+//! pointers. No other crate of the engine needs `unsafe`.
+//!
 //! All of scorekit's hand-written SIMD (`std::arch`) lives here, under the workspace's one lint
 //! policy; `tests/integration/layers.rs` fails on `std::arch` in any other crate.
 //!
@@ -28,6 +34,9 @@ pub mod attention;
 pub mod bf16dot;
 #[cfg(target_arch = "x86_64")]
 pub mod bf16small;
+pub mod block;
+#[cfg(target_arch = "x86_64")]
+pub mod cpu;
 #[cfg(target_arch = "x86_64")]
 pub mod gemm;
 #[cfg(target_arch = "x86_64")]

@@ -272,7 +272,7 @@ mod wide {
     /// The CPU has AVX-512F and AVX-512BW, and for every lane `j` the bytes
     /// `starts[j] .. starts[j] + strides[j] * (blocks - 1) + 64` are readable.
     #[target_feature(enable = "avx512f,avx512bw")]
-    pub unsafe fn compress(
+    pub(super) unsafe fn compress(
         state: &mut [[u32; LANES]; 8],
         starts: [*const u8; LANES],
         strides: [usize; LANES],

@@ -214,7 +214,7 @@ mod x86 {
     /// AVX-512F; `g` holds `m` rows `n` apart and `j0 + out.len() <= n` (every load is masked to
     /// the strip's columns, which lie inside each row).
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn column_sums(
+    pub(super) unsafe fn column_sums(
         g: &[f32],
         m: usize,
         n: usize,
@@ -253,7 +253,7 @@ mod x86 {
     /// # Safety
     /// AVX-512F; `y.len() == x.len()` (lanes are masked to `x`'s length).
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn gelu(x: &[f32], y: &mut [f32]) {
+    pub(super) unsafe fn gelu(x: &[f32], y: &mut [f32]) {
         let mut i = 0;
         while i < x.len() {
             let m = mask_for(x.len() - i);
@@ -266,7 +266,7 @@ mod x86 {
     /// # Safety
     /// AVX-512F; `dy` and `dx` as long as `x`.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn gelu_grad(x: &[f32], dy: &[f32], dx: &mut [f32]) {
+    pub(super) unsafe fn gelu_grad(x: &[f32], dy: &[f32], dx: &mut [f32]) {
         let half = _mm512_set1_ps(0.5);
         let one = _mm512_set1_ps(1.0);
         let r2 = _mm512_set1_ps(std::f32::consts::FRAC_1_SQRT_2);
@@ -288,7 +288,7 @@ mod x86 {
     /// # Safety
     /// AVX-512F; `mask` and `y` as long as `x`.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn masked_softmax_row(x: &[f32], mask: &[f32], scale: f32, y: &mut [f32]) {
+    pub(super) unsafe fn masked_softmax_row(x: &[f32], mask: &[f32], scale: f32, y: &mut [f32]) {
         let n = x.len();
         let vs = _mm512_set1_ps(scale);
         let ninf = _mm512_set1_ps(f32::NEG_INFINITY);

@@ -9,12 +9,12 @@
 //! The embeddings (private in candle) are rebuilt with the same weights and arithmetic, plus what
 //! the relatives need: a position offset (RoBERTa) and a projection (ELECTRA's embedding size).
 
-use super::bert_layers::{BertLayers, Norm, Train};
+use super::bert_layers::{additive_mask, BertLayers, Norm, Train};
 use crate::arch::{
     bad, usize_field, Activation, Architecture, HeadKind, HeadLayout, ModelConfig, TrainableEncoder,
 };
 use crate::weights;
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{Device, Module, Tensor};
 use candle_nn::{embedding, Embedding, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
 use scorekit_core::error::Result;
@@ -388,29 +388,6 @@ impl Encoder for CandleBert {
     }
 }
 
-/// `[b, s]` 0/1 mask → `[b, 1, 1, s]` additive mask: 0 where attended, the dtype's most negative
-/// finite value where padded.
-pub fn additive_mask(mask: &Tensor, dtype: DType) -> candle_core::Result<Tensor> {
-    let min = match dtype {
-        DType::F16 => -65504.0,
-        DType::BF16 => -3.389_531_4e38,
-        DType::F64 => f64::MIN,
-        _ => f32::MIN as f64,
-    };
-    // Computed in f32 (f64 for f64 models, whose minimum f32 cannot hold), 1 - mask exactly 0
-    // or 1, then scaled and cast: no 0 * -inf anywhere.
-    let wide = if dtype == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    };
-    let inverted = (1.0 - mask.to_dtype(wide)?)?;
-    (inverted * min)?
-        .to_dtype(dtype)?
-        .unsqueeze(1)?
-        .unsqueeze(1)
-}
-
 /// FLOPs of one BERT forward over `b` rows of padded length `s` (the work PyTorch does):
 /// per layer and token 2·(4h² + 2h·i) for the products with weights, 4·s·h for attention.
 pub fn forward_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) -> f64 {
@@ -422,28 +399,6 @@ pub fn forward_flops(layers: usize, h: usize, inter: usize, b: usize, s: usize) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn half_precision_masks_are_finite() {
-        let m = Tensor::new(&[[1u32, 1, 0]], &Device::Cpu).unwrap();
-        for dt in [DType::F16, DType::BF16, DType::F32] {
-            let a = additive_mask(&m, dt).unwrap();
-            let v: Vec<f32> = a
-                .to_dtype(DType::F32)
-                .unwrap()
-                .flatten_all()
-                .unwrap()
-                .to_vec1()
-                .unwrap();
-            assert_eq!(v[0], 0.0, "{dt:?}");
-            assert_eq!(v[1], 0.0, "{dt:?}");
-            assert!(v[2].is_finite() && v[2] < -6e4, "{dt:?}: {}", v[2]);
-        }
-        // f64 (exactness tests of training): f64's own minimum, not f32's cast (-inf, NaN).
-        let a = additive_mask(&m, DType::F64).unwrap();
-        let v: Vec<f64> = a.flatten_all().unwrap().to_vec1().unwrap();
-        assert_eq!((v[0], v[2]), (0.0, f64::MIN));
-    }
 
     #[test]
     fn config_defaults_and_refusals() {

@@ -20,6 +20,29 @@ use scorekit_autograd::ops;
 use scorekit_autograd::rng::SplitMix;
 use scorekit_autograd::{GradSink, Precision};
 
+/// `[b, s]` 0/1 mask → `[b, 1, 1, s]` additive mask: 0 where attended, the dtype's most negative
+/// finite value where padded.
+pub fn additive_mask(mask: &Tensor, dtype: DType) -> candle_core::Result<Tensor> {
+    let min = match dtype {
+        DType::F16 => -65504.0,
+        DType::BF16 => -3.389_531_4e38,
+        DType::F64 => f64::MIN,
+        _ => f32::MIN as f64,
+    };
+    // Computed in f32 (f64 for f64 models, whose minimum f32 cannot hold), 1 - mask exactly 0
+    // or 1, then scaled and cast: no 0 * -inf anywhere.
+    let wide = if dtype == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let inverted = (1.0 - mask.to_dtype(wide)?)?;
+    (inverted * min)?
+        .to_dtype(dtype)?
+        .unsqueeze(1)?
+        .unsqueeze(1)
+}
+
 /// Dropout probabilities of a training run and the generator of its masks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Train {
@@ -379,6 +402,35 @@ impl BertLayers {
     }
 }
 
+/// The mask on every CPU (the layers' tests below run on x86-64 only).
+#[cfg(test)]
+mod mask_tests {
+    use super::*;
+    use candle_core::Device;
+
+    #[test]
+    fn half_precision_masks_are_finite() {
+        let m = Tensor::new(&[[1u32, 1, 0]], &Device::Cpu).unwrap();
+        for dt in [DType::F16, DType::BF16, DType::F32] {
+            let a = additive_mask(&m, dt).unwrap();
+            let v: Vec<f32> = a
+                .to_dtype(DType::F32)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1()
+                .unwrap();
+            assert_eq!(v[0], 0.0, "{dt:?}");
+            assert_eq!(v[1], 0.0, "{dt:?}");
+            assert!(v[2].is_finite() && v[2] < -6e4, "{dt:?}: {}", v[2]);
+        }
+        // f64 (exactness tests of training): f64's own minimum, not f32's cast (-inf, NaN).
+        let a = additive_mask(&m, DType::F64).unwrap();
+        let v: Vec<f64> = a.flatten_all().unwrap().to_vec1().unwrap();
+        assert_eq!((v[0], v[2]), (0.0, f64::MIN));
+    }
+}
+
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
@@ -542,7 +594,7 @@ mod tests {
             .iter()
             .flat_map(|&n| (0..s).map(move |i| f32::from(u8::from(i < n))))
             .collect();
-        let mask = crate::bert::additive_mask(
+        let mask = additive_mask(
             &Tensor::from_vec(keep.clone(), (b, s), &dev).unwrap(),
             DType::F32,
         )
@@ -685,8 +737,7 @@ mod tests {
             .map(|i| f32::from(u8::from(i % 4 != 2)))
             .collect();
         let mask =
-            crate::bert::additive_mask(&Tensor::from_vec(holes, (b, s), &dev).unwrap(), DType::F32)
-                .unwrap();
+            additive_mask(&Tensor::from_vec(holes, (b, s), &dev).unwrap(), DType::F32).unwrap();
         let all = Tensor::randn(0f32, 1.0, (b, s, h), &dev).unwrap();
         let (y1, g1, _) = run(&layers, &vars, &x, &mask, &all, 5, true);
         let (y2, g2, _) = run(&layers, &vars, &x, &mask, &all, 5, false);

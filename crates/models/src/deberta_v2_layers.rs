@@ -9,7 +9,7 @@
 //! with. Differences from candle's file, each following `transformers` 5: the key and value
 //! projections read the hidden states (candle reads the query states; the same tensor in an
 //! encoder), the embeddings' token-type table is `embedding_size` wide, the attention mask is
-//! additive with the dtype's most negative finite value (`bert::additive_mask`), and the scale
+//! additive with the dtype's most negative finite value (`bert_layers::additive_mask`), and the scale
 //! √(head size · factor) is computed in f32 as `transformers` computes it (then cast, so f64
 //! runs match PyTorch's f64 runs). Padded query rows differ from `transformers` (they attend
 //! to the real keys instead of uniformly to all): nothing reads them, as no real position ever
@@ -21,7 +21,7 @@
 //! the relative-position embeddings in every layer (`pos_dropout`), on attention probabilities
 //! and after both dense outputs of every layer.
 
-use super::bert::additive_mask;
+use super::bert_layers::additive_mask;
 use super::bert_layers::{Norm, Train};
 use candle_core::{Device, Module, Tensor, D};
 use candle_nn::{embedding, linear, linear_no_bias, Embedding, Linear, VarBuilder};

@@ -20,15 +20,16 @@
 
 use candle_core::{Device, Tensor};
 use candle_transformers::models::bert::{Config as BertConfig, HiddenAct};
-use memmap2::Mmap;
 use rayon::prelude::*;
 use scorekit_encoder::NativeLayout;
 use scorekit_encoder::{Batch, Encoder, Hidden, Linear as HeadLinear};
-use scorekit_kernels::act;
+use scorekit_io::MappedFile;
 use scorekit_kernels::amx::{self, PackedProduct, PackedSplit, TileTerms};
 use scorekit_kernels::attention::{self, HeadRows};
 use scorekit_kernels::bf16dot::{self, PackedBf16Dot};
-use scorekit_kernels::gemm::{self, Epilogue, PackedB, SendPtr};
+use scorekit_kernels::block::BlockMut;
+use scorekit_kernels::cpu::Avx512;
+use scorekit_kernels::gemm::{self, Epilogue, PackedB};
 use scorekit_kernels::int8::PackedI8;
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
@@ -62,13 +63,13 @@ pub struct Products {
 }
 
 impl Products {
-    /// Whether this CPU computes these products: AVX-512F always (every kernel uses it
-    /// unconditionally, so this check is what makes them sound), VNNI for int8, AMX-BF16 tiles
-    /// or AVX512-BF16 for bf16.
-    fn check(&self) -> candle_core::Result<()> {
-        if !gemm::available() {
+    /// Whether this CPU computes these products: AVX-512F always (the row kernels run on the
+    /// token returned, the products check again as they run), VNNI for int8, AMX-BF16 tiles or
+    /// AVX512-BF16 for bf16.
+    fn check(&self) -> candle_core::Result<Avx512> {
+        let Some(cpu) = Avx512::detect() else {
             return Err(err("scorekit's kernels need AVX-512F"));
-        }
+        };
         if self.int8 && !scorekit_kernels::int8::available() {
             return Err(err("int8 products need AVX-512 VNNI"));
         }
@@ -77,7 +78,7 @@ impl Products {
                 "bf16 products need AMX-BF16 tiles or AVX512-BF16 (and exclude int8) in scorekit's kernels",
             ));
         }
-        Ok(())
+        Ok(cpu)
     }
 }
 
@@ -176,7 +177,10 @@ struct TensorRef {
 /// Where the weights' bytes are.
 enum Backing {
     /// A safetensors file: an open handle for `pread` and a read-only map (for embedding rows).
-    Mapped { file: std::fs::File, map: Mmap },
+    Mapped {
+        file: std::fs::File,
+        map: MappedFile,
+    },
     /// Tensors converted in memory (from a PyTorch pickle), one after another.
     Owned(Vec<u8>),
 }
@@ -224,13 +228,7 @@ impl StFile {
             let offset = v["data_offsets"][0].as_u64().unwrap_or(0) + 8 + n;
             tensors.insert(name.clone(), TensorRef { dt, shape, offset });
         }
-        // SAFETY: `Mmap::map` is unsafe because the mapped bytes must not change while the map
-        // lives (a rewrite changes them under `&[u8]`, a truncation faults). scorekit never
-        // writes a weight file, and model files are inputs (the hub cache or a folder given by
-        // the user) that nothing rewrites while scorekit runs: the assumption every mmap-based
-        // weight loader makes (candle's VarBuilder, safetensors). The map is only read through
-        // bounds-checked slices (`word_row`).
-        let map = unsafe { Mmap::map(&file)? };
+        let map = MappedFile::map(&file)?;
         Self::with_prefix(Backing::Mapped { file, map }, tensors, prefixes)
     }
 
@@ -411,6 +409,8 @@ pub struct FastBert {
     pub cls_only: bool,
     /// The products the weights are packed for (heads get the same, in f32).
     products: Products,
+    /// The CPU runs AVX-512F (checked at load): the LayerNorm and softmax rows run on it.
+    cpu: Avx512,
     device: Device,
 }
 
@@ -424,8 +424,7 @@ impl FastBert {
         products: Products,
         layout: &NativeLayout,
     ) -> candle_core::Result<Self> {
-        // The kernels below use AVX-512F unconditionally: this check is what makes them sound.
-        products.check()?;
+        let cpu = products.check()?;
         if !matches!(cfg.hidden_act, HiddenAct::Gelu) {
             return Err(err("scorekit's encoder runs erf-GELU models only"));
         }
@@ -499,6 +498,7 @@ impl FastBert {
             eps: cfg.layer_norm_eps as f32,
             cls_only: false,
             products,
+            cpu,
             st,
             device: Device::Cpu,
         })
@@ -577,13 +577,10 @@ impl FastBert {
     }
 
     fn layer_norm_rows(&self, x: &mut [f32], ln: &(Vec<f32>, Vec<f32>)) {
-        let eps = self.eps;
+        let (eps, cpu) = (self.eps, self.cpu);
         x.par_chunks_mut(self.h * 16).for_each(|rows| {
             for r in rows.chunks_mut(self.h) {
-                // SAFETY: `load_with`, FastBert's only constructor, refuses to build one without
-                // AVX-512F; `StFile::layer_norm` checked that gamma and beta hold h values, and
-                // `r` is a chunk of at most h.
-                unsafe { act::layer_norm_row(r, &ln.0, &ln.1, eps) };
+                cpu.layer_norm_row(r, &ln.0, &ln.1, eps);
             }
         });
     }
@@ -644,6 +641,7 @@ impl FastBert {
                 d: h / self.heads,
                 inner: h,
                 scale: 1.0 / ((h / self.heads) as f32).sqrt(),
+                cpu: self.cpu,
             };
             attention(&qkv, &starts, shape, None, cls, &mut ctx);
             layer.out.run(m, &ctx, &mut x, true, false);
@@ -657,13 +655,14 @@ impl FastBert {
 }
 
 /// The shape of one attention: heads, head size, their product (`inner`: the width of a Q, K
-/// or V row and of the context) and the score scale.
+/// or V row and of the context), the score scale, and the CPU it runs on.
 #[derive(Clone, Copy)]
 struct AttnShape {
     heads: usize,
     d: usize,
     inner: usize,
     scale: f32,
+    cpu: Avx512,
 }
 
 /// A relative position bias per head over the offsets −(len−1)..=len−1 of a batch's longest
@@ -697,16 +696,29 @@ fn attention(
         d,
         inner,
         scale,
+        cpu,
     } = shape;
     let nseq = starts.len() - 1;
-    let out = SendPtr(ctx.as_mut_ptr());
-    let ctx_len = ctx.len();
+    // Job (sequence si, head hd) writes its own rows (its sequence's tokens, or row si with
+    // `cls`) × its head's columns [hd·d, hd·d + d) of `ctx`: one block of the grid each.
+    let rows: Vec<std::ops::Range<usize>> = (0..nseq)
+        .map(|si| {
+            if cls {
+                si..si + 1
+            } else {
+                starts[si]..starts[si + 1]
+            }
+        })
+        .collect();
+    let cols: Vec<std::ops::Range<usize>> = (0..heads).map(|hd| hd * d..hd * d + d).collect();
+    let blocks = BlockMut::grid(ctx, inner, &rows, &cols);
     thread_local! {
         /// A job's scores and K's transpose, kept between jobs on a thread.
         static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
             const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
     }
-    (0..nseq * heads).into_par_iter().for_each(|job| {
+    let jobs = blocks.into_par_iter().enumerate();
+    jobs.for_each(|(job, mut out)| {
         let (si, hd) = (job / heads, job % heads);
         let (s0, len) = (starts[si], starts[si + 1] - starts[si]);
         let mq = if cls { 1 } else { len };
@@ -726,25 +738,9 @@ fn attention(
                         *x += b;
                     }
                 }
-                // SAFETY: the encoders' only constructors (`FastBert::load_with`,
-                // `FastT5Encoder::load`) refuse to build one without AVX-512F, softmax_row's
-                // one requirement.
-                unsafe { act::softmax_row(r, scale) };
+                cpu.softmax_row(r, scale);
             }
-            let row0 = if cls { si } else { s0 };
-            let off = row0 * inner + hd * d;
-            assert!(
-                off + (mq - 1) * inner + d <= ctx_len,
-                "context rows out of range"
-            );
-            // SAFETY: context's contract. The assert keeps the mq rows × d columns it writes at
-            // `off` (stride inner) inside `ctx`, which is borrowed mutably for the whole loop
-            // and touched only here. Each job writes its own rows (its sequence's tokens, or row
-            // `si` with `cls`) × its own head's columns [hd·d, hd·d + d), so no element is
-            // written by two jobs.
-            unsafe {
-                attention::context(sbuf, mq, len, qkv, head(2), d, out.get().add(off), inner)
-            };
+            attention::context(sbuf, mq, len, qkv, head(2), d, &mut out);
         });
     });
 }

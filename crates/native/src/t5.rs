@@ -15,7 +15,8 @@
 
 use crate::{attention, err, AttnShape, Linear, Products, RelBias, Weight};
 use rayon::prelude::*;
-use scorekit_kernels::act::{self, Activation};
+use scorekit_kernels::act::Activation;
+use scorekit_kernels::cpu::Avx512;
 
 /// Reads a tensor by its full name and shape as f32 (an error when it is missing or of
 /// another shape).
@@ -65,6 +66,8 @@ pub struct FastT5Encoder {
     /// `[buckets, heads]`: the first block's `relative_attention_bias`.
     table: Vec<f32>,
     shape: T5Shape,
+    /// The CPU runs AVX-512F (checked at load): the norm, activation and softmax rows run on it.
+    cpu: Avx512,
 }
 
 impl FastT5Encoder {
@@ -75,8 +78,7 @@ impl FastT5Encoder {
         shape: T5Shape,
         products: Products,
     ) -> candle_core::Result<FastT5Encoder> {
-        // The kernels below use AVX-512F unconditionally: this check is what makes them sound.
-        products.check()?;
+        let cpu = products.check()?;
         let (d, inner, ff) = (shape.d_model, shape.heads * shape.d_kv, shape.d_ff);
         let lin = |w: Vec<f32>, n: usize, k: usize| Linear {
             w: Weight::pack(&w, n, k, products),
@@ -135,6 +137,7 @@ impl FastT5Encoder {
             final_norm: norm("encoder.final_layer_norm")?,
             table,
             shape,
+            cpu,
         })
     }
 
@@ -161,12 +164,10 @@ impl FastT5Encoder {
 
     /// RMS-normalise rows of `d_model` values in place.
     fn rms_rows(&self, x: &mut [f32], weight: &[f32]) {
-        let (d, eps) = (self.shape.d_model, self.shape.eps);
+        let (d, eps, cpu) = (self.shape.d_model, self.shape.eps, self.cpu);
         x.par_chunks_mut(d * 16).for_each(|rows| {
             for r in rows.chunks_mut(d) {
-                // SAFETY: `load`, the only constructor, refuses to build an encoder without
-                // AVX-512F; every norm weight was read with shape [d_model] and `r` holds d.
-                unsafe { act::rms_norm_row(r, weight, eps) };
+                cpu.rms_norm_row(r, weight, eps);
             }
         });
     }
@@ -195,6 +196,7 @@ impl FastT5Encoder {
             inner,
             // T5 folds the 1/√d scaling into its initialisation: scores are not scaled.
             scale: 1.0,
+            cpu: self.cpu,
         };
         let mut h = vec![0f32; t * d];
         let mut qkv = vec![0f32; t * 3 * inner];
@@ -213,14 +215,12 @@ impl FastT5Encoder {
             if let Some(g) = &b.gate {
                 g.run(t, &h, &mut gated, false, false);
             }
-            let act = s.act;
+            let (act, cpu) = (s.act, self.cpu);
             mid.par_chunks_mut(ff * 16)
                 .enumerate()
                 .for_each(|(i, rows)| {
                     let gate = (!gated.is_empty()).then(|| &gated[i * ff * 16..][..rows.len()]);
-                    // SAFETY: `load` refuses to build an encoder without AVX-512F; `gate`, when
-                    // given, is a slice of the same length as `rows`.
-                    unsafe { act::activate_row(rows, gate, act) };
+                    cpu.activate_row(rows, gate, act);
                 });
             b.wo.run(t, &mid, x, true, false);
         }

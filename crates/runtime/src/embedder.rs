@@ -9,7 +9,6 @@ use crate::hub::ResolvedModel;
 use crate::tokenize::TextTokenizer;
 use anyhow::Context;
 use candle_core::{DType, Device};
-use candle_nn::VarBuilder;
 use scorekit_core::error::{Error, InputError, Result, Setting};
 use scorekit_encoder::Tokens;
 use scorekit_encoder::{run_batched, Encoder};
@@ -127,15 +126,12 @@ fn load_dense(dir: &Path, device: &Device, dtype: DType) -> Result<Dense> {
             want.push(("linear.bias".to_string(), vec![outf]));
         }
         weights::expect_shapes(&st, &tensors, &[""], &want)?;
-        // SAFETY: as in `models::var_builder`: the mapped bytes must not change while candle
-        // holds them; scorekit never writes a weight file and nothing rewrites model folders
-        // (inputs) while it runs. The header was checked just above; candle checks the rest.
-        let vb = unsafe { VarBuilder::from_mmaped_safetensors(&[&st], dtype, device) }
-            .map_err(|e| bad(&st, format!("cannot load: {e}")))?;
+        // Memory-mapped (`models::var_builder` says why that is sound); the header was checked
+        // just above, candle checks the rest.
+        let vb = models::var_builder(&st, dtype, device)?;
         (st, vb)
     } else if pth.is_file() {
-        let vb = VarBuilder::from_pth(&pth, dtype, device)
-            .map_err(|e| bad(&pth, format!("cannot load: {e}")))?;
+        let vb = models::var_builder(&pth, dtype, device)?;
         (pth, vb)
     } else {
         return Err(bad(
