@@ -5,6 +5,8 @@
 #   off     --no-calibration (raw IFSM only, as before the calibration existed)
 #   fresh   the calibration computed in the run (an empty cache each time)
 #   cached  the calibration taken from the cache (a second model, a shard, a resumed run)
+# With a calibration the items take the human options' scores (the ceiling's) from it, so a
+# cached run asks the judge only for the endings.
 # Scoring judge: a RoBERTa-large-shaped judge (scripts/bench/make_judge_shaped.py, random weights,
 # real token counts). Letter judge: a Flan-T5-SHAPE-shaped one (scripts/bench/t5_judge.py make,
 # random weights: every answer decodes all 19 steps).
@@ -27,7 +29,8 @@ DEV=$(find "$SCOREKIT_DATA/possible-stories" -name dev.jsonl | head -1)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# story on the first $2 dev questions with judge $1, one model's endings (the third option).
+# story on the first $3 dev questions with judge $2, one model's endings (the third option,
+# lengthened so that no ending equals an option).
 bench() { # kind judge n
   local kind=$1 judge=$2 n=$3
   head -n "$n" "$DEV" > "$work/dev.jsonl"
@@ -35,25 +38,30 @@ bench() { # kind judge n
 import json, sys
 for line in open(sys.argv[1]):
     q = json.loads(line)
-    print(json.dumps({"question_id": q["question_id"], "ending": q["options"][2]}))
+    # A new ending (no option's text), as a model writes one: its pair is new to the judge.
+    ending = q["options"][2].rstrip(". ") + ", and that was the end of it."
+    print(json.dumps({"question_id": q["question_id"], "ending": ending}))
 PY
-  run() { # mode -> "wall_s"
+  run() { # mode -> "wall_s cpu_s" (cpu: user + sys, steadier than wall on a shared machine)
     local mode=$1 flags=()
     case $mode in
       off) flags=(--no-calibration) ;;
       fresh) rm -rf "$work/cache" ;;
       cached) ;;
     esac
-    SCOREKIT_CALIBRATION_CACHE=$work/cache /usr/bin/time -f "%e" -o "$work/time" \
+    SCOREKIT_CALIBRATION_CACHE=$work/cache /usr/bin/time -f "%e %U %S" -o "$work/time" \
       "$BIN" story --dataset "$work/dev.jsonl" --generations "$work/gen.jsonl" --judge "$judge" \
       --skip-embedder --device cpu --offline --quiet --out "$work/out-$mode" --force "${flags[@]}" \
-      > /dev/null
-    cat "$work/time"
+      > /dev/null 2> "$work/stderr-$mode"
+    awk '{ printf "%s %.2f", $1, $2 + $3 }' "$work/time"
   }
   echo "== $kind judge $judge, $n dev questions, $ROUNDS rounds, uptime: $(uptime)"
   for r in $(seq "$ROUNDS"); do
-    off=$(run off); fresh=$(run fresh); cached=$(run cached)
-    echo "round $r: off ${off}s  fresh ${fresh}s  cached ${cached}s  fresh/off $(python3 -c "print(round($fresh / $off, 2))")"
+    read -r off_w off_c < <(run off)
+    read -r fresh_w fresh_c < <(run fresh)
+    read -r cached_w cached_c < <(run cached)
+    echo "round $r (wall / cpu s): off $off_w / $off_c  fresh $fresh_w / $fresh_c  cached $cached_w / $cached_c" \
+      " fresh/off cpu $(python3 -c "print(round($fresh_c / $off_c, 2))")  cached/off cpu $(python3 -c "print(round($cached_c / $off_c, 2))")"
   done
   python3 - "$work/out-fresh/metrics.json" <<'PY'
 import json, sys

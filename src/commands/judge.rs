@@ -8,9 +8,8 @@ use crate::commands::model_runtime::ModelRuntime;
 use anyhow::{anyhow, Context};
 use candle_core::{DType, Tensor};
 use scorekit_core::error::{Error, Result};
-use scorekit_io::read_jsonl;
 use scorekit_report::judge as render;
-use scorekit_report::{bootstrap_mean, sha256_file, OutputDir};
+use scorekit_report::{bootstrap_mean, OutputDir};
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::judge::{AnyJudge, PairTokenizer};
 use scorekit_runtime::train::checkpoint;
@@ -21,13 +20,14 @@ use scorekit_runtime::train::trainer::{
 };
 use scorekit_runtime::train::Precision;
 use scorekit_runtime::{self as runtime, ResolveOptions};
-use scorekit_suites::judge_data::{self, Parsed};
 use scorekit_suites::letter;
 use scorekit_suites::story::Question;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+pub use crate::commands::judge_questions::{read_questions, FileInfo};
 
 /// Run a `scorekit judge` subcommand.
 pub fn run(c: JudgeCommand) -> Result<()> {
@@ -35,47 +35,6 @@ pub fn run(c: JudgeCommand) -> Result<()> {
         JudgeCommand::Train(a) => train(a),
         JudgeCommand::Eval(a) => eval(a),
     }
-}
-
-/// A question file as read: path, sha256 and per-format counts.
-#[derive(Debug, Clone, Serialize)]
-pub struct FileInfo {
-    /// The path as given.
-    pub path: String,
-    /// sha256 of its bytes.
-    pub sha256: String,
-    /// Possible Stories lines.
-    pub possible_stories: usize,
-    /// RACE lines.
-    pub race: usize,
-}
-
-/// Read question files; every question must have `choices` options (None: the first line's).
-pub(crate) fn read_questions(
-    files: &[PathBuf],
-    mut choices: Option<usize>,
-) -> Result<(Vec<Question>, Vec<FileInfo>)> {
-    let mut all = Vec::new();
-    let mut infos = Vec::new();
-    for f in files {
-        let Parsed {
-            questions,
-            possible_stories,
-            race,
-        } = judge_data::parse_file(&read_jsonl(f)?, choices)?;
-        if questions.is_empty() {
-            return Err(Error::usage(format!("{}: no questions", f.display())));
-        }
-        choices.get_or_insert(questions[0].options.len());
-        infos.push(FileInfo {
-            path: f.display().to_string(),
-            sha256: sha256_file(f).with_context(|| format!("cannot hash {}", f.display()))?,
-            possible_stories,
-            race,
-        });
-        all.extend(questions);
-    }
-    Ok((all, infos))
 }
 
 /// One dev evaluation.

@@ -32,7 +32,8 @@ pub fn shots_block(a: &ShotArgs, letter_judge: bool) -> Result<String> {
             a.shots
         )));
     };
-    let (train, _) = crate::commands::judge::read_questions(std::slice::from_ref(file), Some(4))?;
+    let (train, _) =
+        crate::commands::judge_questions::read_questions(std::slice::from_ref(file), Some(4))?;
     let picked = letter::sample_shots(train.len(), a.shots, a.shot_seed).ok_or_else(|| {
         Error::usage(format!(
             "--shots {}: {} has only {} questions",

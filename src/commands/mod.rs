@@ -12,6 +12,7 @@ pub mod grasp;
 mod grasp_common;
 pub mod grasp_models;
 pub mod judge;
+pub mod judge_questions;
 mod letter;
 pub mod merge;
 pub mod mint;

@@ -293,46 +293,6 @@ pub struct CyclicVerdict {
     pub agreement: f64,
 }
 
-/// IFSM's protocol for a letter judge: the ending follows when the answer with the ending in the
-/// gold slot picks the gold letter; the ceiling's item is the answer on the human options.
-pub fn letter_verdict(gold_answer: &str, ending_answer: &str, gold: usize) -> JudgeVerdict {
-    let pick = crate::letter::pick(ending_answer);
-    let gold_pick = crate::letter::pick(gold_answer);
-    JudgeVerdict {
-        judge_scores: Vec::new(),
-        judge_pick: pick,
-        follow: pick == Some(gold),
-        judge_gold_scores: Vec::new(),
-        judge_gold_pick: gold_pick,
-        judge_correct: gold_pick == Some(gold),
-        judge_answer: Some(ending_answer.to_string()),
-        judge_gold_answer: Some(gold_answer.to_string()),
-        cyclic: None,
-    }
-}
-
-/// [`letter_verdict`] on rotation 0 (the reference protocol), plus the majority of every
-/// rotation: `gold_answers[r]` and `ending_answers[r]` answer the options rotated by `r`.
-pub fn letter_verdict_cyclic(
-    gold_answers: &[&str],
-    ending_answers: &[&str],
-    gold: usize,
-) -> JudgeVerdict {
-    let mut v = letter_verdict(gold_answers[0], ending_answers[0], gold);
-    let (judge_picks, judge_pick, agreement) = crate::letter::cyclic_picks(ending_answers);
-    let (judge_gold_picks, judge_gold_pick, _) = crate::letter::cyclic_picks(gold_answers);
-    v.cyclic = Some(Box::new(CyclicVerdict {
-        follow: judge_pick == Some(gold),
-        judge_correct: judge_gold_pick == Some(gold),
-        judge_picks,
-        judge_pick,
-        judge_gold_picks,
-        judge_gold_pick,
-        agreement,
-    }));
-    v
-}
-
 /// IFSM's protocol for one item: put the ending's score in the gold slot and take the argmax.
 ///
 /// A multiple-choice judge scores each choice on its own, so the three other options keep the

@@ -193,9 +193,9 @@ impl<'a> ChunkPlan<'a> {
                 let (human, own) = (text(human), text(own));
                 let gold = questions[qi].gold;
                 let v = if human.len() == 1 {
-                    story::letter_verdict(human[0], own[0], gold)
+                    letter::letter_verdict(human[0], own[0], gold)
                 } else {
-                    story::letter_verdict_cyclic(&human, &own, gold)
+                    letter::letter_verdict_cyclic(&human, &own, gold)
                 };
                 (c.generation, v)
             })

@@ -81,7 +81,7 @@ pub struct Item {
     /// `--embedder`: how the plan's unknown task names were matched by embeddings (accepted
     /// ones are counted as their MuSE task in `mapped`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub name_matches: Vec<super::semantic::NameMatch>,
+    pub name_matches: Vec<scorekit_report::muse::NameMatch>,
 }
 
 fn sorted(set: impl IntoIterator<Item = String>) -> Vec<String> {
