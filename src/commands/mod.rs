@@ -5,6 +5,7 @@ pub mod bench_grid;
 pub mod bench_judge;
 pub mod compare;
 pub mod data;
+pub mod doctor;
 pub mod embed;
 pub mod grasp;
 mod grasp_common;
@@ -38,5 +39,6 @@ pub fn run(command: Command) -> Result<()> {
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Judge(c) => judge::run(c),
+        Command::Doctor(a) => doctor::run(a),
     }
 }
