@@ -16,7 +16,7 @@ pub fn run(args: DoctorArgs) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("doctor report does not serialise: {e}"))?;
         println!("{text}");
     } else {
-        print!("{}", scorekit_report::doctor::render(&report.sections()));
+        print!("{}", scorekit_report::doctor::render(&report));
     }
     Ok(())
 }
