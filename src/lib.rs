@@ -8,8 +8,11 @@
 //! under their layer names, so `scorekit::runtime::...` names the same items for the tests and the
 //! fuzz targets.
 
+pub mod build_info;
 pub mod cli;
 pub mod commands;
+pub mod doctor;
+pub mod handover;
 
 pub use scorekit_core::{error, net, ordered, progress, shard, Error, InputError, Result};
 pub use scorekit_data as data;

@@ -21,7 +21,11 @@ fn main() {
             std::process::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    if let Err(e) = scorekit::commands::run(cli.command) {
+    scorekit::build_info::stamp_metrics();
+    // Before any work: a model command may belong to the CUDA binary (src/handover.rs).
+    let result = scorekit::handover::hand_over_if_wanted(&cli.command)
+        .and_then(|()| scorekit::commands::run(cli.command));
+    if let Err(e) = result {
         match &e {
             // Lower layers name their own settings; the user set them with flags.
             scorekit::Error::Setting(s) => {

@@ -7,6 +7,7 @@ pub mod bench_judge;
 pub mod calibration;
 pub mod compare;
 pub mod data;
+pub mod doctor;
 pub mod embed;
 pub mod grasp;
 mod grasp_common;
@@ -41,5 +42,6 @@ pub fn run(command: Command) -> Result<()> {
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Judge(c) => judge::run(c),
+        Command::Doctor(a) => doctor::run(a),
     }
 }

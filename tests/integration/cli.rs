@@ -9,7 +9,7 @@ fn help_lists_every_command_of_the_contract() {
     assert!(o.status.success());
     let help = stdout(&o);
     for cmd in [
-        "story", "grasp", "muse", "mint", "embed", "models", "data", "bench", "merge",
+        "story", "grasp", "muse", "mint", "embed", "models", "data", "bench", "merge", "doctor",
     ] {
         assert!(
             help.contains(&format!("  {cmd} ")),

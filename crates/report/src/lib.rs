@@ -5,6 +5,7 @@
 pub mod bench;
 mod bootstrap;
 pub mod compare;
+pub mod doctor;
 pub mod grasp;
 pub mod ifsm_corrected;
 pub mod judge;
@@ -22,7 +23,8 @@ pub mod table;
 pub use bootstrap::{bootstrap_mean, bootstrap_rate, median, Estimate, RateBootstrap};
 pub use markdown::{percent, Table};
 pub use metrics::{
-    hex, sha256_file, sha256_hex, DatasetRef, InputFile, MetricsDoc, ModelRef, RunSettings,
+    hex, set_binary, sha256_file, sha256_hex, BinaryInfo, DatasetRef, InputFile, MetricsDoc,
+    ModelRef, RunSettings,
 };
 pub use npy::npy_bytes;
 pub use output::{

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// An input file and the sha256 of its bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -53,6 +54,28 @@ pub struct DatasetRef {
     pub files: Vec<InputFile>,
 }
 
+/// Which scorekit binary wrote a metrics.json (`binary`): the build and whether the CPU build
+/// handed it the command (`--device auto|cuda` on a node with the NVIDIA driver).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BinaryInfo {
+    /// The executable's file name (`scorekit`, `scorekit-cuda`).
+    pub name: String,
+    /// The build: `cpu`, `cuda` or `metal`.
+    pub build: String,
+    /// True where the CPU build handed this command to this binary.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub handed_over: bool,
+}
+
+static BINARY: OnceLock<BinaryInfo> = OnceLock::new();
+
+/// Record, once per process, which binary is running: every [`MetricsDoc::new`] after this
+/// carries it as `binary` (the binary's `main` calls it; library users that never do write no
+/// `binary`). A second call keeps the first value.
+pub fn set_binary(info: BinaryInfo) {
+    let _ = BINARY.set(info);
+}
+
 /// The whole metrics.json document.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct MetricsDoc {
@@ -60,6 +83,9 @@ pub struct MetricsDoc {
     pub suite: String,
     /// Version of scorekit that wrote the file.
     pub scorekit_version: String,
+    /// The binary that wrote the file ([`set_binary`]); absent in files of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<BinaryInfo>,
     /// Every input file with its hash.
     pub inputs: Vec<InputFile>,
     /// Every model used, with its revision.
@@ -119,6 +145,7 @@ impl MetricsDoc {
         MetricsDoc {
             suite: suite.to_string(),
             scorekit_version: env!("CARGO_PKG_VERSION").to_string(),
+            binary: BINARY.get().cloned(),
             inputs: Vec::new(),
             models: Vec::new(),
             datasets: Vec::new(),
