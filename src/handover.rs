@@ -228,26 +228,29 @@ fn is_executable(p: &Path) -> bool {
 #[cfg(target_os = "linux")]
 fn driver_loads() -> std::result::Result<(), String> {
     let name = std::ffi::CString::new(DRIVER_LIB).expect("no NUL in the name");
-    // SAFETY: `name` is a valid NUL-terminated string that outlives the call; dlopen runs the
+    // SAFETY: `name` is a valid NUL-terminated string that outlives the calls. dlopen runs the
     // library's initialisers, which for the NVIDIA driver (or an empty stand-in) do no more than
-    // any process linking it would. The handle is checked for NULL before use.
-    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if handle.is_null() {
-        // SAFETY: dlerror takes no arguments and returns NULL or a NUL-terminated string owned
-        // by the C library, valid until the next dl* call on this thread; it is copied at once.
-        let msg = unsafe {
+    // any process linking it would. On failure dlerror returns NULL or a NUL-terminated string
+    // owned by the C library, valid until the next dl* call on this thread, copied at once; on
+    // success the non-NULL handle is closed at once and not used again.
+    let failed = unsafe {
+        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        if handle.is_null() {
             let e = libc::dlerror();
-            if e.is_null() {
+            Some(if e.is_null() {
                 String::from("not found")
             } else {
                 std::ffi::CStr::from_ptr(e).to_string_lossy().into_owned()
-            }
-        };
-        return Err(format!("{DRIVER_LIB} does not load: {msg}"));
+            })
+        } else {
+            libc::dlclose(handle);
+            None
+        }
+    };
+    match failed {
+        Some(msg) => Err(format!("{DRIVER_LIB} does not load: {msg}")),
+        None => Ok(()),
     }
-    // SAFETY: `handle` is the non-NULL handle dlopen returned just above and is not used again.
-    unsafe { libc::dlclose(handle) };
-    Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -53,7 +53,7 @@ PY
       "$BIN" story --dataset "$work/dev.jsonl" --generations "$work/gen.jsonl" --judge "$judge" \
       --skip-embedder --device cpu --offline --quiet --out "$work/out-$mode" --force "${flags[@]}" \
       > /dev/null 2> "$work/stderr-$mode"
-    awk '{ printf "%s %.2f", $1, $2 + $3 }' "$work/time"
+    awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$work/time"
   }
   echo "== $kind judge $judge, $n dev questions, $ROUNDS rounds, uptime: $(uptime)"
   for r in $(seq "$ROUNDS"); do
