@@ -19,11 +19,7 @@ struct Setup {
 }
 
 fn dev() -> Vec<Value> {
-    std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::common::dev_questions()
 }
 
 /// The bert_mc tiny judge and two models' endings for every dev question: the gold option

@@ -263,11 +263,7 @@ fn fixture() -> Fixture {
 }
 
 fn dev() -> Vec<Value> {
-    std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    crate::common::dev_questions()
 }
 
 fn gen_file(f: &Fixture, name: &str, rows: &[Value]) -> PathBuf {

@@ -50,6 +50,15 @@ pub fn test_data(spec: &str, rel: &str) -> PathBuf {
     scorekit::data::testdata::file(spec, rel)
 }
 
+/// The Possible Stories dev split's questions, one JSON value a line.
+pub fn dev_questions() -> Vec<serde_json::Value> {
+    std::fs::read_to_string(test_data("possible-stories:dev", "dataset/dev.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Write a file under `dir` and return its path.
 pub fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
     let p = dir.join(name);
