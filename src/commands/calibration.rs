@@ -3,6 +3,7 @@
 //! and `story_calibration::pipeline` called. What is calibrated and how is the suite's.
 
 use crate::commands::model_runtime::ModelRuntime;
+use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
@@ -41,27 +42,47 @@ impl<'a> JudgeStep<'a> {
 
 impl FrameJudge for JudgeStep<'_> {
     fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>> {
-        let AnyJudge::Scoring(j) = self.judge else {
-            return Err(Error::Internal(anyhow::anyhow!(
-                "a letter judge has no scores"
-            )));
-        };
         let progress = bar(pairs.len() as u64, "calibrate", self.quiet);
-        let scores = j.score(pairs, self.batch_tokens, &progress)?;
+        let scores = judge_scores(Some(self.judge), pairs, self.batch_tokens, &progress)?;
         progress.finish_and_clear();
         Ok(scores)
     }
 
     fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>> {
-        let AnyJudge::Letter(j) = self.judge else {
-            return Err(Error::Internal(anyhow::anyhow!(
-                "a scoring judge has no answers"
-            )));
-        };
         let progress = bar(prompts.len() as u64, "calibrate", self.quiet);
-        let answers = j.answer(prompts, self.batch_tokens, &progress)?;
+        let answers = judge_answers(Some(self.judge), prompts, self.batch_tokens, &progress)?;
         progress.finish_and_clear();
-        Ok(answers.into_iter().map(|a| a.text).collect())
+        Ok(answers)
+    }
+}
+
+/// A scoring judge's score of each pair, on `progress` (an error for any other judge).
+pub fn judge_scores(
+    judge: Option<&AnyJudge>,
+    pairs: &[(String, String)],
+    batch_tokens: usize,
+    progress: &ProgressBar,
+) -> Result<Vec<f32>> {
+    match judge {
+        Some(AnyJudge::Scoring(j)) => j.score(pairs, batch_tokens, progress),
+        _ => Err(Error::Internal(anyhow::anyhow!("no scoring judge runs"))),
+    }
+}
+
+/// A letter judge's decoded answer to each prompt, on `progress` (an error for any other judge).
+pub fn judge_answers(
+    judge: Option<&AnyJudge>,
+    prompts: &[String],
+    batch_tokens: usize,
+    progress: &ProgressBar,
+) -> Result<Vec<String>> {
+    match judge {
+        Some(AnyJudge::Letter(j)) => Ok(j
+            .answer(prompts, batch_tokens, progress)?
+            .into_iter()
+            .map(|a| a.text)
+            .collect()),
+        _ => Err(Error::Internal(anyhow::anyhow!("no letter judge runs"))),
     }
 }
 

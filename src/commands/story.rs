@@ -16,6 +16,7 @@ use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::ResolvedModel;
 use scorekit_suites::settings::StorySettings;
 use scorekit_suites::story::{self, Checked, Generation, Item, Outcome, Question, Status};
+use scorekit_suites::story_calibration::ask::FrameJudge;
 use scorekit_suites::story_calibration::labels::{self, Label};
 use scorekit_suites::story_calibration::memo::Memo;
 use scorekit_suites::story_calibration::summary;
@@ -330,27 +331,19 @@ struct ModelSteps<'a> {
     progress: &'a ProgressBar,
 }
 
-impl StoryModels for ModelSteps<'_> {
-    fn models(&self) -> Models {
-        self.models
-    }
-
+impl FrameJudge for ModelSteps<'_> {
     fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>> {
-        match self.judge {
-            Some(AnyJudge::Scoring(j)) => j.score(pairs, self.batch_tokens, self.progress),
-            _ => Err(Error::Internal(anyhow::anyhow!("no scoring judge runs"))),
-        }
+        calibration::judge_scores(self.judge, pairs, self.batch_tokens, self.progress)
     }
 
     fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>> {
-        match self.judge {
-            Some(AnyJudge::Letter(j)) => Ok(j
-                .answer(prompts, self.batch_tokens, self.progress)?
-                .into_iter()
-                .map(|a| a.text)
-                .collect()),
-            _ => Err(Error::Internal(anyhow::anyhow!("no letter judge runs"))),
-        }
+        calibration::judge_answers(self.judge, prompts, self.batch_tokens, self.progress)
+    }
+}
+
+impl StoryModels for ModelSteps<'_> {
+    fn models(&self) -> Models {
+        self.models
     }
 
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {

@@ -137,13 +137,12 @@ fn the_dataset_calibration_counts_as_pytorch_and_corrects_each_model() {
     let want_q0 = want["negatives_counted"].as_f64().unwrap() / 1374.0;
     assert_eq!(q0, want_q0);
     // The gold endings are the positives themselves: p = q1, so θ = 1 when the judge informs.
-    if corrected["informative"] == true {
-        assert_eq!(corrected["value"], 1.0);
-        let ci = corrected["ci"].as_array().unwrap();
-        assert!(ci[0].as_f64().unwrap() <= 1.0 && ci[1].as_f64().unwrap() <= 1.0);
-    } else {
-        assert!(corrected["value"].is_null() && corrected["ci"].is_null());
-    }
+    // bert_mc is barely informative here: J = 0.053, its 95% interval above 0.
+    assert_eq!(corrected["informative"], true, "{corrected}");
+    assert!(corrected["J_ci"][0].as_f64().unwrap() > 0.0, "{corrected}");
+    assert_eq!(corrected["value"], 1.0);
+    let ci = corrected["ci"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() < ci[1].as_f64().unwrap() && ci[1].as_f64().unwrap() <= 1.0);
     // Every group shares the calibration; the wrong ending's raw IFSM is lifted by 1 − q0.
     let wrong = &m["groups"]["wrong"]["ifsm_corrected"]["dataset"];
     assert_eq!(wrong["q0"], corrected["q0"]);
@@ -369,6 +368,11 @@ fn judge_eval_reports_the_judges_resolution_from_the_same_calibration() {
     );
     let report = text(&out.join("report.md"));
     assert!(report.contains("J = q0 + q1 − 1"), "{report}");
+    // roberta_mc cannot measure IFSM on dev (J = −0.006): no corrected value, and it is said.
+    assert_eq!(d["informative"], false, "{d}");
+    assert!(c["value"].is_null() && c["ci"].is_null(), "{c}");
+    let story_report = text(&s.root.join("story/report.md"));
+    assert!(story_report.contains("This judge cannot measure IFSM on this dataset"));
     assert_eq!(
         text(&out.join("calibration.jsonl")),
         text(&s.root.join("story/calibration.jsonl"))
@@ -459,10 +463,12 @@ fn a_letter_judge_is_calibrated_in_the_same_frames_and_rotations() {
     }
     assert!(cal.iter().all(|c| c.get("cyclic_counted").is_some()));
     let report = text(&out.join("report.md"));
-    if m["groups"]["default"]["ifsm_cyclic_corrected"].is_object() {
-        assert!(
-            report.contains("Judge-corrected IFSM, cyclic option orders"),
-            "{report}"
-        );
-    }
+    assert!(
+        m["metrics"]["ifsm_cyclic_corrected"]["dataset"].is_object(),
+        "{m}"
+    );
+    assert!(
+        report.contains("Judge-corrected IFSM, cyclic option orders"),
+        "{report}"
+    );
 }

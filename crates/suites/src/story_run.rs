@@ -8,20 +8,17 @@
 //! this crate stays free of candle.
 
 use crate::story::{Checked, Generation, Item, Outcome, PairValue, Question, Status};
+use crate::story_calibration::ask::FrameJudge;
 use crate::story_calibration::memo::Memo;
 use crate::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use scorekit_core::error::Result;
 use scorekit_core::shard::Shard;
 use std::collections::HashMap;
 
-/// The model steps of a story run.
-pub trait StoryModels {
+/// The model steps of a story run: the judge's (as the calibration asks it) and the embedder's.
+pub trait StoryModels: FrameJudge {
     /// Which models run.
     fn models(&self) -> Models;
-    /// A scoring judge's score of each (document, question + " " + option) pair.
-    fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>>;
-    /// A letter judge's decoded answer to each prompt.
-    fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>>;
     /// The embedding of each text.
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
     /// `n` model inputs answered without the model (from the calibration's memo).

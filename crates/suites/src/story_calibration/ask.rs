@@ -140,7 +140,8 @@ fn ask_letter(
         .collect())
 }
 
-fn expect_len(what: &str, got: usize, want: usize) -> Result<()> {
+/// A model step's answer has one result per input (a broken step is scorekit's failure).
+pub(crate) fn expect_len(what: &str, got: usize, want: usize) -> Result<()> {
     if got == want {
         return Ok(());
     }

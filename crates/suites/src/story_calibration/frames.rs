@@ -216,6 +216,44 @@ mod tests {
     }
 
     #[test]
+    fn every_dev_and_test_question_has_a_filler() {
+        use scorekit_data::testdata::file;
+        let read = |spec: &str, rel: &str| {
+            scorekit_io::read_jsonl(&file(spec, rel)).expect("test data reads")
+        };
+        let endings = read("possible-stories:endings", "dataset/endings.jsonl");
+        let mut by_story: HashMap<String, Vec<String>> = HashMap::new();
+        for r in &endings {
+            let texts = r.array("endings").unwrap().iter();
+            let texts = texts.map(|e| e["ending"].as_str().unwrap().to_string());
+            by_story
+                .entry(r.str("roc_passage_id").unwrap().to_string())
+                .or_insert_with(|| texts.collect());
+        }
+        for (split, n, spare_per_100) in [("dev", 458, 380), ("test", 671, 376)] {
+            let qs = crate::story::parse_questions(&read(
+                &format!("possible-stories:{split}"),
+                &format!("dataset/{split}.jsonl"),
+            ))
+            .unwrap();
+            let fill = fillers(&qs, &endings).unwrap();
+            assert_eq!(fill.iter().filter(|f| f.is_some()).count(), n, "{split}");
+            // Spare endings a question (the filler is the first of them): 3.80 and 3.76.
+            let spare: usize = qs
+                .iter()
+                .map(|q| {
+                    let opts: HashSet<&str> = q.options.iter().map(|o| py_strip(o)).collect();
+                    by_story[&q.passage_id]
+                        .iter()
+                        .filter(|e| !opts.contains(py_strip(e)))
+                        .count()
+                })
+                .sum();
+            assert_eq!((spare * 100 + n / 2) / n, spare_per_100, "{split}");
+        }
+    }
+
+    #[test]
     fn a_malformed_endings_line_names_its_field() {
         let qs = vec![question("s1", ["a", "b", "c", "d"], 0)];
         let endings = vec![record(3, json!({"roc_passage_id": "s1", "endings": [7]}))];

@@ -79,13 +79,7 @@ fn fill<I: Clone, O>(
     if !missing.is_empty() {
         let asked: Vec<I> = missing.iter().map(|&i| inputs[i].clone()).collect();
         let got = ask(&asked)?;
-        if got.len() != asked.len() {
-            return Err(scorekit_core::error::Error::Internal(anyhow::anyhow!(
-                "the judge returned {} results for {} inputs",
-                got.len(),
-                asked.len()
-            )));
-        }
+        super::ask::expect_len("results", got.len(), asked.len())?;
         for (i, v) in missing.into_iter().zip(got) {
             out[i] = Some(v);
         }
