@@ -4,17 +4,18 @@
 //! difference, `suites::compare::corrected`); report/ renders the leaderboard and the tables.
 //!
 //! Runs must agree on everything the suite names as its benchmark
-//! ([`Suite::benchmark`](super::suite::Suite::benchmark): the dataset or queries file by
+//! ([`Suite::dataset`](scorekit_suites::suite::Suite::dataset): the dataset or queries file by
 //! sha256, the test, the judge, the verdict rule); the first difference is a usage error (exit
 //! 2) naming it and both runs.
 
-use super::suite::{self, BenchmarkInput, Registered};
+use super::suite;
 use crate::cli::CompareArgs;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::compare::{self as report, LeaderRow, Leaderboard};
 use scorekit_report::{MetricsDoc, OutputDir, METRICS_FILE};
 use scorekit_suites::compare::corrected::{self, RunInfo};
 use scorekit_suites::compare::{compare_all, leaderboard_values, System};
+use scorekit_suites::suite::{DatasetInput, Registered};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -125,7 +126,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
             json!({"system": r.system, "run": r.run, "metrics": m})
         })
         .collect();
-    let benchmark: Vec<Value> = (suite.benchmark)(doc)?
+    let benchmark: Vec<Value> = (suite.dataset)(doc)?
         .iter()
         .map(|b| json!({"what": b.what, "value": b.shown}))
         .collect();
@@ -208,7 +209,7 @@ fn check_runs(runs: &[Run]) -> Result<&'static Registered> {
             )));
         }
     }
-    let bench: Vec<BenchmarkInput> = (suite.benchmark)(&first.doc)?;
+    let bench: Vec<DatasetInput> = (suite.dataset)(&first.doc)?;
     for r in &runs[1..] {
         if r.doc.suite != first.doc.suite {
             return Err(Error::usage(format!(
@@ -219,7 +220,7 @@ fn check_runs(runs: &[Run]) -> Result<&'static Registered> {
                 r.doc.suite
             )));
         }
-        for (a, b) in bench.iter().zip((suite.benchmark)(&r.doc)?) {
+        for (a, b) in bench.iter().zip((suite.dataset)(&r.doc)?) {
             if a.key != b.key {
                 return Err(Error::usage(format!(
                     "{} and {} were scored on different benchmark inputs: {} differs ({} vs {})",

@@ -15,9 +15,10 @@ use super::grasp_common::{
     check_options, headline, locator, read_and_score, resolve_test, score_rows, settings,
     summary_options, warn_names, ResolvedTest,
 };
-use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
+use crate::settings;
 use scorekit_suites::grasp::shard_key;
+use scorekit_suites::run::{self as run_loop, Run};
 use scorekit_suites::settings::GraspSettings;
 
 /// Run `scorekit grasp`.
@@ -28,7 +29,7 @@ pub fn run(args: GraspArgs) -> Result<()> {
     let test = resolve_test(args.test, &args.responses[0])?;
     check_options(&args, test.kind)?;
     let file = &args.responses[0];
-    let out = &args.output;
+    let out = &settings::run_options(&args.output);
     let opts = SummaryOptions {
         bootstrap: out.bootstrap,
         seed: out.seed,
@@ -79,7 +80,7 @@ fn run_streamed(
     settings: &GraspSettings,
     opts: SummaryOptions,
 ) -> Result<Finished> {
-    let (file, out) = (&args.responses[0], &args.output);
+    let (file, out) = (&args.responses[0], &settings::run_options(&args.output));
     run_loop::record::<suite::Grasp>(&mut doc, out, settings)?;
     let mut staged = StagedFile::create_near(&out.out, "items.jsonl")?;
     let mut tally = grasp::Tally::new(test.kind, opts);
@@ -120,7 +121,7 @@ fn run_semantic(
     mut doc: MetricsDoc,
     mut settings: GraspSettings,
 ) -> Result<Finished> {
-    let (file, out) = (&args.responses[0], &args.output);
+    let (file, out) = (&args.responses[0], &settings::run_options(&args.output));
     let (rows, lines, items) = read_and_score(file, test.kind, args.allow_unknown_scenes, true)?;
     let located = locator(file, &lines);
     // Rows are scored whole (pairs need their twins), then the shard keeps its own items.

@@ -12,12 +12,13 @@ use super::grasp_common::{
     check_options, headline, read_and_score, resolve_test, settings, summary_options,
 };
 use crate::cli::GraspArgs;
-use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
+use crate::settings;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::{self as report, MetricsDoc, Outputs};
 use scorekit_suites::grasp::shard_key;
 use scorekit_suites::grasp::{self, Summary, SummaryOptions, TestKind};
+use scorekit_suites::run::{self as run_loop, Run};
 use scorekit_suites::settings::GraspSettings;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 /// Score every --responses file and write one output folder with all models.
 pub fn run(args: GraspArgs) -> Result<()> {
     let labels = labels(&args.responses, args.labels.as_deref())?;
-    let out = &args.output;
+    let out = &settings::run_options(&args.output);
     let opts = SummaryOptions {
         bootstrap: out.bootstrap,
         seed: out.seed,

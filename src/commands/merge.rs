@@ -5,7 +5,7 @@
 //! Parts must agree on all of them except the shard; the shards must be `0/N` .. `N-1/N`, each
 //! once. The items of all parts are put back into the single-run order and the suite's metrics
 //! are recomputed from them by the same function the suite's command calls (its
-//! [`Suite`](super::suite::Suite) in the [`REGISTRY`](super::suite::REGISTRY)), so numbers and
+//! [`Suite`](scorekit_suites::suite::Suite) in the [`REGISTRY`](super::suite::REGISTRY)), so numbers and
 //! bootstrap intervals are bit-identical to a single run.
 
 use crate::cli::MergeArgs;

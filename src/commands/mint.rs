@@ -7,7 +7,7 @@
 //! ([`Aggregate`]).
 
 use super::mint_scan::{pass, Reading, Scanned, Source};
-use super::suite::{Mint, Suite};
+use super::suite::Mint;
 use crate::cli::MintArgs;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::LANES;
@@ -23,6 +23,7 @@ use scorekit_suites::mint::layout::{parse_path, ConfigKey, FileKey};
 use scorekit_suites::mint::tables;
 use scorekit_suites::mint::{metrics, shard_key, Item, ItemLines, Recheck};
 use scorekit_suites::settings::MintSettings;
+use scorekit_suites::suite::Suite;
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -111,7 +112,7 @@ impl Timings {
 /// Run `scorekit mint`.
 pub fn run(mut args: MintArgs) -> Result<()> {
     // `--outputs mint:gpt-3.5-turbo-0613` names pinned upstream data (scorekit data).
-    let dataset = super::run_loop::dataset(&args.outputs, args.offline, args.output.quiet)?;
+    let dataset = crate::settings::dataset(&args.outputs, args.offline, args.output.quiet)?;
     args.outputs = dataset.path.clone();
     let root = &args.outputs;
     if !root.is_dir() {
@@ -201,7 +202,11 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         }
         .into(),
     };
-    super::run_loop::record::<super::suite::Mint>(&mut doc, &args.output, &settings)?;
+    scorekit_suites::run::record::<Mint>(
+        &mut doc,
+        &crate::settings::run_options(&args.output),
+        &settings,
+    )?;
     let in_shard = |it: &Item| shard.count <= 1 || shard.contains(&shard_key(it));
     let threads = timings.threads;
     let bar = scorekit_core::progress::bar(sources.len() as u64, "mint", args.output.quiet);
@@ -261,7 +266,10 @@ pub fn run(mut args: MintArgs) -> Result<()> {
         )?;
         timings.validate = pass_started.elapsed();
         doc.inputs = inputs(&sources, &hashes);
-        let (out, done) = super::run_loop::resume::<super::suite::Mint>(&args.output, &doc)?;
+        let (out, done) = scorekit_suites::run::resume::<Mint>(
+            &crate::settings::run_options(&args.output),
+            &doc,
+        )?;
         let resumed = done.len();
         let done_keys: HashSet<(String, usize)> = done.iter().map(Mint::key).collect();
         let mut done_by_file: HashMap<String, Vec<Item>> = HashMap::new();

@@ -21,7 +21,6 @@ pub mod mint_scan;
 pub mod model_runtime;
 pub mod models;
 pub mod muse;
-pub mod run_loop;
 pub mod story;
 pub mod suite;
 

@@ -3,8 +3,8 @@
 
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
 use crate::commands::model_runtime::{quantize_setting, ModelRuntime};
-use crate::commands::run_loop::{self, Run};
 use crate::commands::suite;
+use crate::settings;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::{read_jsonl, read_text};
 use scorekit_report::{self as report, MetricsDoc, Outputs};
@@ -20,7 +20,7 @@ use std::path::Path;
 /// Run `scorekit muse`.
 pub fn run(mut args: MuseArgs) -> Result<()> {
     // `--queries muse` names pinned upstream data (scorekit data).
-    let dataset = run_loop::dataset(&args.queries, args.model.offline, args.output.quiet)?;
+    let dataset = settings::dataset(&args.queries, args.model.offline, args.output.quiet)?;
     args.queries = dataset.path.clone();
     let qfile = read_text(&args.queries)?;
     let queries = parse_queries(&qfile.name(), &qfile.text)?;
@@ -78,7 +78,7 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
         None => None,
     };
 
-    let out = &args.output;
+    let out = &settings::run_options(&args.output);
     let mut doc = MetricsDoc::new("muse");
     doc.add_input(&args.queries)?;
     doc.add_input(&args.plans)?;
@@ -131,7 +131,7 @@ pub fn run(mut args: MuseArgs) -> Result<()> {
         }),
         embedder: embedder.map(|(spec, _)| spec),
     };
-    let mut run = Run::<suite::Muse>::open(out, &mut doc, &settings)?;
+    let mut run = scorekit_suites::run::Run::<suite::Muse>::open(out, &mut doc, &settings)?;
     // Scoring takes well under a second: an unfinished run's missing items are scored again.
     run.extend(
         queries

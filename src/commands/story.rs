@@ -4,8 +4,7 @@
 use crate::cli::{OptionOrders, StoryArgs};
 use crate::commands::calibration::{self, CalibrationFlags, JudgeStep};
 use crate::commands::model_runtime::ModelRuntime;
-use crate::commands::run_loop::{self, Run};
-use crate::commands::suite;
+use crate::settings;
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
@@ -14,6 +13,7 @@ use scorekit_report::{MetricsDoc, ModelRef};
 use scorekit_runtime::embedder::Embedder;
 use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::ResolvedModel;
+use scorekit_suites::run::Run;
 use scorekit_suites::settings::StorySettings;
 use scorekit_suites::story::{self, Checked, Generation, Item, Outcome, Question, Status};
 use scorekit_suites::story_calibration::ask::FrameJudge;
@@ -23,14 +23,15 @@ use scorekit_suites::story_calibration::summary;
 use scorekit_suites::story_outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
 use scorekit_suites::story_plan::{LetterPlan, Models};
 use scorekit_suites::story_run::{self, Scoring, StoryModels};
+use scorekit_suites::story_suite::Story;
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Run `scorekit story`.
 pub fn run(mut args: StoryArgs) -> Result<()> {
-    let dataset = run_loop::dataset(&args.dataset, args.model.offline, args.output.quiet)?;
+    let dataset = settings::dataset(&args.dataset, args.model.offline, args.output.quiet)?;
     args.dataset = dataset.path.clone();
-    let out = &args.output;
+    let out = &settings::run_options(&args.output);
     let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
     let checked = story::check(&questions, &generations);
@@ -106,7 +107,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
 
     // Everything that decides the results is known now: an unfinished run of the same
     // identity in --out is continued, its finished items kept as they are.
-    let mut run = Run::<suite::Story>::open(out, &mut doc, &settings)?;
+    let mut run = Run::<Story>::open(out, &mut doc, &settings)?;
     let scoring = Scoring {
         questions: &questions,
         generations: &generations,
@@ -153,7 +154,7 @@ fn letter_flags(args: &StoryArgs, judge_model: Option<&ResolvedModel>) -> Result
 
 /// Score every unfinished item of `run` with the models that run, on one progress bar.
 fn score(
-    run: &mut Run<suite::Story>,
+    run: &mut Run<Story>,
     scoring: &Scoring,
     judge: Option<&AnyJudge>,
     embedder: Option<&Embedder>,

@@ -322,7 +322,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[&[
     "src/commands/grasp_models.rs",
     "src/commands/mint.rs",
     "src/commands/muse.rs",
-    "src/commands/run_loop.rs",
     "src/commands/suite.rs",
 ]];
 

@@ -28,5 +28,6 @@ pub use metrics::{
 };
 pub use npy::npy_bytes;
 pub use output::{
-    atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, StagedFile, METRICS_FILE, RUN_FILE,
+    atomic_write, jsonl, ItemsWriter, OutputDir, Outputs, RunOptions, StagedFile, METRICS_FILE,
+    RUN_FILE,
 };

@@ -17,6 +17,34 @@ pub const RUN_FILE: &str = "run.json";
 /// Written last: its presence means the run finished.
 pub const METRICS_FILE: &str = "metrics.json";
 
+/// How a scoring run writes its results: the `--out` folder and what the output flags of every
+/// scoring command decide (the CLI's `OutputArgs` turned into settings, read by the suites' run
+/// loop without knowing the CLI).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Folder for metrics.json, items.jsonl and report.md.
+    pub out: PathBuf,
+    /// Overwrite results already in `out`.
+    pub force: bool,
+    /// Print metrics.json on stdout instead of the human table.
+    pub json: bool,
+    /// No progress bars.
+    pub quiet: bool,
+    /// Bootstrap resamples for the 95% intervals (0: none).
+    pub bootstrap: usize,
+    /// Seed of the bootstrap.
+    pub seed: u64,
+    /// The shard of the items this run scores.
+    pub shard: scorekit_core::shard::Shard,
+}
+
+impl RunOptions {
+    /// The common settings every run records (bootstrap, seed, shard).
+    pub fn run_settings(&self) -> crate::RunSettings {
+        crate::RunSettings::new(self.bootstrap, self.seed, self.shard)
+    }
+}
+
 /// A folder that receives a command's results.
 #[derive(Debug, Clone)]
 pub struct OutputDir {

@@ -1,39 +1,28 @@
-//! The run loop every scoring command (story, grasp, muse, mint) goes through, written once:
-//! the dataset argument resolved, the settings recorded, `--out` opened (an unfinished run of
-//! the same identity continued, its finished items read back typed), items appended as they are
-//! scored, the suite's metrics and reports computed from the items, the files written and the
-//! summary printed. A command supplies only what is its suite's own: reading and checking its
-//! inputs, scoring, and its [`Suite`] (item type, settings, key, outputs).
+//! The run loop every scoring suite (story, grasp, muse, mint) goes through, written once: the
+//! settings recorded, `--out` opened (an unfinished run of the same identity continued, its
+//! finished items read back typed), items appended as they are scored, the suite's metrics and
+//! reports computed from the items, the files written and the summary printed. A suite's pipeline
+//! supplies only what is its own: reading and checking its inputs, scoring, and its [`Suite`]
+//! (item type, settings, key, outputs).
 
-use crate::cli::OutputArgs;
-use crate::commands::suite::Suite;
+use crate::suite::Suite;
 use scorekit_core::error::{Error, Result};
-use scorekit_report::{ItemsWriter, MetricsDoc, OutputDir, Outputs, RunSettings, StagedFile};
+use scorekit_report::{ItemsWriter, MetricsDoc, OutputDir, Outputs, RunOptions, StagedFile};
 use std::collections::HashSet;
-use std::path::Path;
-
-/// A benchmark argument resolved: the file to read, and the pinned dataset it came from.
-pub fn dataset(arg: &Path, offline: bool, quiet: bool) -> Result<scorekit_data::InputArg> {
-    // `--dataset possible-stories:test` names pinned upstream data (scorekit data).
-    scorekit_data::resolve_arg(arg, &scorekit_data::Options { offline, quiet })
-}
 
 /// Record `settings` beside the common ones of `out` (bootstrap, seed, shard) in `doc`.
 pub fn record<S: Suite>(
     doc: &mut MetricsDoc,
-    out: &OutputArgs,
+    out: &RunOptions,
     settings: &S::Settings,
 ) -> Result<()> {
-    doc.set_settings(
-        &RunSettings::new(out.bootstrap, out.seed, out.shard),
-        settings,
-    )
+    doc.set_settings(&out.run_settings(), settings)
 }
 
 /// Open `--out` for the run `doc` describes (its inputs, models and settings recorded: they are
 /// its identity): an unfinished run of the same identity there is continued and its finished
 /// items are returned, parsed as the suite's items.
-pub fn resume<S: Suite>(out: &OutputArgs, doc: &MetricsDoc) -> Result<(OutputDir, Vec<S::Item>)> {
+pub fn resume<S: Suite>(out: &RunOptions, doc: &MetricsDoc) -> Result<(OutputDir, Vec<S::Item>)> {
     let (dir, done) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
     let items = done
         .into_iter()
@@ -63,13 +52,13 @@ pub struct Run<S: Suite> {
 
 impl<S: Suite> Run<S> {
     /// Record `settings` in `doc` and open `--out` (see [`resume`]).
-    pub fn open(out: &OutputArgs, doc: &mut MetricsDoc, settings: &S::Settings) -> Result<Self> {
+    pub fn open(out: &RunOptions, doc: &mut MetricsDoc, settings: &S::Settings) -> Result<Self> {
         record::<S>(doc, out, settings)?;
         Self::resume(out, doc)
     }
 
     /// Open `--out` for a run whose settings `doc` holds already ([`record`]; see [`resume`]).
-    pub fn resume(out: &OutputArgs, doc: &MetricsDoc) -> Result<Self> {
+    pub fn resume(out: &RunOptions, doc: &MetricsDoc) -> Result<Self> {
         let (dir, items) = resume::<S>(out, doc)?;
         Ok(Run {
             finished: items.iter().map(S::key).collect(),
