@@ -6,16 +6,15 @@ use scorekit_report::{MetricsDoc, Outputs};
 use scorekit_suites as suites;
 use scorekit_suites::compare::observe::{self, DuplicateId, Observed};
 use scorekit_suites::compare::MetricSpec;
-use scorekit_suites::settings::{GraspSettings, MintSettings, MuseSettings};
+use scorekit_suites::muse::suite::Muse;
+use scorekit_suites::settings::{GraspSettings, MintSettings};
 use scorekit_suites::story_suite::Story;
-use scorekit_suites::suite::{input, registered, setting, DatasetInput, Registered, Suite};
+use scorekit_suites::suite::{registered, setting, DatasetInput, Registered, Suite};
 
 /// `scorekit grasp`.
 pub struct Grasp;
 /// `scorekit mint`.
 pub struct Mint;
-/// `scorekit muse`.
-pub struct Muse;
 
 impl Suite for Grasp {
     const NAME: &'static str = "grasp";
@@ -79,36 +78,6 @@ impl Suite for Mint {
             setting("recheck", &s.recheck),
             setting("tolerance", &s.tolerance),
             setting("exec_code", &s.exec_code),
-        ])
-    }
-}
-
-impl Suite for Muse {
-    const NAME: &'static str = "muse";
-    const TITLE: &'static str = "MuSE";
-    type Item = suites::muse::Item;
-    type Settings = MuseSettings;
-    /// The query's idx.
-    type Key = i64;
-    fn key(item: &Self::Item) -> Self::Key {
-        item.idx
-    }
-    fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
-        super::muse::outputs(doc, items)
-    }
-    const METRICS: &'static [MetricSpec] = &observe::MUSE;
-    fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
-        observe::muse(items, "")
-    }
-    /// queries.json (inputs[0]), the gold flow, the alias table and the scoring rules.
-    fn dataset(doc: &MetricsDoc) -> Result<Vec<DatasetInput>> {
-        let s: Self::Settings = doc.suite_settings()?;
-        Ok(vec![
-            input(doc, 0, "queries"),
-            setting("flow", &s.flow),
-            setting("aliases", &s.aliases),
-            setting("final_output", &s.final_output),
-            setting("name_mapping", &s.name_mapping),
         ])
     }
 }

@@ -6,10 +6,13 @@ pub mod aliases;
 pub mod flow;
 pub mod metrics;
 pub mod node;
+pub mod outputs;
 pub mod pddl;
+pub mod pipeline;
 pub mod plans;
 pub mod score;
 pub mod semantic;
+pub mod suite;
 
 pub use aliases::{AliasTable, Mapped};
 pub use flow::{parse_flow, parse_queries, FlowItem, Query, REVIEWED_FLOW};
