@@ -14,18 +14,19 @@ use scorekit_runtime::embedder::Embedder;
 use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::ResolvedModel;
 use scorekit_suites::run::Run;
-use scorekit_suites::settings::StorySettings;
-use scorekit_suites::story::{self, Checked, Generation, Item, Outcome, Question, Status};
+use scorekit_suites::settings::{JudgeNames, StorySettings};
+use scorekit_suites::story::{self, Generation, Item, Question};
 use scorekit_suites::story_calibration::ask::FrameJudge;
 use scorekit_suites::story_calibration::labels::{self, Label};
 use scorekit_suites::story_calibration::memo::Memo;
 use scorekit_suites::story_calibration::summary;
+use scorekit_suites::story_checks;
 use scorekit_suites::story_outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
 use scorekit_suites::story_plan::{LetterPlan, Models};
 use scorekit_suites::story_run::{self, Scoring, StoryModels};
 use scorekit_suites::story_suite::Story;
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Run `scorekit story`.
 pub fn run(mut args: StoryArgs) -> Result<()> {
@@ -35,11 +36,11 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
     let checked = story::check(&questions, &generations);
-    warn_unscored(
+    warn(story_checks::unscored_warnings(
         &args.generations.display().to_string(),
         &generations,
         &checked,
-    );
+    ));
 
     let rt = ModelRuntime::new(&args.model, out.quiet)?;
     let mut doc = MetricsDoc::new("story");
@@ -50,9 +51,9 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     // Coverage: per group, the dataset questions of this run (its shard's) without an ending.
     let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
     let missing = missing_in_scope(&scope, &checked, &generations);
-    warn_missing(&missing, scope.len());
+    warn(story_checks::missing_warnings(&missing, scope.len()));
     if args.require_complete {
-        require_complete(&missing, scope.len())?;
+        story_checks::require_complete(&missing, scope.len())?;
     }
     let labels = calibration_labels(&args, &questions)?;
 
@@ -231,10 +232,7 @@ fn load_embedder(
     };
     let (embedder, model_ref) = rt.load_embedder(model)?;
     doc.models.push(model_ref);
-    settings.embedder = Some(args.embedder.clone());
-    settings.embedder_engine = Some(embedder.engine().to_string());
-    settings.dissimilarity =
-        Some("1 - cos(e_i, e_j) over pairs of endings of the same story, per group".into());
+    settings.set_embedder(args.embedder.clone(), embedder.engine().to_string());
     Ok(Some(embedder))
 }
 
@@ -294,31 +292,24 @@ fn calibrate(
 
 /// What metrics.json records of the judge that runs.
 fn judge_settings(settings: &mut StorySettings, judge: &AnyJudge, args: &StoryArgs, cyclic: bool) {
-    settings.judge = Some(args.judge.clone());
-    settings.judge_arch = Some(judge.arch().to_string());
-    settings.judge_engine = Some(judge.engine().to_string());
+    let names = JudgeNames {
+        spec: args.judge.clone(),
+        arch: judge.arch().to_string(),
+        engine: judge.engine().to_string(),
+    };
     match &judge {
         AnyJudge::Scoring(j) => {
-            settings.judge_head = Some(match j.head() {
+            let head = match j.head() {
                 Head::MultipleChoice => "multiple_choice".to_string(),
                 Head::Binary { labels, follow } => {
                     format!("binary, follow label {:?}", labels[*follow])
                 }
-            });
-            settings.judge_max_length = Some(j.max_length());
-            settings.judge_input =
-                Some("(document, question + \" \" + option), longest-first truncation".into());
-            settings.judge_ties = Some("lowest option index".into());
+            };
+            settings.set_scoring_judge(names, head, j.max_length());
         }
         AnyJudge::Letter(_) => {
-            let p = crate::commands::letter::letter_protocol(&args.shots);
-            settings.judge_head = Some(StorySettings::LETTER_HEAD.into());
-            settings.judge_prompt = Some(p.prompt);
-            settings.judge_decoding = Some(p.decoding);
-            settings.judge_pick = Some(p.pick);
-            settings.judge_option_orders = cyclic.then(|| {
-                "cyclic: every rotation of the options, the majority reported apart (ifsm_cyclic, judge_accuracy_cyclic)".to_string()
-            });
+            let protocol = crate::commands::letter::letter_protocol(&args.shots);
+            settings.set_letter_judge(names, protocol, cyclic);
         }
     }
 }
@@ -394,112 +385,20 @@ fn write_label_sample(
     n: usize,
     seed: u64,
 ) -> Result<()> {
-    let by_row: HashMap<usize, &Generation> = generations.iter().map(|g| (g.row, g)).collect();
-    let judged: Vec<(&Item, bool)> = items
-        .iter()
-        .filter(|i| i.status == Status::Scored)
-        .filter_map(|i| {
-            i.judge
-                .as_ref()
-                .and_then(Outcome::verdict)
-                .map(|v| (i, v.follow))
-        })
-        .collect();
-    let verdicts: Vec<bool> = judged.iter().map(|(_, f)| *f).collect();
-    let mut text = Vec::new();
-    for k in labels::stratified_sample(&verdicts, n, seed) {
-        let item = judged[k].0;
-        let g = by_row[&item.row];
-        let line = labels::ToLabel {
-            question_id: &g.question_id,
-            ending: &g.ending,
-            follows: None,
-            model: g.model.as_deref(),
-        };
-        serde_json::to_writer(&mut text, &line).map_err(|e| Error::Internal(e.into()))?;
-        text.push(b'\n');
-    }
+    let (text, judged) = labels::sample_file(items, generations, n, seed)?;
     let path = out.join("to_label.jsonl");
-    let staged = out.join(".to_label.jsonl.partial");
-    std::fs::write(&staged, &text)
-        .and_then(|()| std::fs::rename(&staged, &path))
-        .map_err(|e| Error::Internal(anyhow::anyhow!("cannot write {}: {e}", path.display())))?;
+    scorekit_report::atomic_write(&path, &text)?;
     eprintln!(
-        "to_label.jsonl: {} generation(s) to label (of {} judged), {}",
+        "to_label.jsonl: {} generation(s) to label (of {judged} judged), {}",
         text.iter().filter(|&&b| b == b'\n').count(),
-        judged.len(),
         path.display()
     );
     Ok(())
 }
 
-/// One stderr line per kind of unscored generation, naming the first few by file:line.
-fn warn_unscored(file: &str, generations: &[Generation], checked: &[Checked]) {
-    let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for c in checked {
-        let g = &generations[c.generation];
-        let what = match c.status {
-            Status::Scored => continue,
-            Status::UnknownQuestion => "question_id not in the dataset",
-            Status::Duplicate => "duplicate (model, question_id): the first one is scored",
-            Status::EmptyEnding => "empty ending",
-        };
-        by.entry(what)
-            .or_default()
-            .push(format!("{file}:{}", g.line));
+/// Print the warnings a check returned, one per line.
+fn warn(lines: Vec<String>) {
+    for line in lines {
+        eprintln!("{line}");
     }
-    for (what, at) in by {
-        let shown: Vec<&str> = at.iter().take(5).map(String::as_str).collect();
-        eprintln!(
-            "warning: {} generation(s) not scored, {what}: {}{} (status in items.jsonl)",
-            at.len(),
-            shown.join(", "),
-            if at.len() > 5 { ", ..." } else { "" }
-        );
-    }
-}
-
-/// One stderr line per group with dataset questions that have no ending.
-fn warn_missing(missing: &BTreeMap<String, Vec<&str>>, scope: usize) {
-    for (g, ids) in missing.iter().filter(|(_, ids)| !ids.is_empty()) {
-        eprintln!(
-            "warning: model {g:?} has no ending for {} of {scope} dataset question(s): {} \
-             (coverage in metrics.json; --require-complete makes this an error)",
-            ids.len(),
-            first_ids(ids)
-        );
-    }
-}
-
-/// `a, b, c, ...`: the first listed ids.
-fn first_ids(ids: &[&str]) -> String {
-    let n = story::MISSING_IDS_LISTED;
-    let shown: Vec<&str> = ids.iter().take(n).copied().collect();
-    format!(
-        "{}{}",
-        shown.join(", "),
-        if ids.len() > n { ", ..." } else { "" }
-    )
-}
-
-/// `--require-complete`: a group with a missing question is an error (exit 2).
-fn require_complete(missing: &BTreeMap<String, Vec<&str>>, scope: usize) -> Result<()> {
-    let gaps: Vec<String> = missing
-        .iter()
-        .filter(|(_, ids)| !ids.is_empty())
-        .map(|(g, ids)| {
-            format!(
-                "model {g:?} has no ending for {} of {scope} dataset question(s): {}",
-                ids.len(),
-                first_ids(ids)
-            )
-        })
-        .collect();
-    if gaps.is_empty() {
-        return Ok(());
-    }
-    Err(Error::usage(format!(
-        "--require-complete: {}",
-        gaps.join("; ")
-    )))
 }

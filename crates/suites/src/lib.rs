@@ -15,6 +15,7 @@ pub mod settings;
 pub mod similarity;
 pub mod story;
 pub mod story_calibration;
+pub mod story_checks;
 pub mod story_outputs;
 pub mod story_plan;
 pub mod story_run;

@@ -114,6 +114,49 @@ impl StorySettings {
     /// The head of a judge whose verdicts are letters.
     pub const LETTER_HEAD: &'static str = "letter";
 
+    /// Record a scoring judge (`judge` as named, its architecture, engine, head and token
+    /// limit) and the input and tie rules its verdicts follow.
+    pub fn set_scoring_judge(&mut self, judge: JudgeNames, head: String, max_length: usize) {
+        self.set_judge_names(judge);
+        self.judge_head = Some(head);
+        self.judge_max_length = Some(max_length);
+        self.judge_input =
+            Some("(document, question + \" \" + option), longest-first truncation".into());
+        self.judge_ties = Some("lowest option index".into());
+    }
+
+    /// Record a letter judge, its protocol, and whether the options were also asked in every
+    /// rotation (`--option-orders cyclic`).
+    pub fn set_letter_judge(
+        &mut self,
+        judge: JudgeNames,
+        protocol: scorekit_report::story::LetterProtocol,
+        cyclic: bool,
+    ) {
+        self.set_judge_names(judge);
+        self.judge_head = Some(Self::LETTER_HEAD.into());
+        self.judge_prompt = Some(protocol.prompt);
+        self.judge_decoding = Some(protocol.decoding);
+        self.judge_pick = Some(protocol.pick);
+        self.judge_option_orders = cyclic.then(|| {
+            "cyclic: every rotation of the options, the majority reported apart (ifsm_cyclic, judge_accuracy_cyclic)".to_string()
+        });
+    }
+
+    fn set_judge_names(&mut self, judge: JudgeNames) {
+        self.judge = Some(judge.spec);
+        self.judge_arch = Some(judge.arch);
+        self.judge_engine = Some(judge.engine);
+    }
+
+    /// Record the embedder (as named, and the engine it ran on) and what Dissimilarity is.
+    pub fn set_embedder(&mut self, spec: String, engine: String) {
+        self.embedder = Some(spec);
+        self.embedder_engine = Some(engine);
+        self.dissimilarity =
+            Some("1 - cos(e_i, e_j) over pairs of endings of the same story, per group".into());
+    }
+
     /// The letter judge's protocol as recorded (report.md lists it); `None` for another judge.
     pub fn letter_protocol(&self) -> Option<scorekit_report::story::LetterProtocol> {
         (self.judge_head.as_deref() == Some(Self::LETTER_HEAD)).then(|| {
@@ -125,6 +168,17 @@ impl StorySettings {
             }
         })
     }
+}
+
+/// A judge as a story run records it.
+#[derive(Debug, Clone)]
+pub struct JudgeNames {
+    /// As named on the command line.
+    pub spec: String,
+    /// Its architecture.
+    pub arch: String,
+    /// The engine it ran on.
+    pub engine: String,
 }
 
 /// `scorekit grasp`: the test, its scorer and the options of the summary.
