@@ -157,7 +157,7 @@ pub struct JudgeTrainArgs {
     pub max_length: Option<usize>,
     /// auto, cpu, cuda, cuda:N, metal or metal:N.
     #[arg(long, default_value = "auto")]
-    pub device: String,
+    pub device: scorekit_runtime::DeviceSpec,
     /// Precision of the products (default: bf16-mixed on CUDA, f32 elsewhere; bf16-mixed is
     /// ~1.45-1.6x faster on CPUs with AMX-BF16 or AVX512-BF16 for BERT-family judges, not
     /// bit-exact; docs/judge.md).
@@ -328,7 +328,7 @@ pub struct ModelArgs {
     /// auto (CUDA or Metal when this build has it and a device is present, else the CPU), cpu,
     /// cuda, cuda:N, metal or metal:N.
     #[arg(long, default_value = "auto")]
-    pub device: String,
+    pub device: scorekit_runtime::DeviceSpec,
     /// Encoder implementation (also SCOREKIT_ENCODER).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_ENCODER")]
     pub engine: Engine,
@@ -703,7 +703,7 @@ pub struct BenchModelArgs {
     /// auto (CUDA or Metal when this build has it and a device is present, else the CPU), cpu,
     /// cuda, cuda:N, metal or metal:N.
     #[arg(long, default_value = "auto")]
-    pub device: String,
+    pub device: scorekit_runtime::DeviceSpec,
     /// Encoder implementation (also SCOREKIT_ENCODER).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_ENCODER")]
     pub engine: Engine,
@@ -747,7 +747,7 @@ impl BenchModelArgs {
         quantize: bool,
     ) -> ModelArgs {
         ModelArgs {
-            device: self.device.clone(),
+            device: self.device,
             engine: self.engine,
             amx: self.amx,
             dtype,
@@ -825,7 +825,6 @@ pub fn flag_of(setting: scorekit_core::error::Setting) -> &'static str {
         Setting::Engine => "--engine",
         Setting::Quantize => "--quantize",
         Setting::Dtype => "--dtype",
-        Setting::Device => "--device",
         Setting::FollowLabel => "--follow-label",
     }
 }

@@ -165,7 +165,7 @@ fn gpu() -> Gpu {
         "macOS only".to_string()
     };
     let (cuda_binary, auto_device) = if handover::CUDA_BUILD || !cfg!(target_os = "linux") {
-        let device = scorekit_runtime::select_device("auto")
+        let device = scorekit_runtime::select_device(&scorekit_runtime::DeviceSpec::AUTO)
             .map(|d| scorekit_runtime::device_name(&d))
             .unwrap_or_else(|e| format!("cpu ({e})"));
         let note = Found {

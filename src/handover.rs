@@ -13,6 +13,7 @@
 
 use crate::cli::{Command, JudgeCommand};
 use scorekit_core::error::{Error, Result};
+use scorekit_runtime::{DeviceKind, DeviceSpec};
 use std::path::{Path, PathBuf};
 
 /// Names the CUDA binary to hand over to, instead of `scorekit-cuda` beside this executable.
@@ -41,12 +42,11 @@ pub enum Wish {
 
 impl Wish {
     /// Classify a `--device` value.
-    pub fn of(spec: &str) -> Wish {
-        let spec = spec.trim().to_ascii_lowercase();
-        match spec.split_once(':').map_or(spec.as_str(), |(k, _)| k) {
-            "auto" if !spec.contains(':') => Wish::Auto,
-            "cuda" => Wish::Cuda,
-            _ => Wish::Other,
+    pub fn of(spec: &DeviceSpec) -> Wish {
+        match spec.kind {
+            DeviceKind::Auto => Wish::Auto,
+            DeviceKind::Cuda => Wish::Cuda,
+            DeviceKind::Cpu | DeviceKind::Metal => Wish::Other,
         }
     }
 }
@@ -54,7 +54,7 @@ impl Wish {
 /// The `--device` of a command that will load a model; `None` for a command that loads none
 /// (MINT, MuSE without `--embedder`, GRASP without `--semantic`, data, models, merge, compare,
 /// doctor), which never hands over.
-pub fn model_device(command: &Command) -> Option<&str> {
+pub fn model_device(command: &Command) -> Option<&DeviceSpec> {
     match command {
         Command::Story(a) => Some(&a.model.device),
         Command::Grasp(a) if a.semantic => Some(&a.model.device),
@@ -148,7 +148,7 @@ pub fn hand_over_if_wanted(command: &Command) -> Result<()> {
     }
 }
 
-fn cpu_or_refuse(wish: Wish, spec: &str, why: &str) -> Result<()> {
+fn cpu_or_refuse(wish: Wish, spec: &DeviceSpec, why: &str) -> Result<()> {
     match wish {
         Wish::Cuda => Err(Error::usage(format!(
             "--device {spec}: this is scorekit's CPU build and it cannot hand the command to the \
@@ -264,12 +264,13 @@ mod tests {
 
     #[test]
     fn device_wishes() {
-        assert_eq!(Wish::of("auto"), Wish::Auto);
-        assert_eq!(Wish::of(" AUTO "), Wish::Auto);
-        assert_eq!(Wish::of("cuda"), Wish::Cuda);
-        assert_eq!(Wish::of("cuda:1"), Wish::Cuda);
-        for other in ["cpu", "metal", "metal:0", "auto:1", "gpu", ""] {
-            assert_eq!(Wish::of(other), Wish::Other, "{other}");
+        let of = |s: &str| Wish::of(&s.parse::<DeviceSpec>().unwrap());
+        assert_eq!(of("auto"), Wish::Auto);
+        assert_eq!(of(" AUTO "), Wish::Auto);
+        assert_eq!(of("cuda"), Wish::Cuda);
+        assert_eq!(of("cuda:1"), Wish::Cuda);
+        for other in ["cpu", "metal", "metal:0"] {
+            assert_eq!(of(other), Wish::Other, "{other}");
         }
     }
 

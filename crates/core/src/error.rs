@@ -59,8 +59,6 @@ pub enum Setting {
     Quantize,
     /// The float type of weights and activations.
     Dtype,
-    /// The device models run on.
-    Device,
     /// The label a binary judge counts as "follows".
     FollowLabel,
 }
@@ -72,7 +70,6 @@ impl Setting {
             Setting::Engine => "engine",
             Setting::Quantize => "quantize",
             Setting::Dtype => "dtype",
-            Setting::Device => "device",
             Setting::FollowLabel => "follow_label",
         }
     }

@@ -20,7 +20,7 @@ pub use scorekit_kernels as kernels;
 pub use scorekit_models::{self as models, spm, weights};
 pub use scorekit_train as train;
 
-pub use device::{device_name, select_device, select_dtype};
+pub use device::{device_name, select_device, select_dtype, DeviceKind, DeviceSpec};
 pub use embedder::{Embedder, EMBEDDER_FILES};
 pub use engine::{EngineChoice, EngineOptions};
 pub use hub::{resolve, ResolveOptions, ResolvedModel};
