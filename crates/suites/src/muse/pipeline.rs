@@ -312,3 +312,51 @@ fn read_verdicts(path: &Path, known: &BTreeMap<i64, ()>) -> Result<BTreeMap<i64,
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scorekit_core::shard::Shard;
+
+    /// The real MuSE queries and the HuggingGPT plans of the integration fixtures, scored by the
+    /// pipeline alone (no binary, no model): the numbers `scorekit muse` reports.
+    #[test]
+    fn scores_hugginggpt_plans_on_the_real_queries() {
+        let queries = scorekit_data::testdata::file("muse:queries", "MuSE_Benchmark/queries.json");
+        let plans =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/muse/hugginggpt.jsonl");
+        let inputs = MuseInputs {
+            queries,
+            plans: plans.clone(),
+            flow: None,
+            aliases: None,
+            output_verdicts: None,
+            plan_format: Some(PlanFormat::Hugginggpt),
+            plan_format_name: "hugginggpt".into(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = RunOptions {
+            out: dir.path().join("out"),
+            force: false,
+            json: false,
+            quiet: true,
+            bootstrap: 0,
+            seed: 0,
+            shard: Shard::ALL,
+        };
+        let read = read(&inputs).unwrap();
+        let done = run(&inputs, read, None, MetricsDoc::new("muse"), &out).unwrap();
+        assert_eq!(done.items.len(), 100);
+        let m: serde_json::Value = serde_json::from_str(&done.metrics_json).unwrap();
+        assert_eq!(m["metrics"]["n_missing_plans"], json!(93));
+        assert_eq!(m["metrics"]["n_over_selected"], json!(1));
+        assert_eq!(m["metrics"]["plan_formats"], json!({"hugginggpt": 7}));
+        assert_eq!(m["settings"]["plan_format"], json!("hugginggpt"));
+        let idx41 = done.items.iter().find(|i| i.idx == 41).unwrap();
+        assert_eq!(idx41.unknown_names, ["zero-shot-classification"]);
+        let warnings = warnings(&done.items, &plans);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].starts_with("warning: 93 quer(ies) have no plan in "));
+        assert!(out.out.join("metrics.json").is_file());
+    }
+}
