@@ -141,6 +141,45 @@ fn draw(mut pool: Vec<usize>, k: usize, seed: u64, stream: u64) -> Vec<usize> {
     pool
 }
 
+/// `to_label.jsonl` (`--label-sample N`): `n` scored generations drawn at random, stratified by
+/// the judge's verdict, in the label file's format with `follows` null. Returns the file and
+/// how many generations were judged (the population drawn from).
+pub fn sample_file(
+    items: &[crate::story::Item],
+    generations: &[crate::story::Generation],
+    n: usize,
+    seed: u64,
+) -> scorekit_core::error::Result<(Vec<u8>, usize)> {
+    use crate::story::{Outcome, Status};
+    let by_row: HashMap<usize, &crate::story::Generation> =
+        generations.iter().map(|g| (g.row, g)).collect();
+    let judged: Vec<(&crate::story::Item, bool)> = items
+        .iter()
+        .filter(|i| i.status == Status::Scored)
+        .filter_map(|i| {
+            i.judge
+                .as_ref()
+                .and_then(Outcome::verdict)
+                .map(|v| (i, v.follow))
+        })
+        .collect();
+    let verdicts: Vec<bool> = judged.iter().map(|(_, f)| *f).collect();
+    let mut text = Vec::new();
+    for k in stratified_sample(&verdicts, n, seed) {
+        let g = by_row[&judged[k].0.row];
+        let line = ToLabel {
+            question_id: &g.question_id,
+            ending: &g.ending,
+            follows: None,
+            model: g.model.as_deref(),
+        };
+        serde_json::to_writer(&mut text, &line)
+            .map_err(|e| scorekit_core::error::Error::Internal(e.into()))?;
+        text.push(b'\n');
+    }
+    Ok((text, judged.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,43 +267,4 @@ mod tests {
         assert_ne!(s, stratified_sample(&verdicts, 20, 8));
         assert_eq!(stratified_sample(&verdicts, 1000, 7).len(), 100);
     }
-}
-
-/// `to_label.jsonl` (`--label-sample N`): `n` scored generations drawn at random, stratified by
-/// the judge's verdict, in the label file's format with `follows` null. Returns the file and
-/// how many generations were judged (the population drawn from).
-pub fn sample_file(
-    items: &[crate::story::Item],
-    generations: &[crate::story::Generation],
-    n: usize,
-    seed: u64,
-) -> scorekit_core::error::Result<(Vec<u8>, usize)> {
-    use crate::story::{Outcome, Status};
-    let by_row: HashMap<usize, &crate::story::Generation> =
-        generations.iter().map(|g| (g.row, g)).collect();
-    let judged: Vec<(&crate::story::Item, bool)> = items
-        .iter()
-        .filter(|i| i.status == Status::Scored)
-        .filter_map(|i| {
-            i.judge
-                .as_ref()
-                .and_then(Outcome::verdict)
-                .map(|v| (i, v.follow))
-        })
-        .collect();
-    let verdicts: Vec<bool> = judged.iter().map(|(_, f)| *f).collect();
-    let mut text = Vec::new();
-    for k in stratified_sample(&verdicts, n, seed) {
-        let g = by_row[&judged[k].0.row];
-        let line = ToLabel {
-            question_id: &g.question_id,
-            ending: &g.ending,
-            follows: None,
-            model: g.model.as_deref(),
-        };
-        serde_json::to_writer(&mut text, &line)
-            .map_err(|e| scorekit_core::error::Error::Internal(e.into()))?;
-        text.push(b'\n');
-    }
-    Ok((text, judged.len()))
 }
