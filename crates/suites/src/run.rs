@@ -219,8 +219,8 @@ pub struct Appender<S: Suite> {
 impl<S: Suite> Appender<S> {
     /// Append a finished item (its write error kept for [`Appender::finish`]).
     pub fn append(&self, item: &S::Item) {
-        // A thread that panicked while holding a lock left no partial state worth refusing:
-        // each write is one whole line.
+        // Poisoned only by a panic on another worker thread, which the pool passes on to the
+        // run anyway: not a reason to panic here too.
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(e) = writer.write(item) {
             let mut slot = self.error.lock().unwrap_or_else(PoisonError::into_inner);
