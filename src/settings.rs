@@ -2,9 +2,10 @@
 //! settings the suites and the report read. Each `*Args` is destructured whole, so a new flag
 //! does not compile until it is handled here.
 
-use crate::cli::OutputArgs;
+use crate::cli::{MintArgs, OutputArgs};
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
+use scorekit_suites::mint::run::{MintOptions, PinnedPart};
 use std::path::Path;
 
 /// The output flags every scoring command takes, as the suites' run loop reads them.
@@ -33,4 +34,41 @@ pub fn run_options(args: &OutputArgs) -> RunOptions {
 /// (`--dataset possible-stories:test` names pinned upstream data, `scorekit data`).
 pub fn dataset(arg: &Path, offline: bool, quiet: bool) -> Result<scorekit_data::InputArg> {
     scorekit_data::resolve_arg(arg, &scorekit_data::Options { offline, quiet })
+}
+
+/// `scorekit mint`'s flags as the suite's settings: `--outputs` resolved (a dataset name through
+/// the cache), `--exec-code` implying `--recheck`, `--jobs` defaulting to the number of cores.
+pub fn mint(args: &MintArgs) -> Result<MintOptions> {
+    let MintArgs {
+        outputs,
+        recheck,
+        exec_code,
+        exec_timeout,
+        exec_memory,
+        jobs,
+        tolerance,
+        timings,
+        offline,
+        output,
+    } = args;
+    // `--outputs mint:gpt-3.5-turbo-0613` names pinned upstream data (scorekit data).
+    let input = dataset(outputs, *offline, output.quiet)?;
+    let jobs = jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    Ok(MintOptions {
+        root: input.path,
+        dataset: input.dataset.map(|d| PinnedPart {
+            record: d.record(),
+            files: d.files.into_iter().map(|f| f.local).collect(),
+        }),
+        recheck: *recheck || *exec_code,
+        tolerance: (*tolerance).into(),
+        exec_code: *exec_code,
+        exec_timeout_s: *exec_timeout,
+        exec_memory_mib: *exec_memory,
+        jobs,
+        timings: *timings,
+        run: run_options(output),
+    })
 }

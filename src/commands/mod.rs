@@ -17,7 +17,6 @@ pub mod judge_questions;
 mod letter;
 pub mod merge;
 pub mod mint;
-pub mod mint_scan;
 pub mod model_runtime;
 pub mod models;
 pub mod muse;

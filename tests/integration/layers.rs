@@ -320,7 +320,6 @@ fn simd_outside_the_kernels_crate_is_named() {
 const KNOWN_CIRCLES: &[&[&str]] = &[&[
     "src/commands/grasp.rs",
     "src/commands/grasp_models.rs",
-    "src/commands/mint.rs",
     "src/commands/muse.rs",
     "src/commands/suite.rs",
 ]];

@@ -9,6 +9,8 @@ use crate::suite::Suite;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::{ItemsWriter, MetricsDoc, OutputDir, Outputs, RunOptions, StagedFile};
 use std::collections::HashSet;
+use std::marker::PhantomData;
+use std::sync::{Mutex, PoisonError};
 
 /// Record `settings` beside the common ones of `out` (bootstrap, seed, shard) in `doc`.
 pub fn record<S: Suite>(
@@ -67,6 +69,38 @@ impl<S: Suite> Run<S> {
             dir,
             json: out.json,
             writer: None,
+        })
+    }
+
+    /// Open `--out` for a run that reads every item again and writes its items.jsonl staged
+    /// ([`Run::finish_staged`]): an unfinished run of the same identity is redone (cheaper than
+    /// reading back its items), one of another identity refused as by [`resume`].
+    pub fn redo(out: &RunOptions, doc: &MetricsDoc) -> Result<Self> {
+        let (dir, _) = OutputDir::resume(&out.out, out.force, &doc.identity())?;
+        Ok(Run {
+            dir,
+            json: out.json,
+            finished: HashSet::new(),
+            resumed: 0,
+            items: Vec::new(),
+            writer: None,
+        })
+    }
+
+    /// Hand the finished items of the unfinished run taken over to a suite that writes its
+    /// items.jsonl staged and puts them there itself; [`Run::is_finished`] and [`Run::resumed`]
+    /// still know them. Call it before any item is appended: it takes every item held.
+    pub fn take_finished(&mut self) -> Vec<S::Item> {
+        std::mem::take(&mut self.items)
+    }
+
+    /// items.jsonl opened for items finished on several threads at once, each appended as one
+    /// flushed line as soon as it is done and not kept (see [`Appender`]).
+    pub fn appender(&self) -> Result<Appender<S>> {
+        Ok(Appender {
+            writer: Mutex::new(self.dir.items_append("items.jsonl")?),
+            error: Mutex::new(None),
+            suite: PhantomData,
         })
     }
 
@@ -153,7 +187,8 @@ impl<S: Suite> Run<S> {
 
     /// End a run whose items went to `staged` as they were scored (none is held) and whose
     /// `outputs` were computed from their counts: items.jsonl is `staged` as written. An
-    /// unfinished run's finished items are not taken over: every item was scored again.
+    /// unfinished run's finished items are not taken over: every item was scored again, unless
+    /// the suite wrote them to `staged` itself ([`Run::take_finished`]).
     pub fn finish_staged(
         self,
         doc: &mut MetricsDoc,
@@ -169,6 +204,44 @@ impl<S: Suite> Run<S> {
             dir: self.dir,
             json: self.json,
         })
+    }
+}
+
+/// items.jsonl of a run appended to by the threads that finish its items: one flushed line
+/// per item, in the order they finish, so a killed run resumes without redoing them. A write
+/// error does not stop the threads; the first one is returned by [`Appender::finish`].
+pub struct Appender<S: Suite> {
+    writer: Mutex<ItemsWriter>,
+    error: Mutex<Option<Error>>,
+    suite: PhantomData<fn(&S::Item)>,
+}
+
+impl<S: Suite> Appender<S> {
+    /// Append a finished item (its write error kept for [`Appender::finish`]).
+    pub fn append(&self, item: &S::Item) {
+        // Poisoned only by a panic on another worker thread, which the pool passes on to the
+        // run anyway: not a reason to panic here too.
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = writer.write(item) {
+            let mut slot = self.error.lock().unwrap_or_else(PoisonError::into_inner);
+            slot.get_or_insert(e);
+        }
+    }
+
+    /// The first write error, or items.jsonl flushed and synced.
+    pub fn finish(self) -> Result<()> {
+        let error = self
+            .error
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = error {
+            return Err(e);
+        }
+        ItemsWriter::finish(
+            self.writer
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 }
 

@@ -3,10 +3,13 @@
 //! re-checking of answers with native checkers (spec `../shared/specs/mint.md`).
 //!
 //! Everything downstream of parsing works on [`Item`]s, one per trajectory, so that a merge of
-//! sharded runs recomputes every table exactly from items.jsonl.
+//! sharded runs recomputes every table exactly from items.jsonl. The whole pipeline of `scorekit
+//! mint` lives here: [`discover`] walks the folder, [`scan`] reads the files, [`passes`] and
+//! [`run`] run it, [`outputs`] renders, [`suite`] is its [`crate::suite::Suite`].
 
 pub mod aggregate;
 pub mod checkers;
+pub mod discover;
 pub mod exec;
 mod item_json;
 pub use item_json::ItemLines;
@@ -14,11 +17,17 @@ mod fastline;
 use fastline::FastLine;
 pub mod layout;
 pub mod metrics;
+pub mod outputs;
+pub mod passes;
 pub mod pyexpr;
 pub mod pyfloat;
 mod record;
+pub mod run;
+pub mod scan;
+pub mod suite;
 pub mod tables;
 pub mod theoremqa;
+pub mod timings;
 
 use checkers::Tolerance;
 use layout::{ConfigKey, FileKey};

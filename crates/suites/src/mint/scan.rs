@@ -3,26 +3,13 @@
 //! handed over file by file in path order, so that items can be aggregated and written as
 //! they come and never all held.
 
+use crate::mint::discover::Source;
+use crate::mint::{apply_recheck, parse_full, parse_stored, Item, Pending, Recheck};
 use rayon::prelude::*;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_core::ordered::Tasks;
 use scorekit_io::{Buffered, LineStream, Sha256Lanes, LANES};
-use scorekit_suites::mint::layout::FileKey;
-use scorekit_suites::mint::{apply_recheck, parse_full, parse_stored, Item, Pending, Recheck};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// One results.jsonl of the run.
-pub struct Source {
-    /// Where it is.
-    pub path: PathBuf,
-    /// How items and messages name it.
-    pub name: String,
-    /// Its configuration and task.
-    pub key: FileKey,
-    /// No later file has the same configuration and task (duplicate ids can be forgotten).
-    pub last_of_key: bool,
-}
 
 /// How lines are read.
 #[derive(Clone, Copy)]
