@@ -10,8 +10,6 @@ pub mod data;
 pub mod doctor;
 pub mod embed;
 pub mod grasp;
-mod grasp_common;
-pub mod grasp_models;
 pub mod judge;
 pub mod judge_questions;
 mod letter;
