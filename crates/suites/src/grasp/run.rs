@@ -9,7 +9,7 @@
 
 use super::input::{locator, read_and_score, resolve_test, score_rows, ResolvedTest, Settings};
 use super::outputs::{outputs_from, outputs_with};
-use super::semantic::{self, DEFAULT_THRESHOLDS};
+use super::semantic::{self, EmbedFn, DEFAULT_THRESHOLDS};
 use super::suite::Grasp;
 use super::{shard_key, table2, Item, Row, SummaryOptions, Tally};
 use crate::run::{self as run_loop, Done, Run};
@@ -33,7 +33,7 @@ pub struct SemanticModel<'a> {
     /// TF32 products for f32 on CUDA, when on.
     pub tf32: bool,
     /// Embeds texts, one vector per text, in input order.
-    pub embed: Box<dyn FnMut(&[String]) -> Result<Vec<Vec<f32>>> + 'a>,
+    pub embed: Box<EmbedFn<'a, Error>>,
 }
 
 /// Run `scorekit grasp` as `s` asks and write its outputs to `s.out`. `load` loads the
