@@ -243,3 +243,190 @@ fn read_semantic<'m>(
     );
     Ok(("semantic_descriptions.json".into(), file))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grasp::TestKind;
+    use scorekit_core::shard::Shard;
+    use serde_json::Value;
+    use std::path::{Path, PathBuf};
+
+    fn settings(responses: Vec<PathBuf>, test: TestKind, out: &Path) -> Settings {
+        Settings {
+            responses,
+            labels: None,
+            test: Some(test),
+            pairwise: false,
+            semantic: false,
+            allow_unknown_scenes: false,
+            embedder: "fake-embedder".into(),
+            out: RunOptions {
+                out: out.to_path_buf(),
+                force: false,
+                json: false,
+                quiet: true,
+                bootstrap: 0,
+                seed: 0,
+                shard: Shard::ALL,
+            },
+        }
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A strict run never asks for the model.
+    fn no_model<'m>() -> Result<SemanticModel<'m>> {
+        Err(Error::usage("a strict run loaded the embedder"))
+    }
+
+    fn metrics(done: &Done<Grasp>) -> Value {
+        serde_json::from_str(&done.metrics_json).unwrap()
+    }
+
+    const BINARY: &str = "scene,gt,response\nColor,yes,Yes.\nColor,no,yes\nColor,no,\n";
+
+    #[test]
+    fn a_streamed_run_scores_the_file_without_the_model() {
+        let tmp = tempfile::tempdir().unwrap();
+        let csv = write(tmp.path(), "results.csv", BINARY);
+        let out = tmp.path().join("out");
+        let s = settings(vec![csv], TestKind::Level1Binary, &out);
+        let mut warnings = Vec::new();
+        let done = run(&s, no_model, &mut |w| warnings.push(w)).unwrap();
+        let m = metrics(&done);
+        assert_eq!(m["metrics"]["n"], 3);
+        assert_eq!(m["metrics"]["correct"], 1);
+        assert_eq!(m["metrics"]["invalid"], 1);
+        assert_eq!(m["settings"]["test_source"], "--test");
+        let items = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
+        assert_eq!(items.lines().count(), 3);
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn warnings_reach_the_caller_in_the_order_they_arise() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), "m/test_config.yaml", "test_name: level1-open\n");
+        let csv = write(
+            tmp.path(),
+            "m/results.csv",
+            "scene,gt,response\nColor,yes,Yes.\nColour,no,yes\n",
+        );
+        let mut s = settings(
+            vec![csv.clone()],
+            TestKind::Level1Binary,
+            &tmp.path().join("o"),
+        );
+        s.allow_unknown_scenes = true;
+        let mut warnings = Vec::new();
+        run(&s, no_model, &mut |w| warnings.push(w)).unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0]
+                .starts_with("warning: --test level1-binary overrides test_name level1-open"),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[1].ends_with(&format!("(--allow-unknown-scenes): {}:3", csv.display())),
+            "{}",
+            warnings[1]
+        );
+    }
+
+    #[test]
+    fn several_files_are_laid_out_as_table2() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = write(tmp.path(), "a.csv", BINARY);
+        let b = write(tmp.path(), "b.csv", "scene,gt,response\nColor,yes,no\n");
+        let mut s = settings(vec![a, b], TestKind::Level1Binary, &tmp.path().join("o"));
+        s.labels = Some(vec!["A".into(), " B ".into()]);
+        let done = run(&s, no_model, &mut |w| panic!("{w}")).unwrap();
+        let m = metrics(&done);
+        assert_eq!(m["metrics"]["models"], serde_json::json!(["A", "B"]));
+        assert_eq!(m["groups"]["A"]["n"], 3);
+        assert_eq!(m["groups"]["B"]["correct"], 0);
+        assert!(done
+            .outputs
+            .report
+            .starts_with("# GRASP level1-binary: 2 models"));
+        // One name per file, distinct.
+        s.labels = Some(vec!["A".into(), "A".into()]);
+        let Err(e) = run(&s, no_model, &mut |w| panic!("{w}")) else {
+            panic!("two files called A");
+        };
+        assert!(
+            e.to_string()
+                .contains("two --responses files are called \"A\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn semantic_reads_answers_with_the_lent_model_and_records_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let csv = write(
+            tmp.path(),
+            "results.csv",
+            "scene,gt,response\nColor,red,crimson\nColor,blue,blue\n",
+        );
+        let mut s = settings(vec![csv], TestKind::Level1Open, &tmp.path().join("o"));
+        s.semantic = true;
+        let mut calls = 0;
+        let load = || -> Result<SemanticModel<'static>> {
+            Ok(SemanticModel {
+                model: ModelRef {
+                    id: "fake".into(),
+                    revision: "local".into(),
+                    sha256: "0".into(),
+                },
+                dtype: "f32".into(),
+                device: "fake-device".into(),
+                quantize: None,
+                tf32: false,
+                // Every text alike: the best label wins by no margin, so it stays invalid.
+                embed: Box::new(|texts: &[String]| Ok(vec![vec![1.0, 0.0]; texts.len()])),
+            })
+        };
+        let done = run(
+            &s,
+            || {
+                calls += 1;
+                load()
+            },
+            &mut |w| panic!("{w}"),
+        )
+        .unwrap();
+        assert_eq!(calls, 1);
+        let m = metrics(&done);
+        assert_eq!(m["models"][0]["id"], "fake");
+        assert_eq!(m["settings"]["device"], "fake-device");
+        assert_eq!(m["settings"]["semantic_embedder"], "fake-embedder");
+        let read = done.items[0]
+            .semantic
+            .as_ref()
+            .expect("the invalid answer re-read");
+        assert_eq!(
+            (read.answer.as_str(), read.label.as_deref()),
+            ("crimson", None)
+        );
+        assert!(done.items[1].semantic.is_none());
+        assert!(tmp.path().join("o/semantic_descriptions.json").is_file());
+        // Only an open-ended test is re-read.
+        s.test = Some(TestKind::Level1Binary);
+        let Err(e) = run(&s, load, &mut |w| panic!("{w}")) else {
+            panic!("--semantic on a yes/no test");
+        };
+        assert!(
+            e.to_string()
+                .contains("--semantic re-reads open-ended answers"),
+            "{e}"
+        );
+    }
+}
