@@ -2,9 +2,10 @@
 //! settings the suites and the report read. Each `*Args` is destructured whole, so a new flag
 //! does not compile until it is handled here.
 
-use crate::cli::{MintArgs, OutputArgs};
+use crate::cli::{GraspArgs, GraspTest, MintArgs, ModelArgs, OutputArgs};
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
+use scorekit_suites::grasp::{input as grasp_input, TestKind};
 use scorekit_suites::mint::run::{MintOptions, PinnedPart};
 use std::path::Path;
 
@@ -71,4 +72,41 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
         timings: *timings,
         run: run_options(output),
     })
+}
+
+/// `scorekit grasp`'s flags as the GRASP pipeline reads them, and the model flags, which the
+/// command's model runtime reads (it loads the `--semantic` embedder).
+pub fn grasp(args: GraspArgs) -> (grasp_input::Settings, ModelArgs) {
+    let GraspArgs {
+        responses,
+        labels,
+        test,
+        pairwise,
+        semantic,
+        allow_unknown_scenes,
+        embedder,
+        model,
+        output,
+    } = args;
+    let settings = grasp_input::Settings {
+        responses,
+        labels,
+        test: test.map(grasp_test),
+        pairwise,
+        semantic,
+        allow_unknown_scenes,
+        embedder,
+        out: run_options(&output),
+    };
+    (settings, model)
+}
+
+/// The suite's test type of `--test`.
+fn grasp_test(t: GraspTest) -> TestKind {
+    match t {
+        GraspTest::Level1Binary => TestKind::Level1Binary,
+        GraspTest::Level1Open => TestKind::Level1Open,
+        GraspTest::Level2 => TestKind::Level2,
+        GraspTest::Level2Text => TestKind::Level2Text,
+    }
 }

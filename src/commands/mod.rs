@@ -10,8 +10,6 @@ pub mod data;
 pub mod doctor;
 pub mod embed;
 pub mod grasp;
-mod grasp_common;
-pub mod grasp_models;
 pub mod judge;
 pub mod judge_questions;
 mod letter;
@@ -21,7 +19,6 @@ pub mod model_runtime;
 pub mod models;
 pub mod muse;
 pub mod story;
-pub mod suite;
 
 use crate::cli::Command;
 use scorekit_core::error::Result;

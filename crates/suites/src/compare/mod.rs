@@ -17,6 +17,7 @@
 
 pub mod corrected;
 pub mod observe;
+pub mod run;
 
 use scorekit_report::bootstrap_mean;
 pub use scorekit_report::compare::{Comparison, Diff, MetricKind, MetricSpec};

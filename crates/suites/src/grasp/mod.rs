@@ -2,11 +2,19 @@
 //!
 //! Plain functions over plain data: [`score`] turns input rows into per-item verdicts
 //! ([`Item`]), and [`summarize`] computes every metric from those items alone, so a merge of
-//! sharded runs can recompute the same numbers from `items.jsonl`. No CLI, no file I/O here.
+//! sharded runs can recompute the same numbers from `items.jsonl`. No CLI and no file I/O in
+//! this file: the pipeline around it is in its modules (reading a results file in `input`, the
+//! run in `run`, metrics and reports in `outputs` and `table2`, the [`suite::Grasp`] suite).
 
+pub mod input;
+mod metrics;
 pub mod names;
+pub mod outputs;
 pub mod rules;
+pub mod run;
 pub mod semantic;
+pub mod suite;
+pub mod table2;
 
 use rules::{binary_answer, binary_verdict, judge_open, open_labels, Answer, OpenError, Verdict};
 pub use scorekit_report::grasp::{

@@ -1,15 +1,13 @@
-//! What `scorekit grasp` does alike for one results file and for several (`grasp_models`):
-//! resolve the test, read and check a results file (scene names, rows), score it, and the
-//! settings and headline numbers of metrics.json.
+//! A GRASP run's inputs: the flags resolved ([`Settings`]), the test type of a results file
+//! (`--test`, else upstream's `test_config.yaml` beside it), the flags that depend on it, and a
+//! results file read, its scene names checked and its rows scored.
 
-use crate::cli::{GraspArgs, GraspTest};
+use super::names::{SceneNames, SceneStatus};
+use super::{Item, Row, RowIssue, Scorer, TestKind};
+use crate::settings::GraspSettings;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_io::{read_jsonl, read_text, CsvStream, Record};
-use scorekit_report::MetricsDoc;
-use scorekit_suites::grasp::names::SceneStatus;
-use scorekit_suites::grasp::{self, Row, RowIssue, Summary, SummaryOptions, TestKind};
-use scorekit_suites::settings::GraspSettings;
-use serde_json::{json, Value};
+use scorekit_report::RunOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -19,63 +17,111 @@ const CONFIG_NAME: &str = "test_config.yaml";
 /// Columns the scorer needs; `prompt` and `video_file` are optional (video_file pairs P/IP rows).
 const REQUIRED: [&str; 3] = ["scene", "gt", "response"];
 
-/// What the scene check of one file did, kept small: counts, and the lines to show.
-#[derive(Debug, Default)]
-pub(super) struct NameNotes {
-    /// `old -> new` -> rows mapped from an old upstream name.
-    renamed: BTreeMap<String, usize>,
-    /// The file line of the first mapped row.
-    first_renamed: Option<usize>,
-    /// Rows with a scene the test does not know, and the lines of the first five.
-    unknown: usize,
-    unknown_lines: Vec<usize>,
+/// `scorekit grasp`'s flags, resolved: what a run reads and how it scores. The model flags stay
+/// with the binary, which loads the `--semantic` embedder over its runtime.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The results files (`--responses`); several are laid out as the paper's Table 2.
+    pub responses: Vec<PathBuf>,
+    /// The models' names of the files, in order (`--labels`).
+    pub labels: Option<Vec<String>>,
+    /// The test type (`--test`); without it, each file's `test_config.yaml` tells.
+    pub test: Option<TestKind>,
+    /// MVPBench-style paired accuracy (`--pairwise`, Level 2).
+    pub pairwise: bool,
+    /// Answers naming no label re-read by embeddings (`--semantic`, level1-open).
+    pub semantic: bool,
+    /// Scenes the test does not know kept as their own groups (`--allow-unknown-scenes`).
+    pub allow_unknown_scenes: bool,
+    /// The embedder as named (`--embedder`), recorded by a `--semantic` run.
+    pub embedder: String,
+    /// The output flags.
+    pub out: RunOptions,
 }
 
-/// One stderr line for mapped old scene names and one for unknown scenes kept as groups.
-pub(super) fn warn_names(file: &Path, notes: &NameNotes) {
-    let at = |line: usize| format!("{}:{line}", file.display());
-    if let Some(first) = notes.first_renamed {
-        let v: Vec<String> = notes
-            .renamed
-            .iter()
-            .map(|(k, n)| format!("{k} ({n} rows)"))
-            .collect();
-        eprintln!(
-            "warning: old upstream scene names mapped to the current ones: {} (first at {}; renamed_from in items.jsonl)",
-            v.join(", "),
-            at(first)
-        );
+impl Settings {
+    /// Whether the run lays several results files out as Table 2 (several files, or `--labels`).
+    pub fn is_table2(&self) -> bool {
+        self.responses.len() > 1 || self.labels.is_some()
     }
-    if notes.unknown > 0 {
-        let shown: Vec<String> = notes.unknown_lines.iter().map(|&l| at(l)).collect();
-        eprintln!(
-            "warning: {} row(s) have a scene the test does not know, kept as their own group(s) (--allow-unknown-scenes): {}{}",
-            notes.unknown,
-            shown.join(", "),
-            if notes.unknown > 5 { ", ..." } else { "" }
-        );
+
+    /// The flags that depend on the test type, checked in this one place for a run of one
+    /// results file and of several, before any file is scored.
+    pub(super) fn check(&self, kind: TestKind) -> Result<()> {
+        if self.semantic && self.is_table2() {
+            return Err(Error::usage(
+                "--semantic scores one --responses file at a time; run it per model",
+            ));
+        }
+        if self.semantic && !kind.is_open() {
+            return Err(Error::usage(format!(
+                "--semantic re-reads open-ended answers (level1-open); the test here is {}",
+                kind.name()
+            )));
+        }
+        if self.pairwise && !kind.is_level2() {
+            return Err(Error::usage(format!(
+                "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
+                kind.name()
+            )));
+        }
+        Ok(())
     }
 }
 
-fn from_flag(t: GraspTest) -> TestKind {
-    match t {
-        GraspTest::Level1Binary => TestKind::Level1Binary,
-        GraspTest::Level1Open => TestKind::Level1Open,
-        GraspTest::Level2 => TestKind::Level2,
-        GraspTest::Level2Text => TestKind::Level2Text,
+/// The test type and where it came from.
+pub(super) struct ResolvedTest {
+    pub(super) kind: TestKind,
+    /// `--test` or the config path.
+    pub(super) source: String,
+    /// The config file, when one was read.
+    pub(super) config: Option<PathBuf>,
+    /// `mode` of the config (level1-binary: standard, cot, oneshot).
+    pub(super) mode: Option<String>,
+}
+
+impl ResolvedTest {
+    /// The settings a run of this test records (no `--semantic` yet: `semantic` is false).
+    pub(super) fn recorded(&self, pairwise: bool) -> GraspSettings {
+        GraspSettings {
+            test: self.kind.name().to_string(),
+            test_source: self.source.clone(),
+            mode: self.mode.clone(),
+            scorer: if self.kind.is_open() {
+                "open"
+            } else {
+                "binary"
+            }
+            .into(),
+            pairwise,
+            semantic: false,
+            allow_unknown_scenes: false,
+            models: None,
+            device: None,
+            quantize: None,
+            tf32: false,
+            semantic_embedder: None,
+            semantic_thresholds: None,
+            semantic_descriptions: None,
+            semantic_rule: None,
+        }
     }
 }
 
-/// `--test`, else `test_name` of the `test_config.yaml` beside the responses, else a usage error.
-pub(super) fn resolve_test(flag: Option<GraspTest>, responses: &Path) -> Result<ResolvedTest> {
+/// `flag` (`--test`), else `test_name` of the `test_config.yaml` beside the responses, else a
+/// usage error. A config that disagrees with the flag is named in a warning handed to `warn`.
+pub(super) fn resolve_test(
+    flag: Option<TestKind>,
+    responses: &Path,
+    warn: &mut dyn FnMut(String),
+) -> Result<ResolvedTest> {
     let dir = match responses.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let config_path = dir.join(CONFIG_NAME);
     let has_config = config_path.is_file();
-    if let Some(flag) = flag {
-        let kind = from_flag(flag);
+    if let Some(kind) = flag {
         // The flag wins; a config that agrees still tells the mode (cot, oneshot).
         let cfg = if has_config {
             read_config(&config_path).ok()
@@ -85,12 +131,12 @@ pub(super) fn resolve_test(flag: Option<GraspTest>, responses: &Path) -> Result<
         let agrees = matches!(&cfg, Some((Some(c), _)) if *c == kind);
         if let Some((Some(c), _)) = &cfg {
             if !agrees {
-                eprintln!(
+                warn(format!(
                     "warning: --test {} overrides test_name {} of {}",
                     kind.name(),
                     c.name(),
                     config_path.display()
-                );
+                ));
             }
         }
         return Ok(ResolvedTest {
@@ -158,8 +204,49 @@ fn read_config(path: &Path) -> Result<(Option<TestKind>, Option<String>)> {
     Ok((kind, mode))
 }
 
-/// Read the rows (CSV, or JSONL by extension or by a leading `{`) and the file line of each.
-/// Turns a row's issue into an error naming `file`, its line and the field.
+/// What the scene check of one file did, kept small: counts, and the lines to show.
+#[derive(Debug, Default)]
+pub(super) struct NameNotes {
+    /// `old -> new` -> rows mapped from an old upstream name.
+    renamed: BTreeMap<String, usize>,
+    /// The file line of the first mapped row.
+    first_renamed: Option<usize>,
+    /// Rows with a scene the test does not know, and the lines of the first five.
+    unknown: usize,
+    unknown_lines: Vec<usize>,
+}
+
+impl NameNotes {
+    /// One warning for mapped old scene names and one for unknown scenes kept as groups,
+    /// handed to `warn`.
+    pub(super) fn warn(&self, file: &Path, warn: &mut dyn FnMut(String)) {
+        let at = |line: usize| format!("{}:{line}", file.display());
+        if let Some(first) = self.first_renamed {
+            let v: Vec<String> = self
+                .renamed
+                .iter()
+                .map(|(k, n)| format!("{k} ({n} rows)"))
+                .collect();
+            warn(format!(
+                "warning: old upstream scene names mapped to the current ones: {} (first at {}; renamed_from in items.jsonl)",
+                v.join(", "),
+                at(first)
+            ));
+        }
+        if self.unknown > 0 {
+            let shown: Vec<String> = self.unknown_lines.iter().map(|&l| at(l)).collect();
+            warn(format!(
+                "warning: {} row(s) have a scene the test does not know, kept as their own group(s) (--allow-unknown-scenes): {}{}",
+                self.unknown,
+                shown.join(", "),
+                if self.unknown > 5 { ", ..." } else { "" }
+            ));
+        }
+    }
+}
+
+/// Turns a row's issue into an error naming `file`, the row's line (from `lines`, the file line
+/// of every row) and the field.
 pub(super) fn locator<'a>(file: &'a Path, lines: &'a [usize]) -> impl Fn(RowIssue) -> Error + 'a {
     move |issue: RowIssue| {
         let line = lines.get(issue.row.wrapping_sub(1)).copied().unwrap_or(0);
@@ -167,15 +254,25 @@ pub(super) fn locator<'a>(file: &'a Path, lines: &'a [usize]) -> impl Fn(RowIssu
     }
 }
 
+/// A results file read whole and scored ([`score_rows`] collected).
+pub(super) struct Scored {
+    /// The rows (only when asked: `--semantic` re-reads the responses).
+    pub(super) rows: Vec<Row>,
+    /// The file line of every row.
+    pub(super) lines: Vec<usize>,
+    /// The items, in file order.
+    pub(super) items: Vec<Item>,
+}
+
 /// Read one results file, check its scene names (old names mapped, a typo refused: it would
-/// split a group) and score it: the rows (only when `keep_rows`: `--semantic` re-reads the
-/// responses), the file line of every row, and the items. [`score_rows`] collected.
+/// split a group) and score it; the scene check's warnings go to `warn`.
 pub(super) fn read_and_score(
     file: &Path,
     kind: TestKind,
     allow_unknown_scenes: bool,
     keep_rows: bool,
-) -> Result<(Vec<Row>, Vec<usize>, Vec<grasp::Item>)> {
+    warn: &mut dyn FnMut(String),
+) -> Result<Scored> {
     let (mut rows, mut lines, mut items) = (Vec::new(), Vec::new(), Vec::new());
     let notes = score_rows(file, kind, allow_unknown_scenes, &mut |row, item, line| {
         lines.push(line);
@@ -185,22 +282,22 @@ pub(super) fn read_and_score(
         }
         Ok(())
     })?;
-    warn_names(file, &notes);
-    Ok((rows, lines, items))
+    notes.warn(file, warn);
+    Ok(Scored { rows, lines, items })
 }
 
 /// Read one results file row by row, check each row's scene against the test's names and
 /// score it as it is read, handing `sink` the row, its item and its file line, in file order.
 /// A CSV file is streamed, so nothing here grows with the file but the notes' counts. Returns
-/// what the scene check did, for [`warn_names`]; a file with no data row is an input error.
+/// what the scene check did ([`NameNotes::warn`]); a file with no data row is an input error.
 pub(super) fn score_rows(
     file: &Path,
     kind: TestKind,
     allow_unknown_scenes: bool,
-    sink: &mut dyn FnMut(Row, grasp::Item, usize) -> Result<()>,
+    sink: &mut dyn FnMut(Row, Item, usize) -> Result<()>,
 ) -> Result<NameNotes> {
-    let names = grasp::names::SceneNames::new(kind, allow_unknown_scenes);
-    let mut scorer = grasp::Scorer::new(kind);
+    let names = SceneNames::new(kind, allow_unknown_scenes);
+    let mut scorer = Scorer::new(kind);
     let mut notes = NameNotes::default();
     let mut any = false;
     for_each_row(file, &mut |mut row: Row, line: usize| -> Result<()> {
@@ -292,101 +389,4 @@ fn jsonl_row(r: &Record) -> Result<Row, InputError> {
         response: r.opt_str("response")?.unwrap_or_default().to_string(),
         video_file: r.opt_str("video_file")?.map(str::to_string),
     })
-}
-
-/// The flags that depend on the test type, checked in this one place for a run of one results
-/// file and of several, before any file is scored.
-pub(super) fn check_options(args: &GraspArgs, kind: TestKind) -> Result<()> {
-    if args.semantic && (args.responses.len() > 1 || args.labels.is_some()) {
-        return Err(Error::usage(
-            "--semantic scores one --responses file at a time; run it per model",
-        ));
-    }
-    if args.semantic && !kind.is_open() {
-        return Err(Error::usage(format!(
-            "--semantic re-reads open-ended answers (level1-open); the test here is {}",
-            kind.name()
-        )));
-    }
-    if args.pairwise && !kind.is_level2() {
-        return Err(Error::usage(format!(
-            "--pairwise pairs P_/IP_ videos of Level 2; the test here is {}",
-            kind.name()
-        )));
-    }
-    Ok(())
-}
-
-/// The settings of a run of `test` (no `--semantic` yet: [`GraspSettings::semantic`] is false).
-pub(super) fn settings(test: &ResolvedTest, opts: &SummaryOptions) -> GraspSettings {
-    GraspSettings {
-        test: test.kind.name().to_string(),
-        test_source: test.source.clone(),
-        mode: test.mode.clone(),
-        scorer: if test.kind.is_open() {
-            "open"
-        } else {
-            "binary"
-        }
-        .into(),
-        pairwise: opts.pairwise,
-        semantic: false,
-        allow_unknown_scenes: false,
-        models: None,
-        device: None,
-        quantize: None,
-        tf32: false,
-        semantic_embedder: None,
-        semantic_thresholds: None,
-        semantic_descriptions: None,
-        semantic_rule: None,
-    }
-}
-
-/// The summary options a run recorded (its report and `scorekit merge` recompute with them).
-pub(super) fn summary_options(doc: &MetricsDoc, s: &GraspSettings) -> Result<SummaryOptions> {
-    let run = doc.run_settings()?;
-    Ok(SummaryOptions {
-        bootstrap: run.bootstrap,
-        seed: run.seed,
-        pairwise: s.pairwise,
-    })
-}
-
-pub(super) fn headline(s: &Summary) -> serde_json::Map<String, Value> {
-    let mut m = serde_json::Map::new();
-    m.insert("accuracy".into(), json!(s.accuracy));
-    m.insert("n".into(), json!(s.n));
-    m.insert("correct".into(), json!(s.correct));
-    m.insert("false".into(), json!(s.wrong));
-    m.insert("invalid".into(), json!(s.invalid));
-    if s.test.is_level2() {
-        m.insert("gt_mismatches".into(), json!(s.gt_mismatch_rows.len()));
-        m.insert("gt_mismatch_rows".into(), json!(s.gt_mismatch_rows));
-    }
-    if let Some(p) = &s.pairwise {
-        m.insert(
-            "pairwise".into(),
-            json!({
-                "note": "NOT the GRASP paper's metric: MVPBench-style paired accuracy; a P_/IP_ \
-                         pair of the same test and video index scores 1 only if both rows are correct",
-                "paired_accuracy": p.paired_accuracy,
-                "pairs": p.pairs,
-                "both_correct": p.both_correct,
-                "unpaired_rows": p.unpaired_rows,
-            }),
-        );
-    }
-    m
-}
-
-/// The test type and where it came from.
-pub(super) struct ResolvedTest {
-    pub(super) kind: TestKind,
-    /// `flag` or the config path.
-    pub(super) source: String,
-    /// The config file, when one was read.
-    pub(super) config: Option<PathBuf>,
-    /// `mode` of the config (level1-binary: standard, cot, oneshot).
-    pub(super) mode: Option<String>,
 }

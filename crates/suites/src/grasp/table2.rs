@@ -8,36 +8,35 @@
 //! that model's single-run headline (accuracy, n, ...) with its per-test groups under `tests`;
 //! `metrics` holds the row count and the models in order.
 
-use super::grasp_common::{
-    check_options, headline, read_and_score, resolve_test, settings, summary_options,
-};
-use crate::cli::GraspArgs;
-use crate::commands::suite;
-use crate::settings;
+use super::input::{read_and_score, resolve_test, ResolvedTest, Settings};
+use super::metrics::{headline, summary_options};
+use super::{summarize, Item, Summary, TestKind};
+use crate::settings::GraspSettings;
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_report::{self as report, MetricsDoc, Outputs};
-use scorekit_suites::grasp::shard_key;
-use scorekit_suites::grasp::{self, Summary, SummaryOptions, TestKind};
-use scorekit_suites::run::{self as run_loop, Run};
-use scorekit_suites::settings::GraspSettings;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// Score every --responses file and write one output folder with all models.
-pub fn run(args: GraspArgs) -> Result<()> {
-    let labels = labels(&args.responses, args.labels.as_deref())?;
-    let out = &settings::run_options(&args.output);
-    let opts = SummaryOptions {
-        bootstrap: out.bootstrap,
-        seed: out.seed,
-        pairwise: args.pairwise,
-    };
+/// Every `--responses` file read, checked and scored, its items named by the file's model.
+pub(super) struct Models {
+    /// The inputs recorded (each file, and the config beside it when one was read).
+    pub(super) doc: MetricsDoc,
+    /// The settings the run records.
+    pub(super) recorded: GraspSettings,
+    /// Every model's items, in `--responses` order, then row.
+    pub(super) items: Vec<Item>,
+}
+
+/// Read, check and score every `--responses` file of `s` as a single-file run would, each
+/// file's items named by its model; warnings go to `warn`. The files must be of one test.
+pub(super) fn read(s: &Settings, warn: &mut dyn FnMut(String)) -> Result<Models> {
+    let labels = labels(&s.responses, s.labels.as_deref())?;
     let mut doc = MetricsDoc::new("grasp");
     let mut items = Vec::new();
     let mut first: Option<(TestKind, PathBuf)> = None;
-    let mut resolved = None;
-    for (file, label) in args.responses.iter().zip(&labels) {
-        let test = resolve_test(args.test, file)?;
+    let mut resolved: Option<ResolvedTest> = None;
+    for (file, label) in s.responses.iter().zip(&labels) {
+        let test = resolve_test(s.test, file, warn)?;
         match &first {
             Some((kind, f)) if *kind != test.kind => {
                 return Err(Error::usage(format!(
@@ -52,9 +51,10 @@ pub fn run(args: GraspArgs) -> Result<()> {
             Some(_) => {}
             None => first = Some((test.kind, file.clone())),
         }
-        check_options(&args, test.kind)?;
+        s.check(test.kind)?;
         // Read, checked and scored exactly as a single-file run.
-        let (_, _, mut scored) = read_and_score(file, test.kind, args.allow_unknown_scenes, false)?;
+        let mut scored =
+            read_and_score(file, test.kind, s.allow_unknown_scenes, false, warn)?.items;
         for it in &mut scored {
             it.model = Some(label.clone());
         }
@@ -65,26 +65,19 @@ pub fn run(args: GraspArgs) -> Result<()> {
         }
         resolved.get_or_insert(test);
     }
-    let test = resolved.expect("at least one --responses file");
-    let mut settings = settings(&test, &opts);
-    if args.responses.len() > 1 {
+    let test = resolved.ok_or_else(|| Error::usage("--responses: no results file to score"))?;
+    let mut recorded = test.recorded(s.pairwise);
+    if s.responses.len() > 1 {
         // Each file's config may say another mode: the one run records none.
-        settings.mode = None;
+        recorded.mode = None;
     }
-    settings.models = Some(labels.clone());
-    settings.allow_unknown_scenes = args.allow_unknown_scenes;
-    run_loop::record::<suite::Grasp>(&mut doc, out, &settings)?;
-    let mut items: Vec<grasp::Item> = items
-        .into_iter()
-        .filter(|i| out.shard.contains(&shard_key(i)))
-        .collect();
-    // The summary checks the rows: bad input stops the run before --out is touched.
-    let outputs = outputs(&mut doc, &mut items)?;
-    let mut run = Run::<suite::Grasp>::resume(out, &doc)?;
-    run.extend(items);
-    run.finish_with(&mut doc, Vec::new(), |_, _| Ok(outputs))?
-        .print();
-    Ok(())
+    recorded.models = Some(labels);
+    recorded.allow_unknown_scenes = s.allow_unknown_scenes;
+    Ok(Models {
+        doc,
+        recorded,
+        items,
+    })
 }
 
 /// One name per file: `--labels`, else the file's folder name (upstream writes one folder per
@@ -123,39 +116,12 @@ fn default_label(file: &Path) -> String {
         .unwrap_or_else(|| file.display().to_string())
 }
 
-/// Metrics and files of a run with several models (also what `scorekit merge` calls): items in
-/// model order (the `models` setting), then row; one summary per model, as a single run of that
-/// file would compute it; Table 2 as report, tables.tex, table.csv and accuracy.svg.
-pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Outputs> {
+/// Metrics and files of a run with several models (also what `scorekit merge` computes): items
+/// in model order (the `models` setting), then row; one summary per model, as a single run of
+/// that file would compute it; Table 2 as report, tables.tex, table.csv and accuracy.svg.
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     let settings: GraspSettings = doc.suite_settings()?;
-    let order: Vec<String> = settings.models.clone().unwrap_or_default();
-    let rank = |m: &Option<String>| {
-        m.as_ref()
-            .and_then(|m| order.iter().position(|o| o == m))
-            .unwrap_or(order.len())
-    };
-    items.sort_by(|a, b| (rank(&a.model), &a.model, a.row).cmp(&(rank(&b.model), &b.model, b.row)));
-    let kind = settings.kind()?;
-    let opts = summary_options(doc, &settings)?;
-    let mut models: Vec<(String, Summary)> = Vec::new();
-    let mut start = 0;
-    while start < items.len() {
-        let model = items[start].model.clone();
-        let end = start
-            + items[start..]
-                .iter()
-                .take_while(|i| i.model == model)
-                .count();
-        let name = model.unwrap_or_else(|| "(no model)".into());
-        let summary = grasp::summarize(kind, &items[start..end], &opts).map_err(|issue| {
-            Error::from(InputError::file(
-                format!("items of model {name}"),
-                format!("row {}: {} {}", issue.row, issue.field, issue.message),
-            ))
-        })?;
-        models.push((name, summary));
-        start = end;
-    }
+    let models = summaries(doc, &settings, items)?;
     doc.groups.clear();
     for (name, s) in &models {
         let mut g = headline(s);
@@ -171,9 +137,68 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Output
         "models".into(),
         json!(models.iter().map(|(n, _)| n).collect::<Vec<_>>()),
     );
-
+    let kind = settings.kind()?;
     let table2 = report::grasp::table2(&models);
     let table = table2.markdown();
+    let report = report_md(doc, &settings, kind, &models, &table);
+    let mut files = report::table::table_files("GRASP Table 2", &table2);
+    files.push((
+        "accuracy.svg".to_string(),
+        report::grasp::models_chart(&models).into_bytes(),
+    ));
+    Ok(Outputs {
+        report,
+        table,
+        files,
+    })
+}
+
+/// Sort `items` by model (the `models` setting's order), then row, and summarize each model's
+/// items as a single run of its file would.
+fn summaries(
+    doc: &MetricsDoc,
+    settings: &GraspSettings,
+    items: &mut [Item],
+) -> Result<Vec<(String, Summary)>> {
+    let order: Vec<String> = settings.models.clone().unwrap_or_default();
+    let rank = |m: &Option<String>| {
+        m.as_ref()
+            .and_then(|m| order.iter().position(|o| o == m))
+            .unwrap_or(order.len())
+    };
+    items.sort_by(|a, b| (rank(&a.model), &a.model, a.row).cmp(&(rank(&b.model), &b.model, b.row)));
+    let kind = settings.kind()?;
+    let opts = summary_options(doc, settings)?;
+    let mut models: Vec<(String, Summary)> = Vec::new();
+    let mut start = 0;
+    while start < items.len() {
+        let model = items[start].model.clone();
+        let end = start
+            + items[start..]
+                .iter()
+                .take_while(|i| i.model == model)
+                .count();
+        let name = model.unwrap_or_else(|| "(no model)".into());
+        let summary = summarize(kind, &items[start..end], &opts).map_err(|issue| {
+            Error::from(InputError::file(
+                format!("items of model {name}"),
+                format!("row {}: {} {}", issue.row, issue.field, issue.message),
+            ))
+        })?;
+        models.push((name, summary));
+        start = end;
+    }
+    Ok(models)
+}
+
+/// report.md: Table 2, then each model's own report one heading level down.
+fn report_md(
+    doc: &MetricsDoc,
+    settings: &GraspSettings,
+    kind: TestKind,
+    models: &[(String, Summary)],
+    table: &str,
+) -> String {
     let mut report_md = format!(
         "# GRASP {}: {} models\n\n## Table 2: accuracy (%) per model and test\n\n{table}\n\
          Accuracy = correct / rows of the test (invalid answers count as wrong); intervals are \
@@ -195,14 +220,5 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [grasp::Item]) -> Result<Output
         report_md.push_str(&format!("\n## {name}\n"));
         report_md.push_str(one.split_once('\n').map_or("", |(_, rest)| rest));
     }
-    let mut files = report::table::table_files("GRASP Table 2", &table2);
-    files.push((
-        "accuracy.svg".to_string(),
-        report::grasp::models_chart(&models).into_bytes(),
-    ));
-    Ok(Outputs {
-        report: report_md,
-        table,
-        files,
-    })
+    report_md
 }
