@@ -195,3 +195,25 @@ impl ModelRuntime {
 pub fn quantize_setting(quantize: bool) -> Option<String> {
     quantize.then(|| "int8 encoder products".to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantize_takes_f32_and_bf16_only_beside_a_letter_judge() {
+        let cpu = Device::Cpu;
+        let ok = |dtype, engine, models| check_quantize(&cpu, dtype, engine, models).is_ok();
+        assert!(!ok(DType::F32, Engine::Candle, Int8Models::Encoders));
+        assert!(!ok(DType::F16, Engine::Auto, Int8Models::WithLetterJudge));
+        assert!(!ok(DType::BF16, Engine::Auto, Int8Models::Encoders));
+        let vnni = runtime::kernels::int8_available();
+        assert_eq!(ok(DType::F32, Engine::Auto, Int8Models::Encoders), vnni);
+        assert_eq!(
+            ok(DType::BF16, Engine::Native, Int8Models::WithLetterJudge),
+            vnni
+        );
+        let why = check_quantize(&cpu, DType::F16, Engine::Auto, Int8Models::Encoders);
+        assert!(why.unwrap_err().to_string().contains("--quantize needs"));
+    }
+}

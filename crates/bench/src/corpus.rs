@@ -1,9 +1,53 @@
-//! The sentences a bench measures: the corpus reader (Possible Stories endings, JSONL with
+//! The sentences a bench measures: what the command hands over ([`Input`]), the corpus reader (Possible Stories endings, JSONL with
 //! `text`, plain text), the default inputs, and synthetic sentences of exact token lengths.
 
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_runtime::TextTokenizer;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The items a bench runs on, as the command read them.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The file they came from (a dataset name resolved through the data cache).
+    pub source: PathBuf,
+    /// The sentences, or the judge's pairs.
+    pub items: Items,
+    /// Questions the pairs come from (a judge; 0 for sentences).
+    pub questions: usize,
+}
+
+/// What a bench runs on: the items of a pass.
+#[derive(Debug, Clone)]
+pub enum Items {
+    /// Sentences for an embedder.
+    Texts(Vec<String>),
+    /// (passage, question + option) pairs for a judge.
+    Pairs(Vec<(String, String)>),
+}
+
+impl Items {
+    /// Items per pass.
+    pub fn len(&self) -> usize {
+        match self {
+            Items::Texts(t) => t.len(),
+            Items::Pairs(p) => p.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The items as lines of text (a pair as passage, tab, question): what a corpus's sha256
+    /// is taken over.
+    pub fn lines(&self) -> Vec<String> {
+        match self {
+            Items::Texts(t) => t.clone(),
+            Items::Pairs(p) => p.iter().map(|(a, b)| format!("{a}\t{b}")).collect(),
+        }
+    }
+}
 
 /// The corpus used when `--input` is not given: the real Possible Stories endings and passages,
 /// from the data cache (`scorekit data`; pulled once where the network allows).

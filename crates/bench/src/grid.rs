@@ -3,15 +3,15 @@
 //! the one loop ([`crate::measure`]); bench.json, and with `--out` the CSV, report.md, the
 //! charts and the measured sentences; `--compare` joins a peers file by axes.
 
-use crate::corpus::{synthetic_sentences, DEFAULT_SYNTHETIC_SENTENCES};
+use crate::corpus::{synthetic_sentences, Input, Items, DEFAULT_SYNTHETIC_SENTENCES};
 use crate::doc::{corpus_sha256, BenchCell, BenchDoc, CorpusRef};
 use crate::measure::{measure, Timing};
 use crate::peak::Peaks;
 use crate::peers::{join_peers, read_peers, refuse, Joined};
 use crate::settings::Settings;
-use crate::subject::{self, Items};
+use crate::subject;
 use crate::variant::Variant;
-use crate::{charts, table, Input};
+use crate::{charts, table};
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_core::process::cpu_model_name;
 use scorekit_runtime::{self as runtime, ResolvedModel, TextTokenizer};

@@ -23,24 +23,12 @@ pub mod subject;
 pub mod table;
 pub mod variant;
 
+pub use corpus::{Input, Items};
 pub use settings::Settings;
-pub use subject::Items;
 pub use variant::{variants, Variant};
 
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_runtime::ResolvedModel;
-use std::path::PathBuf;
-
-/// The items a bench runs on, as the command read them.
-#[derive(Debug, Clone)]
-pub struct Input {
-    /// The file they came from (a dataset name resolved through the data cache).
-    pub source: PathBuf,
-    /// The sentences, or the judge's pairs.
-    pub items: Items,
-    /// Questions the pairs come from (a judge; 0 for sentences).
-    pub questions: usize,
-}
 
 /// Measure and return what to print: a grid (bench.json with `--json`, else report.md, and the
 /// files of `--out`), or the one-cell report. `input` is `None` for `--synthetic` sentences;

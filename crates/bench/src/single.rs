@@ -2,12 +2,12 @@
 //! (one JSON object with `--json`, else a few lines), with `--save` writing the last pass's
 //! outputs. BENCHMARKS.md's scripts read these fields.
 
+use crate::corpus::Input;
 use crate::measure::{measure, Measured, Timing};
 use crate::peak::Peaks;
 use crate::settings::Settings;
 use crate::subject::{self, Rows};
 use crate::variant::{dtype_name, Variant};
-use crate::Input;
 use scorekit_core::error::Result;
 use scorekit_runtime::kernels::peak::Peak;
 use scorekit_runtime::{self as runtime, ResolvedModel};

@@ -2,6 +2,7 @@
 //! sentence embedder over texts and an MRC judge over (passage, question + option) pairs. Each
 //! says how it is loaded, tokenised and run on a batch; the loop times them alike.
 
+use crate::corpus::Items;
 use crate::variant::Variant;
 use indicatif::ProgressBar;
 use scorekit_core::error::Result;
@@ -16,39 +17,6 @@ pub enum Rows {
     Vectors(Vec<Vec<f32>>),
     /// A judge's scores, one a pair.
     Scores(Vec<f32>),
-}
-
-/// What a bench runs on: the items of a pass.
-#[derive(Debug, Clone)]
-pub enum Items {
-    /// Sentences for an embedder.
-    Texts(Vec<String>),
-    /// (passage, question + option) pairs for a judge.
-    Pairs(Vec<(String, String)>),
-}
-
-impl Items {
-    /// Items per pass.
-    pub fn len(&self) -> usize {
-        match self {
-            Items::Texts(t) => t.len(),
-            Items::Pairs(p) => p.len(),
-        }
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The items as lines of text (a pair as passage, tab, question): what a corpus's sha256
-    /// is taken over.
-    pub fn lines(&self) -> Vec<String> {
-        match self {
-            Items::Texts(t) => t.clone(),
-            Items::Pairs(p) => p.iter().map(|(a, b)| format!("{a}\t{b}")).collect(),
-        }
-    }
 }
 
 /// A loaded model as the timing loop drives it.
