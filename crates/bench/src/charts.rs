@@ -186,8 +186,8 @@ pub fn latency_svg(cells: &[&BenchCell]) -> String {
     s
 }
 
-/// The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k at or above `x` (x > 0): an axis end with round ticks
-/// at fifths.
+/// The smallest of 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k at or above `x` (x > 0): an axis end
+/// with round ticks at fifths.
 fn nice_ceiling(x: f64) -> f64 {
     let p = 10f64.powf(x.log10().floor());
     [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]

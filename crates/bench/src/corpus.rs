@@ -1,5 +1,6 @@
-//! The sentences a bench measures: what the command hands over ([`Input`]), the corpus reader (Possible Stories endings, JSONL with
-//! `text`, plain text), the default inputs, and synthetic sentences of exact token lengths.
+//! The sentences a bench measures: what the command hands over ([`Input`]), the corpus reader
+//! (Possible Stories endings, JSONL with `text`, plain text), the default inputs, and synthetic
+//! sentences of exact token lengths.
 
 use scorekit_core::error::{Error, InputError, Result};
 use scorekit_runtime::TextTokenizer;
