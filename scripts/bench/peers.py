@@ -93,7 +93,7 @@ def peak_rss_bytes():
 
 
 def percentile(xs, p):
-    """Nearest rank, as scorekit's report::bench::percentile."""
+    """Nearest rank, as scorekit's bench::doc::percentile (crates/bench)."""
     v = sorted(xs)
     import math
 

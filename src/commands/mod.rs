@@ -1,9 +1,6 @@
 //! One module per subcommand: read inputs, call the suite, write outputs. No scoring logic here.
 
 pub mod bench;
-pub mod bench_common;
-pub mod bench_grid;
-pub mod bench_judge;
 pub mod calibration;
 pub mod compare;
 pub mod data;

@@ -6,7 +6,7 @@
 use crate::cli::{Amx, DType as CliDType, Engine, ModelArgs};
 use candle_core::{DType, Device};
 use runtime::EMBEDDER_FILES;
-use scorekit_core::error::Result;
+use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
 use scorekit_report::ModelRef;
 use scorekit_runtime::{
@@ -58,23 +58,57 @@ pub fn dtype_of(dtype: Option<CliDType>) -> Option<DType> {
     })
 }
 
+/// Which models a run may load, as far as `--quantize` is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Int8Models {
+    /// Encoders only (embedders, MRC judges), as `scorekit bench` measures.
+    Encoders,
+    /// A T5 letter judge among them, whose decoder keeps bf16 weights beside int8 products.
+    WithLetterJudge,
+}
+
+/// The one rule of `--quantize` (int8 products), as the runtime implements it: they run in
+/// scorekit's CPU kernels (AVX-512 VNNI; not `--engine candle`, not a GPU) on f32 activations,
+/// for every model (`EngineOptions::native_dtype` refuses bf16 with int8 for an encoder).
+/// `--dtype bf16` goes with it for a T5 letter judge alone: its encoder's products stay int8 on
+/// f32 and bf16 sets the decoder's weights (`runtime::engine::seq2seq_engine`; how flan-t5-xxl
+/// fits in 24 GiB, docs/judge.md). f16 never.
+pub fn check_quantize(
+    device: &Device,
+    dtype: DType,
+    engine: Engine,
+    models: Int8Models,
+) -> Result<()> {
+    if !(device.is_cpu() && engine != Engine::Candle && runtime::kernels::int8_available()) {
+        return Err(Error::usage(
+            "--quantize needs the CPU with AVX-512 VNNI and scorekit's kernels (not --engine candle): it quantises their products",
+        ));
+    }
+    match (dtype, models) {
+        (DType::F32, _) | (DType::BF16, Int8Models::WithLetterJudge) => Ok(()),
+        (DType::BF16, Int8Models::Encoders) => Err(Error::usage(
+            "--quantize needs f32 for an encoder, not --dtype bf16: its int8 products take f32 activations (bf16 goes with --quantize only for a T5 letter judge's decoder)",
+        )),
+        _ => Err(Error::usage(format!(
+            "--quantize needs f32 (bf16 only for a T5 letter judge), not --dtype {}: int8 products take f32 activations",
+            format!("{dtype:?}").to_lowercase()
+        ))),
+    }
+}
+
 impl ModelRuntime {
-    /// Open the device of `args`; a malformed `--device` is a usage error.
+    /// Open the device of `args`; a malformed `--device` is a usage error. `--quantize` is
+    /// held to [`check_quantize`] for any model (a T5 letter judge included).
     pub fn new(args: &ModelArgs, quiet: bool) -> Result<Self> {
+        Self::for_models(args, quiet, Int8Models::WithLetterJudge)
+    }
+
+    /// [`ModelRuntime::new`] for a command that loads only `models` (`--quantize`'s rule).
+    pub fn for_models(args: &ModelArgs, quiet: bool, models: Int8Models) -> Result<Self> {
         let device = runtime::select_device(&args.device)?;
         let dtype = runtime::select_dtype(dtype_of(args.dtype), &device);
-        // `--quantize` only where the int8 kernels run: scorekit's CPU kernels with VNNI, f32
-        // (bf16 too, for what a T5 letter judge keeps outside its products; the engine's choice,
-        // `runtime::engine`, refuses it for encoders).
-        if args.quantize
-            && !(device.is_cpu()
-                && matches!(dtype, DType::F32 | DType::BF16)
-                && args.engine != Engine::Candle
-                && runtime::kernels::int8_available())
-        {
-            return Err(scorekit_core::error::Error::usage(
-                "--quantize needs the CPU with AVX-512 VNNI and f32 (bf16 only for a T5 letter judge): it quantises scorekit's CPU kernels' products",
-            ));
+        if args.quantize {
+            check_quantize(&device, dtype, args.engine, models)?;
         }
         if args.tf32 {
             if !device.is_cuda() || dtype != DType::F32 {
@@ -160,4 +194,26 @@ impl ModelRuntime {
 /// identity, and results of int8 and f32 encoders are never mixed by resume or merge.
 pub fn quantize_setting(quantize: bool) -> Option<String> {
     quantize.then(|| "int8 encoder products".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantize_takes_f32_and_bf16_only_beside_a_letter_judge() {
+        let cpu = Device::Cpu;
+        let ok = |dtype, engine, models| check_quantize(&cpu, dtype, engine, models).is_ok();
+        assert!(!ok(DType::F32, Engine::Candle, Int8Models::Encoders));
+        assert!(!ok(DType::F16, Engine::Auto, Int8Models::WithLetterJudge));
+        assert!(!ok(DType::BF16, Engine::Auto, Int8Models::Encoders));
+        let vnni = runtime::kernels::int8_available();
+        assert_eq!(ok(DType::F32, Engine::Auto, Int8Models::Encoders), vnni);
+        assert_eq!(
+            ok(DType::BF16, Engine::Native, Int8Models::WithLetterJudge),
+            vnni
+        );
+        let why = check_quantize(&cpu, DType::F16, Engine::Auto, Int8Models::Encoders);
+        assert!(why.unwrap_err().to_string().contains("--quantize needs"));
+    }
 }

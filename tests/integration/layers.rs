@@ -80,6 +80,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "scorekit-kernels",
         ],
     ),
+    // The throughput bench beside the suites, not in the product's report crate: it times the
+    // runtime's models and renders its own bench.json; no suite, data cache or file reader.
+    (
+        "scorekit-bench",
+        &["scorekit-core", "scorekit-report", "scorekit-runtime"],
+    ),
     (
         "scorekit",
         &[
@@ -90,6 +96,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "scorekit-data",
             "scorekit-runtime",
             "scorekit-suites",
+            "scorekit-bench",
         ],
     ),
 ];

@@ -2,7 +2,6 @@
 //! other files (CSV, LaTeX, SVG). The typed summaries that suites fill and these writers render
 //! live here too, one module per suite, so that nothing here needs `suites/` (docs/architecture.md).
 
-pub mod bench;
 mod bootstrap;
 pub mod compare;
 pub mod doctor;

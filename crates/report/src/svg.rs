@@ -126,12 +126,12 @@ pub fn interval_chart(
 }
 
 /// Series colours of every chart.
-pub(crate) const COLOURS: [&str; 8] = [
+pub const COLOURS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
 ];
 
 /// Escape text for SVG (also used inside attribute-free `<title>` and `<text>`).
-pub(crate) fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
