@@ -1,12 +1,11 @@
-//! `scorekit judge train`'s report.md and curves.svg (from training.json), and `scorekit judge
-//! eval`'s typed metrics.json ([`EvalMetrics`]) with its report.md and terminal table.
+//! `scorekit judge eval`'s typed metrics.json ([`EvalMetrics`]) with its report.md and terminal
+//! table, and the question files both judge commands record. (A training run's report.md and
+//! curves.svg live with its record, `runtime::judge_train`.)
 
 use crate::ifsm_corrected::Resolution;
 use crate::{DatasetRef, Estimate, InputFile, ModelRef};
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// A question file of `judge train` or `judge eval` as read: path, sha256 and per-format counts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -133,11 +132,6 @@ pub struct EvalCalibration<S, C> {
     pub human: Option<Resolution>,
 }
 
-/// A JSON value's percentage (training.json), "–" when it is no number.
-fn pct(v: &Value) -> String {
-    v.as_f64().map_or("–".into(), percent1)
-}
-
 /// A share as a percentage with one decimal.
 fn percent1(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
@@ -154,156 +148,6 @@ fn estimate(e: Option<&Estimate>) -> String {
             e.n
         )
     })
-}
-
-/// report.md of a training run, from training.json.
-pub fn train_report(t: &Value) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "# Judge training\n");
-    let _ = writeln!(
-        s,
-        "- base: `{}` @ `{}`",
-        t["base"]["id"].as_str().unwrap_or(""),
-        t["base"]["revision"].as_str().unwrap_or("")
-    );
-    let new_head = t["base"]["new_head"].as_array().map_or(0, Vec::len);
-    if new_head > 0 {
-        let _ = writeln!(s, "- the base had no multiple-choice head: {new_head} head tensors were initialised as `transformers` does (normal(0, initializer_range) weights, zero biases) from the seed");
-    }
-    for f in t["train_files"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            s,
-            "- train: `{}` ({} Possible Stories, {} RACE lines; sha256 {})",
-            f["path"].as_str().unwrap_or(""),
-            f["possible_stories"],
-            f["race"],
-            f["sha256"].as_str().unwrap_or("")
-        );
-    }
-    if let Some(d) = t["dev_file"].as_object() {
-        let _ = writeln!(
-            s,
-            "- dev: `{}` (sha256 {})",
-            d["path"].as_str().unwrap_or(""),
-            d["sha256"].as_str().unwrap_or("")
-        );
-    }
-    let r = &t["recipe"];
-    let _ = writeln!(s, "- recipe: lr {}, {} questions × {} accumulation per step, weight decay {}, warm-up ratio {} ({} steps), max grad norm {}, seed {}, shuffle {}, dropout {}",
-        r["lr"], r["batch_questions"], r["grad_accum"], r["weight_decay"], r["warmup_ratio"], t["warmup_steps"], r["max_grad_norm"], r["seed"], r["shuffle"], r["dropouts"]);
-    let _ = writeln!(
-        s,
-        "- steps: {} of {} ({} per epoch){}, device {}",
-        t["steps_done"],
-        t["total_steps"],
-        t["steps_per_epoch"],
-        if t["early_stopped"].as_bool() == Some(true) {
-            ", stopped early (patience)"
-        } else {
-            ""
-        },
-        t["device"].as_str().unwrap_or("")
-    );
-    let _ = writeln!(
-        s,
-        "- kept: step {} (dev accuracy {})\n",
-        t["kept"]["step"],
-        pct(&t["kept"]["dev_accuracy"])
-    );
-    if let Some(evals) = t["evals"].as_array().filter(|e| !e.is_empty()) {
-        let _ = writeln!(s, "| step | epoch | dev accuracy |\n|---:|---:|---:|");
-        for e in evals {
-            let _ = writeln!(
-                s,
-                "| {} | {:.2} | {} |",
-                e["step"],
-                e["epoch"].as_f64().unwrap_or(0.0),
-                pct(&e["accuracy"])
-            );
-        }
-        s.push('\n');
-    }
-    let _ = writeln!(
-        s,
-        "Loss per optimiser step and dev accuracy per evaluation: training.json, curves.svg."
-    );
-    s
-}
-
-/// An SVG of the training loss per step (and dev accuracy per evaluation, right axis).
-pub fn curves_svg(t: &Value) -> String {
-    let (w, h, m) = (640.0, 320.0, 40.0);
-    let steps: Vec<(f64, f64)> = t["steps"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| Some((s["step"].as_f64()?, s["loss"].as_f64()?)))
-        .collect();
-    let evals: Vec<(f64, f64)> = t["evals"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| Some((e["step"].as_f64()?, e["accuracy"].as_f64()?)))
-        .collect();
-    let max_step = steps.iter().chain(&evals).map(|p| p.0).fold(1.0, f64::max);
-    let (lo, hi) = steps
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
-    let (lo, hi) = if lo < hi {
-        (lo, hi)
-    } else {
-        (lo - 0.5, lo + 0.5)
-    };
-    let x = |s: f64| m + (w - 2.0 * m) * s / max_step;
-    let y = |v: f64, lo: f64, hi: f64| h - m - (h - 2.0 * m) * (v - lo) / (hi - lo);
-    let path = |pts: &[(f64, f64)], lo: f64, hi: f64| {
-        pts.iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1, lo, hi)))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n");
-    let _ = writeln!(s, "<rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>");
-    let _ = writeln!(
-        s,
-        "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>",
-        h - m,
-        w - m,
-        h - m
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">optimiser step (0 – {max_step})</text>",
-        w / 2.0,
-        h - 10.0
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{m}\" y=\"20\" fill=\"#1f77b4\">training loss ({lo:.4} – {hi:.4})</text>"
-    );
-    let _ = writeln!(
-        s,
-        "<polyline fill=\"none\" stroke=\"#1f77b4\" points=\"{}\"/>",
-        path(&steps, lo, hi)
-    );
-    if !evals.is_empty() {
-        let _ = writeln!(s, "<text x=\"{}\" y=\"20\" text-anchor=\"end\" fill=\"#d62728\">dev accuracy (0 – 100%)</text>", w - m);
-        let _ = writeln!(
-            s,
-            "<polyline fill=\"none\" stroke=\"#d62728\" points=\"{}\"/>",
-            path(&evals, 0.0, 1.0)
-        );
-        for e in &evals {
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"#d62728\"/>",
-                x(e.0),
-                y(e.1, 0.0, 1.0)
-            );
-        }
-    }
-    s.push_str("</svg>\n");
-    s
 }
 
 /// report.md of `judge eval`.

@@ -11,14 +11,18 @@ use anyhow::{anyhow, Context};
 use candle_core::DType;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::fs::{atomic_write, write_atomically};
-use scorekit_report::judge::{self as render, QuestionFile};
+use scorekit_report::judge::QuestionFile;
 use scorekit_train::model::{Dropouts, McModel};
-use scorekit_train::run::{self, Ending, EvalLog, Policy, RunDir, RECORD_FILE};
-use scorekit_train::trainer::{default_precision, Example, Recipe, StepLog, Trainer};
+use scorekit_train::run::{self, Ending, Policy, RunDir, RECORD_FILE};
+use scorekit_train::trainer::{default_precision, Example, Recipe, Trainer};
 use scorekit_train::Precision;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+mod record;
+
+pub use record::{BaseRecord, Kept, QuestionCounts, TrainingRecord};
 
 /// Everything `judge train` was asked, flags resolved.
 #[derive(Debug, Clone)]
@@ -272,83 +276,6 @@ fn encode(tok: &PairTokenizer, questions: &[QuestionPairs]) -> Result<Vec<Exampl
         .collect()
 }
 
-/// training.json: what was trained from what, how, and what was kept.
-#[derive(Debug, Clone, Serialize)]
-pub struct TrainingRecord {
-    /// The base model.
-    pub base: BaseRecord,
-    /// The training question files.
-    pub train_files: Vec<QuestionFile>,
-    /// The dev question file.
-    pub dev_file: Option<QuestionFile>,
-    /// Question counts.
-    pub questions: QuestionCounts,
-    /// The recipe.
-    pub recipe: Recipe,
-    /// Tokens per pair after truncation.
-    pub max_length: usize,
-    /// The device trained on.
-    pub device: String,
-    /// The precision of the products.
-    pub precision: Precision,
-    /// How the encoder's dropout ran, in words.
-    pub encoder_dropout: &'static str,
-    /// Steps of the schedule.
-    pub total_steps: u64,
-    /// Warm-up steps.
-    pub warmup_steps: u64,
-    /// Steps per epoch.
-    pub steps_per_epoch: u64,
-    /// Steps taken.
-    pub steps_done: u64,
-    /// Patience ran out.
-    pub early_stopped: bool,
-    /// Every step.
-    pub steps: Vec<StepLog>,
-    /// Seconds per step (benchmarks only).
-    pub step_seconds: Vec<f64>,
-    /// Every dev evaluation.
-    pub evals: Vec<EvalLog>,
-    /// The kept weights.
-    pub kept: Kept,
-}
-
-/// The base model of a run.
-#[derive(Debug, Clone, Serialize)]
-pub struct BaseRecord {
-    /// Hub id, manifest name or folder.
-    pub id: String,
-    /// Its revision.
-    pub revision: String,
-    /// sha256 of its weights.
-    pub sha256: String,
-    /// Head tensors the base lacked, initialised from the seed.
-    pub new_head: Vec<String>,
-}
-
-/// Question counts of a run.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct QuestionCounts {
-    /// Training questions.
-    pub train: usize,
-    /// Dev questions.
-    pub dev: Option<usize>,
-    /// Options per question.
-    pub choices: usize,
-}
-
-/// The kept weights: the best dev accuracy's, or the last step's without dev questions.
-#[derive(Debug, Clone, Serialize)]
-pub struct Kept {
-    /// Their step.
-    pub step: u64,
-    /// Their dev accuracy (`null` without dev questions).
-    pub dev_accuracy: Option<f64>,
-    /// Their dev logits.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dev_logits: Option<Vec<Vec<f32>>>,
-}
-
 /// Tokenizer and vocabulary files copied from the base into the trained folder.
 const TOKENIZER_FILES: &[&str] = &[
     "tokenizer.json",
@@ -411,16 +338,10 @@ fn write_folder(
             })?;
         }
     }
-    // Through a JSON value, as the renderers read it (and f32 logits print as they always have).
+    atomic_write(&out.join("report.md"), record.report_md().as_bytes())?;
+    atomic_write(&out.join("curves.svg"), record.curves_svg().as_bytes())?;
+    // Through a JSON value, so that the f32 dev logits print as f64 numbers, as they always have.
     let training = serde_json::to_value(record).map_err(|e| anyhow!("training.json: {e}"))?;
-    atomic_write(
-        &out.join("report.md"),
-        render::train_report(&training).as_bytes(),
-    )?;
-    atomic_write(
-        &out.join("curves.svg"),
-        render::curves_svg(&training).as_bytes(),
-    )?;
     atomic_write(&out.join(RECORD_FILE), pretty(&training)?.as_bytes())?;
     dir.remove_checkpoints()
 }

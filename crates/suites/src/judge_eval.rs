@@ -252,3 +252,85 @@ pub fn items_jsonl(items: &[EvalItem]) -> anyhow::Result<Vec<u8>> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question(id: &str, gold: usize) -> Question {
+        Question {
+            id: id.into(),
+            row: 1,
+            passage_id: id.split('_').next().unwrap_or(id).into(),
+            question: "Q?".into(),
+            document: "D.".into(),
+            options: ["a", "b", "c", "d"].map(String::from).to_vec(),
+            gold,
+        }
+    }
+
+    fn record() -> EvalRecord {
+        EvalRecord {
+            judge: ModelRef {
+                id: "j".into(),
+                revision: "local".into(),
+                sha256: "0".into(),
+            },
+            judge_kind: "scoring".into(),
+            engine: "e".into(),
+            dataset: QuestionFile {
+                path: "d.jsonl".into(),
+                sha256: "1".into(),
+                possible_stories: 3,
+                race: 0,
+            },
+            options: 4,
+            bootstrap: Bootstrap {
+                resamples: 10,
+                seed: 1,
+            },
+            tf32: false,
+            letter: None,
+        }
+    }
+
+    #[test]
+    fn scores_pick_the_highest_option_and_a_short_score_list_is_refused() {
+        let qs = [question("p1_0", 1), question("p1_1", 2), question("p2_0", 0)];
+        let mut scores = vec![0.0f32; 12];
+        scores[1] = 1.0; // q0 picks 1: right
+        scores[4] = 1.0; // q1 picks 0: wrong
+        scores[8] = 1.0; // q2 picks 0: right
+        let items = scored_items(&qs, &scores).unwrap();
+        let picks: Vec<_> = items.iter().map(|i| i.pick).collect();
+        assert_eq!(picks, [Some(1), Some(0), Some(0)]);
+        assert_eq!(items[2].line, 3);
+        assert!(scored_items(&qs, &scores[..11]).is_err());
+        let m: EvalMetrics<(), ()> = metrics(record(), &items, None);
+        assert_eq!((m.questions, m.passages), (3, 2));
+        assert!((m.accuracy.unwrap().value - 2.0 / 3.0).abs() < 1e-12);
+        // p1 has a wrong answer, p2 none.
+        assert!((m.consistency.unwrap().value - 0.5).abs() < 1e-12);
+        assert!(m.cyclic.is_none());
+        let json = serde_json::to_value(&m).unwrap();
+        assert!(json.get("tf32").is_none() && json.get("calibration").is_none());
+    }
+
+    #[test]
+    fn letter_answers_record_rotation_zero_and_the_cyclic_majority_apart() {
+        let qs = [question("p1_0", 0)];
+        let prompts = letter_prompts(&qs, "", rotations(&qs, true));
+        assert_eq!(prompts.len(), 4);
+        // Rotation r shows option (j + r) % 4 at letter j: the gold option 0 is at letter (4 - r) % 4.
+        let answers: Vec<String> = ["A", "D", "C", "A"].map(String::from).to_vec();
+        let items = answered_items(&qs, &answers, 4, true).unwrap();
+        assert_eq!(items[0].pick, Some(0));
+        assert_eq!(items[0].answer.as_deref(), Some("A"));
+        let c = items[0].cyclic.as_ref().unwrap();
+        assert_eq!(c.pick, Some(0));
+        assert!((c.agreement - 0.75).abs() < 1e-12);
+        let m: EvalMetrics<(), ()> = metrics(record(), &items, None);
+        assert!((m.cyclic.unwrap().agreement - 0.75).abs() < 1e-12);
+        assert!(answered_items(&qs, &answers[..3], 4, true).is_err());
+    }
+}
