@@ -189,6 +189,9 @@ fn judge_items(
     Ok(items)
 }
 
+/// `judge eval`'s calibration record in metrics.json.
+type Calibration = EvalCalibration<CalibrationSettings, CalibrationSummary>;
+
 /// `judge eval`'s calibration and its items (calibration.jsonl), unless `--no-calibration`
 /// without labels: the same frames, judge identity and cache as a story run's, so either reuses
 /// the other's finished calibration.
@@ -200,12 +203,7 @@ fn calibrate_eval(
     rt: &ModelRuntime,
     shots: &str,
     dataset_sha256: &str,
-) -> Result<
-    Option<(
-        EvalCalibration<CalibrationSettings, CalibrationSummary>,
-        Vec<u8>,
-    )>,
-> {
+) -> Result<Option<(Calibration, Vec<u8>)>> {
     let c = &a.calibration;
     if c.no_calibration && c.calibration_labels.is_none() {
         return Ok(None);

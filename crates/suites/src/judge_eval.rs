@@ -296,7 +296,11 @@ mod tests {
 
     #[test]
     fn scores_pick_the_highest_option_and_a_short_score_list_is_refused() {
-        let qs = [question("p1_0", 1), question("p1_1", 2), question("p2_0", 0)];
+        let qs = [
+            question("p1_0", 1),
+            question("p1_1", 2),
+            question("p2_0", 0),
+        ];
         let mut scores = vec![0.0f32; 12];
         scores[1] = 1.0; // q0 picks 1: right
         scores[4] = 1.0; // q1 picks 0: wrong
