@@ -7,27 +7,17 @@ use scorekit_io::read_jsonl;
 use scorekit_report::sha256_file;
 use scorekit_suites::judge_data::{self, Parsed};
 use scorekit_suites::story::Question;
-use serde::Serialize;
 use std::path::PathBuf;
 
-/// A question file as read: path, sha256 and per-format counts.
-#[derive(Debug, Clone, Serialize)]
-pub struct FileInfo {
-    /// The path as given.
-    pub path: String,
-    /// sha256 of its bytes.
-    pub sha256: String,
-    /// Possible Stories lines.
-    pub possible_stories: usize,
-    /// RACE lines.
-    pub race: usize,
-}
+/// A question file as read: path, sha256 and per-format counts (what metrics.json and
+/// training.json record of it).
+pub use scorekit_report::judge::QuestionFile;
 
 /// Read question files; every question must have `choices` options (None: the first line's).
 pub fn read_questions(
     files: &[PathBuf],
     mut choices: Option<usize>,
-) -> Result<(Vec<Question>, Vec<FileInfo>)> {
+) -> Result<(Vec<Question>, Vec<QuestionFile>)> {
     let mut all = Vec::new();
     let mut infos = Vec::new();
     for f in files {
@@ -40,7 +30,7 @@ pub fn read_questions(
             return Err(Error::usage(format!("{}: no questions", f.display())));
         }
         choices.get_or_insert(questions[0].options.len());
-        infos.push(FileInfo {
+        infos.push(QuestionFile {
             path: f.display().to_string(),
             sha256: sha256_file(f).with_context(|| format!("cannot hash {}", f.display()))?,
             possible_stories,

@@ -6,6 +6,27 @@
 use super::{percent, Estimate, Table};
 use serde::{Deserialize, Serialize};
 
+/// The judge's resolution J = q0 + q1 − 1 with its unsmoothed 95% normal interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    /// J = q0 + q1 − 1 (Youden's index of the judge).
+    #[serde(rename = "J")]
+    pub j: f64,
+    /// J ∓ z·se_J, unclipped (it may leave [−1, 1] when the calibration is small).
+    #[serde(rename = "J_ci")]
+    pub j_ci: [f64; 2],
+    /// The interval stays above 0: the judge's picks carry information about following.
+    pub informative: bool,
+    /// Specificity.
+    pub q0: f64,
+    /// Sensitivity.
+    pub q1: f64,
+    /// Negatives of the calibration.
+    pub m0: usize,
+    /// Positives of the calibration.
+    pub m1: usize,
+}
+
 /// The judge-corrected IFSM of one group for one calibration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CorrectedIfsm {

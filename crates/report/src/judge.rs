@@ -1,227 +1,196 @@
-//! Rendering of `scorekit judge train` (report.md, curves.svg) and `scorekit judge eval`
-//! (report.md, the terminal table), from the JSON documents the commands write.
+//! `scorekit judge eval`'s typed metrics.json ([`EvalMetrics`]) with its report.md and terminal
+//! table, and the question files both judge commands record. (A training run's report.md and
+//! curves.svg live with its record, `runtime::judge_train`.)
 
-use serde_json::Value;
-use std::fmt::Write as _;
+use crate::ifsm_corrected::Resolution;
+use crate::{DatasetRef, Estimate, InputFile, ModelRef};
+use serde::Serialize;
+use std::collections::BTreeMap;
 
-fn pct(v: &Value) -> String {
-    v.as_f64()
-        .map_or("–".into(), |x| format!("{:.1}%", 100.0 * x))
+/// A question file of `judge train` or `judge eval` as read: path, sha256 and per-format counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuestionFile {
+    /// The path as given.
+    pub path: String,
+    /// sha256 of its bytes.
+    pub sha256: String,
+    /// Possible Stories lines.
+    pub possible_stories: usize,
+    /// RACE lines.
+    pub race: usize,
 }
 
-fn estimate(e: &Value) -> String {
-    if e.is_null() {
-        return "–".into();
-    }
-    format!(
-        "{} [{}, {}] (n = {})",
-        pct(&e["value"]),
-        pct(&e["ci_low"]),
-        pct(&e["ci_high"]),
-        e["n"]
-    )
+/// How a judge's picks spread over the option positions, beside the gold answers' spread: a
+/// judge that favours a position (a letter judge's "A") shows it here.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PickDistribution {
+    /// Questions per picked position (`A`, `B`, ...), and `none` for answers naming no option.
+    pub counts: BTreeMap<String, usize>,
+    /// The same as shares of all questions.
+    pub share: BTreeMap<String, f64>,
+    /// Shares of the gold answers per position.
+    pub gold_share: BTreeMap<String, f64>,
+    /// Total variation distance between the two: half the sum of absolute differences (0: the
+    /// judge picks positions as often as they are right; 1: never where the answers are).
+    pub total_variation: f64,
 }
 
-/// report.md of a training run, from training.json.
-pub fn train_report(t: &Value) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "# Judge training\n");
-    let _ = writeln!(
-        s,
-        "- base: `{}` @ `{}`",
-        t["base"]["id"].as_str().unwrap_or(""),
-        t["base"]["revision"].as_str().unwrap_or("")
-    );
-    let new_head = t["base"]["new_head"].as_array().map_or(0, Vec::len);
-    if new_head > 0 {
-        let _ = writeln!(s, "- the base had no multiple-choice head: {new_head} head tensors were initialised as `transformers` does (normal(0, initializer_range) weights, zero biases) from the seed");
-    }
-    for f in t["train_files"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            s,
-            "- train: `{}` ({} Possible Stories, {} RACE lines; sha256 {})",
-            f["path"].as_str().unwrap_or(""),
-            f["possible_stories"],
-            f["race"],
-            f["sha256"].as_str().unwrap_or("")
-        );
-    }
-    if let Some(d) = t["dev_file"].as_object() {
-        let _ = writeln!(
-            s,
-            "- dev: `{}` (sha256 {})",
-            d["path"].as_str().unwrap_or(""),
-            d["sha256"].as_str().unwrap_or("")
-        );
-    }
-    let r = &t["recipe"];
-    let _ = writeln!(s, "- recipe: lr {}, {} questions × {} accumulation per step, weight decay {}, warm-up ratio {} ({} steps), max grad norm {}, seed {}, shuffle {}, dropout {}",
-        r["lr"], r["batch_questions"], r["grad_accum"], r["weight_decay"], r["warmup_ratio"], t["warmup_steps"], r["max_grad_norm"], r["seed"], r["shuffle"], r["dropouts"]);
-    let _ = writeln!(
-        s,
-        "- steps: {} of {} ({} per epoch){}, device {}",
-        t["steps_done"],
-        t["total_steps"],
-        t["steps_per_epoch"],
-        if t["early_stopped"].as_bool() == Some(true) {
-            ", stopped early (patience)"
-        } else {
-            ""
-        },
-        t["device"].as_str().unwrap_or("")
-    );
-    let _ = writeln!(
-        s,
-        "- kept: step {} (dev accuracy {})\n",
-        t["kept"]["step"],
-        pct(&t["kept"]["dev_accuracy"])
-    );
-    if let Some(evals) = t["evals"].as_array().filter(|e| !e.is_empty()) {
-        let _ = writeln!(s, "| step | epoch | dev accuracy |\n|---:|---:|---:|");
-        for e in evals {
-            let _ = writeln!(
-                s,
-                "| {} | {:.2} | {} |",
-                e["step"],
-                e["epoch"].as_f64().unwrap_or(0.0),
-                pct(&e["accuracy"])
-            );
-        }
-        s.push('\n');
-    }
-    let _ = writeln!(
-        s,
-        "Loss per optimiser step and dev accuracy per evaluation: training.json, curves.svg."
-    );
-    s
+/// `judge eval`'s metrics.json. `S` and `C` are the calibration's settings and summary, the
+/// suites crate's types, recorded as they are (this crate cannot name them).
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalMetrics<S, C> {
+    /// `judge-eval`.
+    pub suite: String,
+    /// The judge.
+    pub judge: ModelRef,
+    /// `scoring` or `letter`.
+    pub judge_kind: String,
+    /// The engine that ran it.
+    pub engine: String,
+    /// The questions.
+    pub dataset: QuestionFile,
+    /// Questions scored.
+    pub questions: usize,
+    /// Passages they belong to.
+    pub passages: usize,
+    /// The accuracy of a uniform guess.
+    pub chance: f64,
+    /// Share of questions answered right (the dataset's option order).
+    pub accuracy: Option<Estimate>,
+    /// Share of passages with every question right.
+    pub consistency: Option<Estimate>,
+    /// What consistency counts, in words.
+    pub consistency_definition: String,
+    /// The bootstrap of the intervals.
+    pub bootstrap: Bootstrap,
+    /// How the picks spread over the positions.
+    pub picks: PickDistribution,
+    /// TF32 products on CUDA (absent when off).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tf32: bool,
+    /// A letter judge's protocol.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub letter: Option<EvalLetter>,
+    /// `--option-orders cyclic`: the majority over rotations, apart from the headline numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cyclic: Option<EvalCyclic>,
+    /// The judge's calibration, unless `--no-calibration` without labels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<EvalCalibration<S, C>>,
 }
 
-/// An SVG of the training loss per step (and dev accuracy per evaluation, right axis).
-pub fn curves_svg(t: &Value) -> String {
-    let (w, h, m) = (640.0, 320.0, 40.0);
-    let steps: Vec<(f64, f64)> = t["steps"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| Some((s["step"].as_f64()?, s["loss"].as_f64()?)))
-        .collect();
-    let evals: Vec<(f64, f64)> = t["evals"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| Some((e["step"].as_f64()?, e["accuracy"].as_f64()?)))
-        .collect();
-    let max_step = steps.iter().chain(&evals).map(|p| p.0).fold(1.0, f64::max);
-    let (lo, hi) = steps
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
-    let (lo, hi) = if lo < hi {
-        (lo, hi)
-    } else {
-        (lo - 0.5, lo + 0.5)
-    };
-    let x = |s: f64| m + (w - 2.0 * m) * s / max_step;
-    let y = |v: f64, lo: f64, hi: f64| h - m - (h - 2.0 * m) * (v - lo) / (hi - lo);
-    let path = |pts: &[(f64, f64)], lo: f64, hi: f64| {
-        pts.iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1, lo, hi)))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n");
-    let _ = writeln!(s, "<rect width=\"{w}\" height=\"{h}\" fill=\"white\"/>");
-    let _ = writeln!(
-        s,
-        "<line x1=\"{m}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>",
-        h - m,
-        w - m,
-        h - m
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">optimiser step (0 – {max_step})</text>",
-        w / 2.0,
-        h - 10.0
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{m}\" y=\"20\" fill=\"#1f77b4\">training loss ({lo:.4} – {hi:.4})</text>"
-    );
-    let _ = writeln!(
-        s,
-        "<polyline fill=\"none\" stroke=\"#1f77b4\" points=\"{}\"/>",
-        path(&steps, lo, hi)
-    );
-    if !evals.is_empty() {
-        let _ = writeln!(s, "<text x=\"{}\" y=\"20\" text-anchor=\"end\" fill=\"#d62728\">dev accuracy (0 – 100%)</text>", w - m);
-        let _ = writeln!(
-            s,
-            "<polyline fill=\"none\" stroke=\"#d62728\" points=\"{}\"/>",
-            path(&evals, 0.0, 1.0)
-        );
-        for e in &evals {
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"#d62728\"/>",
-                x(e.0),
-                y(e.1, 0.0, 1.0)
-            );
-        }
-    }
-    s.push_str("</svg>\n");
-    s
+/// The bootstrap of `judge eval`'s intervals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bootstrap {
+    /// Resamples.
+    pub resamples: usize,
+    /// Seed.
+    pub seed: u64,
 }
 
-/// report.md of `judge eval`, from metrics.json.
-pub fn eval_report(m: &Value) -> String {
+/// A letter judge's protocol as `judge eval` records it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalLetter {
+    /// The prompt.
+    pub judge_prompt: String,
+    /// The decoding.
+    pub judge_decoding: String,
+    /// How an answer names an option.
+    pub judge_pick: String,
+}
+
+/// `--option-orders cyclic`: every question asked once per rotation of its options.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalCyclic {
+    /// What the majority is, in words.
+    pub definition: String,
+    /// Share of questions whose majority pick is right.
+    pub accuracy: Option<Estimate>,
+    /// Share of passages with every majority pick right.
+    pub consistency: Option<Estimate>,
+    /// Mean share of rotations that agree with the majority.
+    pub agreement: f64,
+    /// How the majority picks spread over the positions.
+    pub picks: PickDistribution,
+}
+
+/// `judge eval`'s calibration: the record a story run keeps (settings `S`, inputs, datasets,
+/// summary `C`) and the judge's resolution per calibration.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalCalibration<S, C> {
+    /// The calibration's settings.
+    pub settings: S,
+    /// Its input files.
+    pub inputs: Vec<InputFile>,
+    /// Its datasets.
+    pub datasets: Vec<DatasetRef>,
+    /// What it counted.
+    pub summary: C,
+    /// The dataset calibration's resolution (none without positives or negatives).
+    pub dataset: Option<Resolution>,
+    /// The human labels' resolution.
+    pub human: Option<Resolution>,
+}
+
+/// A share as a percentage with one decimal.
+fn percent1(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// An estimate with its interval and size, "–" when there is none.
+fn estimate(e: Option<&Estimate>) -> String {
+    e.map_or("–".into(), |e| {
+        format!(
+            "{} [{}, {}] (n = {})",
+            percent1(e.value),
+            percent1(e.ci_low),
+            percent1(e.ci_high),
+            e.n
+        )
+    })
+}
+
+/// report.md of `judge eval`.
+pub fn eval_report<S, C>(m: &EvalMetrics<S, C>) -> String {
     format!(
         "# Judge evaluation\n\n- judge: `{}` @ `{}` ({})\n- dataset: `{}` (sha256 {})\n- {} questions, {} passages; chance {}\n\n| metric | value [95% CI] |\n|---|---|\n| accuracy | {} |\n| consistency | {} |\n\nConsistency: {}.\n",
-        m["judge"]["id"].as_str().unwrap_or(""),
-        m["judge"]["revision"].as_str().unwrap_or(""),
-        m["engine"].as_str().unwrap_or(""),
-        m["dataset"]["path"].as_str().unwrap_or(""),
-        m["dataset"]["sha256"].as_str().unwrap_or(""),
-        m["questions"],
-        m["passages"],
-        pct(&m["chance"]),
-        estimate(&m["accuracy"]),
-        estimate(&m["consistency"]),
-        m["consistency_definition"].as_str().unwrap_or(""),
-    ) + &calibration_section(m)
-        + &picks_section(m)
-        + &letter_section(m)
+        m.judge.id,
+        m.judge.revision,
+        m.engine,
+        m.dataset.path,
+        m.dataset.sha256,
+        m.questions,
+        m.passages,
+        percent1(m.chance),
+        estimate(m.accuracy.as_ref()),
+        estimate(m.consistency.as_ref()),
+        m.consistency_definition,
+    ) + &m.calibration.as_ref().map_or(String::new(), calibration_section)
+        + &picks_section(&m.judge_kind, &m.picks)
+        + &letter_section(m.letter.as_ref(), m.cyclic.as_ref())
 }
 
 /// The judge's resolution in the IFSM frame (metrics.json `calibration`): q1, q0 and
 /// J = q0 + q1 − 1 with its interval per calibration, and what J means for IFSM.
-fn calibration_section(m: &Value) -> String {
-    let Some(c) = m.get("calibration") else {
-        return String::new();
-    };
+fn calibration_section<S, C>(c: &EvalCalibration<S, C>) -> String {
     let mut out = String::from(
         "\n## Resolution in the IFSM frame\n\n| calibration | q1 (sensitivity) | q0 (specificity) \
          | J = q0 + q1 − 1 [95% CI] | informative |\n|---|---|---|---|---|\n",
     );
-    for (key, name) in [("dataset", "dataset"), ("human", "human labels")] {
-        let r = &c[key];
-        if r.is_null() {
+    for (r, name) in [(&c.dataset, "dataset"), (&c.human, "human labels")] {
+        let Some(r) = r else {
             continue;
-        }
-        let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        };
         out += &format!(
             "| {name} | {} of {} | {} of {} | {:.3} [{:.3}, {:.3}] | {} |\n",
-            pct(&r["q1"]),
-            r["m1"],
-            pct(&r["q0"]),
-            r["m0"],
-            f("J"),
-            r["J_ci"][0].as_f64().unwrap_or(f64::NAN),
-            r["J_ci"][1].as_f64().unwrap_or(f64::NAN),
-            if r["informative"] == true {
-                "yes"
-            } else {
-                "no"
-            }
+            percent1(r.q1),
+            r.m1,
+            percent1(r.q0),
+            r.m0,
+            r.j,
+            r.j_ci[0],
+            r.j_ci[1],
+            if r.informative { "yes" } else { "no" }
         );
     }
     out += "
@@ -231,25 +200,21 @@ A story run's raw IFSM is p = J·θ + (1 − q0) for a true share θ of endings 
 
 /// A letter judge's protocol (metrics.json `letter`) and, with `--option-orders cyclic`, the
 /// majority over rotations (metrics.json `cyclic`), reported apart from the reference numbers.
-fn letter_section(m: &Value) -> String {
+fn letter_section(letter: Option<&EvalLetter>, cyclic: Option<&EvalCyclic>) -> String {
     let mut out = String::new();
-    if let Some(l) = m["letter"].as_object() {
-        let field = |k: &str| l.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    if let Some(l) = letter {
         out += &format!(
             "\n## Letter protocol\n\n- prompt: {}\n- decoding: {}\n- pick: {}\n",
-            field("judge_prompt"),
-            field("judge_decoding"),
-            field("judge_pick")
+            l.judge_prompt, l.judge_decoding, l.judge_pick
         );
     }
-    let c = &m["cyclic"];
-    if c.is_object() {
+    if let Some(c) = cyclic {
         out += &format!(
             "\n## Cyclic option orders (beyond the reference protocol)\n\n{}.\n\n| metric | value [95% CI] |\n|---|---|\n| accuracy | {} |\n| consistency | {} |\n| agreement of the rotations | {} |\n",
-            c["definition"].as_str().unwrap_or(""),
-            estimate(&c["accuracy"]),
-            estimate(&c["consistency"]),
-            pct(&c["agreement"]),
+            c.definition,
+            estimate(c.accuracy.as_ref()),
+            estimate(c.consistency.as_ref()),
+            percent1(c.agreement),
         );
     }
     out
@@ -257,38 +222,30 @@ fn letter_section(m: &Value) -> String {
 
 /// The pick distribution of `judge eval` (metrics.json `picks`) as a markdown table: each
 /// position's share of the picks beside its share of the gold answers.
-fn picks_section(m: &Value) -> String {
-    let Some(counts) = m["picks"]["counts"].as_object() else {
-        return String::new();
-    };
-    let kind = m["judge_kind"].as_str().unwrap_or("");
+fn picks_section(kind: &str, picks: &PickDistribution) -> String {
     let mut out = format!(
         "\n## Picks ({kind} judge)\n\n| position | picks | share | gold share |\n|---|---|---|---|\n"
     );
-    for (name, count) in counts {
-        let gold = &m["picks"]["gold_share"][name.as_str()];
-        let gold = if gold.is_null() {
-            "—".to_string()
-        } else {
-            pct(gold)
-        };
-        out += &format!(
-            "| {name} | {count} | {} | {gold} |\n",
-            pct(&m["picks"]["share"][name.as_str()])
-        );
+    for (name, count) in &picks.counts {
+        let gold = picks
+            .gold_share
+            .get(name)
+            .map_or_else(|| "—".to_string(), |&g| percent1(g));
+        let share = picks.share.get(name).map_or("–".into(), |&s| percent1(s));
+        out += &format!("| {name} | {count} | {share} | {gold} |\n");
     }
     out += &format!(
         "\nTotal variation distance between the picks and the gold answers: {:.3}.\n",
-        m["picks"]["total_variation"].as_f64().unwrap_or(f64::NAN)
+        picks.total_variation
     );
     out
 }
 
 /// The terminal summary of `judge eval`.
-pub fn eval_table(m: &Value) -> String {
+pub fn eval_table<S, C>(m: &EvalMetrics<S, C>) -> String {
     format!(
         "accuracy     {}\nconsistency  {}",
-        estimate(&m["accuracy"]),
-        estimate(&m["consistency"])
+        estimate(m.accuracy.as_ref()),
+        estimate(m.consistency.as_ref())
     )
 }

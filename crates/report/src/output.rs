@@ -241,28 +241,9 @@ impl OutputDir {
     }
 }
 
-/// Write, fsync, rename: a crash leaves the old file or the new one, never half of one.
-pub fn atomic_write(path: &Path, contents: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent() {
-            // The rename is durable only once the folder entry is.
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
-    };
-    write().with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
+/// Write, fsync, rename: a crash leaves the old file or the new one, never half of one (one
+/// implementation for the whole workspace, in the bottom layer).
+pub use scorekit_core::fs::atomic_write;
 
 /// A file written through a buffer beside its final place and moved there once complete
 /// (a large items.jsonl that is never held in memory). Removed if dropped before

@@ -57,26 +57,9 @@ fn share(k: usize, m: usize) -> Option<f64> {
     (m > 0).then(|| k as f64 / m as f64)
 }
 
-/// The judge's resolution J = q0 + q1 − 1 with its unsmoothed 95% normal interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Resolution {
-    /// J = q0 + q1 − 1 (Youden's index of the judge).
-    #[serde(rename = "J")]
-    pub j: f64,
-    /// J ∓ z·se_J, unclipped (it may leave [−1, 1] when the calibration is small).
-    #[serde(rename = "J_ci")]
-    pub j_ci: [f64; 2],
-    /// The interval stays above 0: the judge's picks carry information about following.
-    pub informative: bool,
-    /// Specificity.
-    pub q0: f64,
-    /// Sensitivity.
-    pub q1: f64,
-    /// Negatives of the calibration.
-    pub m0: usize,
-    /// Positives of the calibration.
-    pub m1: usize,
-}
+/// The judge's resolution J = q0 + q1 − 1 (defined beside its rendering in report/, which
+/// cannot depend on this crate).
+pub use scorekit_report::ifsm_corrected::Resolution;
 
 /// J = q0 + q1 − 1 with its unsmoothed normal interval and whether it is informative (judge eval
 /// uses this alone). `None` when the calibration lacks positives or negatives.

@@ -167,20 +167,9 @@ mod tests {
     }
 }
 
-/// How a judge's picks spread over the option positions, beside the gold answers' spread: a
-/// judge that favours a position (a letter judge's "A") shows it here.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct PickDistribution {
-    /// Questions per picked position (`A`, `B`, ...), and `none` for answers naming no option.
-    pub counts: std::collections::BTreeMap<String, usize>,
-    /// The same as shares of all questions.
-    pub share: std::collections::BTreeMap<String, f64>,
-    /// Shares of the gold answers per position.
-    pub gold_share: std::collections::BTreeMap<String, f64>,
-    /// Total variation distance between the two: half the sum of absolute differences (0: the
-    /// judge picks positions as often as they are right; 1: never where the answers are).
-    pub total_variation: f64,
-}
+/// How a judge's picks spread over the option positions (defined beside its rendering in
+/// report/, which cannot depend on this crate).
+pub use scorekit_report::judge::PickDistribution;
 
 /// The pick distribution of `picks` against `golds` over `options` positions.
 pub fn pick_distribution(

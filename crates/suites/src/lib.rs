@@ -5,6 +5,7 @@ pub mod compare;
 pub mod grasp;
 pub mod ifsm_correction;
 pub mod judge_data;
+pub mod judge_eval;
 pub mod letter;
 pub mod merge;
 pub mod mint;

@@ -6,12 +6,14 @@
 //! `Architecture::head`) built on a `VarMap` ([`model`]); the optimiser ([`adamw`]), schedule
 //! and clipping ([`schedule`]) follow PyTorch and the `transformers` Trainer formula for formula;
 //! [`trainer`] runs the loop (cross-entropy over each question's choices, gradient accumulation,
-//! seeded shuffles) and [`checkpoint`] saves and restores everything a resumed run needs.
+//! seeded shuffles), [`checkpoint`] saves and restores everything a resumed run needs, and [`run`]
+//! holds one run's policy in its folder: dev evaluations, checkpoints, the kept weights.
 
 pub mod adamw;
 pub mod checkpoint;
 pub mod keep_best;
 pub mod model;
+pub mod run;
 pub mod schedule;
 pub mod trainer;
 
