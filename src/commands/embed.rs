@@ -4,7 +4,8 @@
 
 use crate::cli::EmbedArgs;
 use crate::commands::model_runtime::ModelRuntime;
-use scorekit_core::error::{Error, InputError, Result};
+use scorekit_core::error::{Error, Result};
+use scorekit_io::read_sentences;
 use scorekit_report::{atomic_write, InputFile};
 use scorekit_runtime::weights::f32_safetensors_header;
 use scorekit_runtime::{self as runtime, Embedder, EMBEDDER_FILES};
@@ -33,53 +34,6 @@ fn format_of(path: &Path) -> Result<Format> {
             path.display()
         ))),
     }
-}
-
-/// Read the sentences: JSONL records with `text` (and `id`, else the row), or plain text lines
-/// (id = line number). Returns (ids, texts).
-pub fn read_sentences(path: &Path) -> Result<(Vec<serde_json::Value>, Vec<String>)> {
-    let is_jsonl = matches!(
-        path.extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Some("jsonl") | Some("ndjson")
-    );
-    let mut ids = Vec::new();
-    let mut texts = Vec::new();
-    if is_jsonl {
-        for r in scorekit_io::read_jsonl(path)? {
-            texts.push(r.str("text")?.to_string());
-            let id = match r.get("id")? {
-                Some(v @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => {
-                    v.clone()
-                }
-                Some(other) => {
-                    return Err(r
-                        .field_error(
-                            "id",
-                            format!(
-                                "expected a string or a number, found {}",
-                                scorekit_io::type_name(other)
-                            ),
-                        )
-                        .into())
-                }
-                None => serde_json::Value::from(r.row),
-            };
-            ids.push(id);
-        }
-    } else {
-        let file = scorekit_io::read_text(path)?;
-        for (line, text) in file.lines() {
-            ids.push(serde_json::Value::from(line));
-            texts.push(text.to_string());
-        }
-    }
-    if texts.is_empty() {
-        return Err(InputError::file(path, "no sentences").into());
-    }
-    Ok((ids, texts))
 }
 
 fn safetensors_bytes(
@@ -132,23 +86,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
             }
         }
     }
-    let (ids, texts) = read_sentences(&args.input)?;
-    // `--shard I/N`: this shard's sentences, by their id (ids and order kept in the outputs).
-    let (ids, texts): (Vec<serde_json::Value>, Vec<String>) = ids
-        .into_iter()
-        .zip(texts)
-        .filter(|(id, _)| match id {
-            serde_json::Value::String(s) => args.shard.contains(s),
-            other => args.shard.contains(&other.to_string()),
-        })
-        .unzip();
-    if texts.is_empty() {
-        return Err(Error::usage(format!(
-            "--shard {}: no sentence of {} falls in this shard; use fewer shards",
-            args.shard,
-            args.input.display()
-        )));
-    }
+    let (ids, texts) = shard_part(&args, read_sentences(&args.input)?)?;
     let rt = ModelRuntime::new(&args.runtime, args.quiet)?;
     let model = rt.resolve(&args.model, EMBEDDER_FILES)?;
     let embedder = Embedder::load(
@@ -164,35 +102,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     bar.finish_and_clear();
     let dim = embedder.dim();
 
-    let mut meta = serde_json::Map::new();
-    meta.insert("scorekit_version".into(), env!("CARGO_PKG_VERSION").into());
-    meta.insert(
-        "model".into(),
-        serde_json::to_value(&model_ref).expect("model ref"),
-    );
-    let input = InputFile::hash(&args.input)
-        .map_err(|e| anyhow::anyhow!("cannot hash {}: {e}", args.input.display()))?;
-    meta.insert("input".into(), serde_json::to_value(&input).expect("input"));
-    meta.insert("count".into(), vectors.len().into());
-    meta.insert("dim".into(), dim.into());
-    meta.insert("normalized".into(), embedder.normalizes().into());
-    meta.insert(
-        "max_length".into(),
-        embedder.tokenizer().max_length().into(),
-    );
-    meta.insert(
-        "dtype".into(),
-        format!("{:?}", rt.dtype).to_lowercase().into(),
-    );
-    meta.insert("engine".into(), embedder.engine().into());
-    meta.insert("device".into(), runtime::device_name(&rt.device).into());
-    if rt.tf32 {
-        meta.insert("tf32".into(), true.into());
-    }
-    if args.shard.count > 1 {
-        meta.insert("shard".into(), args.shard.to_string().into());
-    }
-
+    let mut meta = metadata(&args, &rt, &embedder, &model_ref, vectors.len())?;
     let body = match format {
         Format::Npy => scorekit_report::npy_bytes(&vectors, dim),
         Format::Safetensors => {
@@ -225,6 +135,68 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--shard I/N`: this shard's sentences, by their id (ids and order kept in the outputs).
+fn shard_part(
+    args: &EmbedArgs,
+    (ids, texts): (Vec<serde_json::Value>, Vec<String>),
+) -> Result<(Vec<serde_json::Value>, Vec<String>)> {
+    let (ids, texts): (Vec<serde_json::Value>, Vec<String>) = ids
+        .into_iter()
+        .zip(texts)
+        .filter(|(id, _)| match id {
+            serde_json::Value::String(s) => args.shard.contains(s),
+            other => args.shard.contains(&other.to_string()),
+        })
+        .unzip();
+    if texts.is_empty() {
+        return Err(Error::usage(format!(
+            "--shard {}: no sentence of {} falls in this shard; use fewer shards",
+            args.shard,
+            args.input.display()
+        )));
+    }
+    Ok((ids, texts))
+}
+
+/// What `<output>.meta.json` records (the ids are added last).
+fn metadata(
+    args: &EmbedArgs,
+    rt: &ModelRuntime,
+    embedder: &Embedder,
+    model_ref: &scorekit_report::ModelRef,
+    count: usize,
+) -> Result<serde_json::Map<String, serde_json::Value>> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("scorekit_version".into(), env!("CARGO_PKG_VERSION").into());
+    meta.insert(
+        "model".into(),
+        serde_json::to_value(model_ref).expect("model ref"),
+    );
+    let input = InputFile::hash(&args.input)
+        .map_err(|e| anyhow::anyhow!("cannot hash {}: {e}", args.input.display()))?;
+    meta.insert("input".into(), serde_json::to_value(&input).expect("input"));
+    meta.insert("count".into(), count.into());
+    meta.insert("dim".into(), embedder.dim().into());
+    meta.insert("normalized".into(), embedder.normalizes().into());
+    meta.insert(
+        "max_length".into(),
+        embedder.tokenizer().max_length().into(),
+    );
+    meta.insert(
+        "dtype".into(),
+        format!("{:?}", rt.dtype).to_lowercase().into(),
+    );
+    meta.insert("engine".into(), embedder.engine().into());
+    meta.insert("device".into(), runtime::device_name(&rt.device).into());
+    if rt.tf32 {
+        meta.insert("tf32".into(), true.into());
+    }
+    if args.shard.count > 1 {
+        meta.insert("shard".into(), args.shard.to_string().into());
+    }
+    Ok(meta)
 }
 
 #[cfg(test)]

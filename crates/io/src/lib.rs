@@ -8,6 +8,7 @@ mod json;
 mod lines;
 mod mapped;
 mod record;
+mod sentences;
 mod text;
 
 pub use csv_reader::{read_csv, CsvRecord, CsvStream, CsvTable};
@@ -17,4 +18,5 @@ pub use mapped::MappedFile;
 pub use record::{type_name, Record};
 /// sha256 of many streams at once (scorekit-kernels), for the readers of many files.
 pub use scorekit_kernels::sha256_lanes::{Sha256Lanes, LANES};
+pub use sentences::read_sentences;
 pub use text::{read_text, TextFile};
