@@ -1,6 +1,13 @@
 //! Command-line definitions: one struct per subcommand, as the design's contract lists them.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+// The enums a flag selects are the lower layers' own (clap's ValueEnum behind their `clap`
+// feature): no mirror enums, no converters.
+use scorekit_runtime::train::Precision;
+use scorekit_runtime::EngineChoice;
+use scorekit_suites::grasp::TestKind;
+use scorekit_suites::letter::ShotAnswers;
+use scorekit_suites::mint::checkers::Tolerance;
 use std::path::PathBuf;
 
 /// Offline scorer for LLM evaluation suites: Possible Stories, GRASP, MuSE and MINT.
@@ -225,17 +232,8 @@ pub struct ShotArgs {
     pub shot_seed: u64,
     /// How a demonstration's answer is written: `letters`, or run_llm.py's `integers` (its
     /// bug: the gold label's number, and nothing for label 0).
-    #[arg(long, value_enum, default_value_t = ShotAnswersArg::Letters)]
-    pub shot_answers: ShotAnswersArg,
-}
-
-/// `--shot-answers`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ShotAnswersArg {
-    /// `Answer: B`.
-    Letters,
-    /// `Answer: 1`, and `Answer:` for label 0 (the authors' demonstrations).
-    Integers,
+    #[arg(long, value_enum, default_value_t = ShotAnswers::Letters)]
+    pub shot_answers: ShotAnswers,
 }
 
 /// Which option orders a letter judge is asked (`--option-orders`).
@@ -274,17 +272,6 @@ pub struct OutputArgs {
     pub shard: scorekit_core::shard::Shard,
 }
 
-/// Precision of a training run's products (`judge train --precision`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Precision {
-    /// Everything in f32.
-    F32,
-    /// Products in bf16 with f32 sums; master weights, AdamW, LayerNorm, softmax, GELU and the
-    /// loss in f32 (PyTorch's bf16 autocast).
-    #[value(name = "bf16-mixed")]
-    Bf16Mixed,
-}
-
 /// Float type of the weights and activations (`--dtype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DType {
@@ -295,19 +282,6 @@ pub enum DType {
     F16,
     /// bfloat16.
     Bf16,
-}
-
-/// Which implementation runs the encoders (`--engine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Engine {
-    /// scorekit's CPU kernels where they apply (x86-64 with AVX-512F, f32 or bf16; BERT-layout
-    /// models, and T5 letter judges' encoder and decoder products), else candle's layers.
-    #[default]
-    Auto,
-    /// scorekit's CPU kernels; an error where they cannot run the model.
-    Native,
-    /// candle's layers everywhere.
-    Candle,
 }
 
 /// Whether scorekit's CPU products use AMX tiles (`--amx`).
@@ -331,7 +305,7 @@ pub struct ModelArgs {
     pub device: scorekit_runtime::DeviceSpec,
     /// Encoder implementation (also SCOREKIT_ENCODER).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_ENCODER")]
-    pub engine: Engine,
+    pub engine: EngineChoice,
     /// AMX tiles in scorekit's CPU products: auto or off (also SCOREKIT_AMX).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_AMX")]
     pub amx: Amx,
@@ -423,19 +397,6 @@ pub struct CalibrationArgs {
     pub calibration_labels: Option<PathBuf>,
 }
 
-/// GRASP test type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GraspTest {
-    /// Level 1, yes/no questions.
-    Level1Binary,
-    /// Level 1, open-ended questions.
-    Level1Open,
-    /// Level 2 (intuitive physics), yes/no per video.
-    Level2,
-    /// Level 2 with text descriptions instead of videos.
-    Level2Text,
-}
-
 /// `scorekit grasp`.
 #[derive(Debug, Args)]
 pub struct GraspArgs {
@@ -449,7 +410,7 @@ pub struct GraspArgs {
     pub labels: Option<Vec<String>>,
     /// Test type (default: read test_config.yaml beside the responses).
     #[arg(long, value_enum)]
-    pub test: Option<GraspTest>,
+    pub test: Option<TestKind>,
     /// Level 2: also report paired P/IP accuracy (not the paper's metric).
     #[arg(long)]
     pub pairwise: bool,
@@ -538,8 +499,8 @@ pub struct MintArgs {
     pub jobs: Option<usize>,
     /// Numeric tolerance of the GSM8K/MATH/HotpotQA re-check: `head` (5 % of |ref|, upstream
     /// HEAD) or `pre` (5 % of ref, the checker behind the stored flags).
-    #[arg(long, value_name = "RULE", value_enum, default_value_t = ToleranceArg::Head)]
-    pub tolerance: ToleranceArg,
+    #[arg(long, value_name = "RULE", value_enum, default_value_t = Tolerance::Head)]
+    pub tolerance: Tolerance,
     /// Print the time of each phase (walk, read and parse, re-check, aggregate, bootstrap,
     /// write) and the peak memory to stderr.
     #[arg(long)]
@@ -706,7 +667,7 @@ pub struct BenchModelArgs {
     pub device: scorekit_runtime::DeviceSpec,
     /// Encoder implementation (also SCOREKIT_ENCODER).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_ENCODER")]
-    pub engine: Engine,
+    pub engine: EngineChoice,
     /// AMX tiles in scorekit's CPU products: auto or off (also SCOREKIT_AMX).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_AMX")]
     pub amx: Amx,
@@ -826,24 +787,6 @@ pub fn flag_of(setting: scorekit_core::error::Setting) -> &'static str {
         Setting::Quantize => "--quantize",
         Setting::Dtype => "--dtype",
         Setting::FollowLabel => "--follow-label",
-    }
-}
-
-/// `--tolerance`: the numeric tolerance of MINT's re-check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ToleranceArg {
-    /// 5 % of |ref| (upstream HEAD).
-    Head,
-    /// 5 % of ref (the checker behind the stored flags).
-    Pre,
-}
-
-impl From<ToleranceArg> for scorekit_suites::mint::checkers::Tolerance {
-    fn from(t: ToleranceArg) -> Self {
-        match t {
-            ToleranceArg::Head => Self::Head,
-            ToleranceArg::Pre => Self::Pre,
-        }
     }
 }
 

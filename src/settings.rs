@@ -2,10 +2,10 @@
 //! settings the suites and the report read. Each `*Args` is destructured whole, so a new flag
 //! does not compile until it is handled here.
 
-use crate::cli::{GraspArgs, GraspTest, MintArgs, ModelArgs, OutputArgs};
+use crate::cli::{GraspArgs, MintArgs, ModelArgs, OutputArgs};
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
-use scorekit_suites::grasp::{input as grasp_input, TestKind};
+use scorekit_suites::grasp::input as grasp_input;
 use scorekit_suites::mint::run::{MintOptions, PinnedPart};
 use std::path::Path;
 
@@ -64,7 +64,7 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
             files: d.files.into_iter().map(|f| f.local).collect(),
         }),
         recheck: *recheck || *exec_code,
-        tolerance: (*tolerance).into(),
+        tolerance: *tolerance,
         exec_code: *exec_code,
         exec_timeout_s: *exec_timeout,
         exec_memory_mib: *exec_memory,
@@ -91,7 +91,7 @@ pub fn grasp(args: GraspArgs) -> (grasp_input::Settings, ModelArgs) {
     let settings = grasp_input::Settings {
         responses,
         labels,
-        test: test.map(grasp_test),
+        test,
         pairwise,
         semantic,
         allow_unknown_scenes,
@@ -99,14 +99,4 @@ pub fn grasp(args: GraspArgs) -> (grasp_input::Settings, ModelArgs) {
         out: run_options(&output),
     };
     (settings, model)
-}
-
-/// The suite's test type of `--test`.
-fn grasp_test(t: GraspTest) -> TestKind {
-    match t {
-        GraspTest::Level1Binary => TestKind::Level1Binary,
-        GraspTest::Level1Open => TestKind::Level1Open,
-        GraspTest::Level2 => TestKind::Level2,
-        GraspTest::Level2Text => TestKind::Level2Text,
-    }
 }

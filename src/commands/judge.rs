@@ -5,9 +5,9 @@
 
 use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs, OptionOrders};
 use crate::commands::calibration;
-use crate::commands::letter::{letter_protocol, shots_block};
+use crate::commands::letter::{letter_options, letter_protocol};
 use crate::commands::model_runtime::ModelRuntime;
-use scorekit_core::error::{Error, Result};
+use scorekit_core::error::Result;
 use scorekit_core::progress::bar;
 use scorekit_report::judge::{self as render, Bootstrap, EvalCalibration, EvalLetter};
 use scorekit_report::{ModelRef, OutputDir};
@@ -17,7 +17,6 @@ use scorekit_runtime::judge_train::{
 };
 use scorekit_runtime::letter_judge::is_letter_judge;
 use scorekit_runtime::train::run::Policy;
-use scorekit_runtime::train::Precision;
 use scorekit_runtime::ResolveOptions;
 use scorekit_suites::ifsm_correction::judge_resolution;
 use scorekit_suites::judge_eval::{self, EvalItem, EvalRecord};
@@ -83,10 +82,7 @@ fn train_settings(
         shuffle: !no_shuffle,
         seed,
         dropout,
-        precision: precision.map(|p| match p {
-            crate::cli::Precision::F32 => Precision::F32,
-            crate::cli::Precision::Bf16Mixed => Precision::Bf16Mixed,
-        }),
+        precision,
     };
     let settings = TrainSettings {
         base,
@@ -252,14 +248,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let rt = ModelRuntime::new(&a.model, o.quiet)?;
     let model = rt.resolve(&a.judge, JUDGE_FILES)?;
     let letter_judge = is_letter_judge(&model.dir);
-    let cyclic = a.option_orders == OptionOrders::Cyclic;
-    if cyclic && !letter_judge {
-        return Err(Error::usage(
-            "--option-orders cyclic: a scoring judge scores each option on its own, so the order \
-             of the options cannot change its pick; the flag is for letter judges (T5)",
-        ));
-    }
-    let shots = shots_block(&a.shots, letter_judge)?;
+    let (cyclic, shots) = letter_options(a.option_orders, &a.shots, Some(letter_judge))?;
     let judge = AnyJudge::load(
         &model.dir,
         &rt.device,

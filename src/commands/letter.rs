@@ -2,7 +2,7 @@
 //! demonstrations (`--shots`, drawn as run_llm.py draws them) and the protocol settings that
 //! metrics.json records.
 
-use crate::cli::{ShotAnswersArg, ShotArgs};
+use crate::cli::{OptionOrders, ShotArgs};
 use scorekit_core::error::{Error, Result};
 use scorekit_report::story::LetterProtocol;
 use scorekit_suites::letter::{self, ShotAnswers};
@@ -43,11 +43,7 @@ pub fn shots_block(a: &ShotArgs, letter_judge: bool) -> Result<String> {
         ))
     })?;
     let demos: Vec<_> = picked.iter().map(|&i| &train[i]).collect();
-    let answers = match a.shot_answers {
-        ShotAnswersArg::Letters => ShotAnswers::Letters,
-        ShotAnswersArg::Integers => ShotAnswers::Integers,
-    };
-    Ok(letter::shots_block(&demos, answers))
+    Ok(letter::shots_block(&demos, a.shot_answers))
 }
 
 /// The protocol a letter judge's verdicts depend on, for metrics.json and report.md.
@@ -64,8 +60,8 @@ pub fn letter_protocol(a: &ShotArgs) -> LetterProtocol {
                 .unwrap_or_default(),
             a.shot_seed,
             match a.shot_answers {
-                ShotAnswersArg::Letters => "letters",
-                ShotAnswersArg::Integers => "run_llm.py's integers",
+                ShotAnswers::Letters => "letters",
+                ShotAnswers::Integers => "run_llm.py's integers",
             }
         )
     };
@@ -78,4 +74,29 @@ pub fn letter_protocol(a: &ShotArgs) -> LetterProtocol {
         pick: "the first character of the decoded answer among A B C D; none is wrong".into(),
         option_orders: None,
     }
+}
+
+/// `--option-orders` and `--shots` against the judge that runs (`letter_judge`: whether it is a
+/// letter judge; `None` when no judge runs), written once for `story` and `judge eval`: whether
+/// the options are also asked in every rotation, and the demonstrations block.
+pub fn letter_options(
+    orders: OptionOrders,
+    shots: &ShotArgs,
+    letter_judge: Option<bool>,
+) -> Result<(bool, String)> {
+    let cyclic = orders == OptionOrders::Cyclic;
+    if cyclic && letter_judge != Some(true) {
+        return Err(Error::usage(
+            "--option-orders cyclic: a scoring judge scores each option on its own, so the order \
+             of the options cannot change its pick; the flag is for letter judges (T5)",
+        ));
+    }
+    let block = match letter_judge {
+        Some(letter) => shots_block(shots, letter)?,
+        None if shots.shots > 0 => {
+            return Err(Error::usage("--shots: no judge runs (--skip-judge)"))
+        }
+        None => String::new(),
+    };
+    Ok((cyclic, block))
 }

@@ -3,7 +3,7 @@
 //! Hub, `--offline`), and a sentence embedder loaded and named on stderr. Every model-running
 //! command goes through here, so a flag means the same thing in every command.
 
-use crate::cli::{Amx, DType as CliDType, Engine, ModelArgs};
+use crate::cli::{Amx, DType as CliDType, ModelArgs};
 use candle_core::{DType, Device};
 use runtime::EMBEDDER_FILES;
 use scorekit_core::error::{Error, Result};
@@ -39,11 +39,7 @@ pub struct ModelRuntime {
 /// The engine options of `--engine`, `--amx` and `--quantize`.
 pub fn engine_options(args: &ModelArgs) -> EngineOptions {
     EngineOptions {
-        engine: match args.engine {
-            Engine::Auto => EngineChoice::Auto,
-            Engine::Native => EngineChoice::Native,
-            Engine::Candle => EngineChoice::Candle,
-        },
+        engine: args.engine,
         amx: args.amx == Amx::Auto,
         int8: args.quantize,
     }
@@ -76,10 +72,10 @@ pub enum Int8Models {
 pub fn check_quantize(
     device: &Device,
     dtype: DType,
-    engine: Engine,
+    engine: EngineChoice,
     models: Int8Models,
 ) -> Result<()> {
-    if !(device.is_cpu() && engine != Engine::Candle && runtime::kernels::int8_available()) {
+    if !(device.is_cpu() && engine != EngineChoice::Candle && runtime::kernels::int8_available()) {
         return Err(Error::usage(
             "--quantize needs the CPU with AVX-512 VNNI and scorekit's kernels (not --engine candle): it quantises their products",
         ));
@@ -204,16 +200,27 @@ mod tests {
     fn quantize_takes_f32_and_bf16_only_beside_a_letter_judge() {
         let cpu = Device::Cpu;
         let ok = |dtype, engine, models| check_quantize(&cpu, dtype, engine, models).is_ok();
-        assert!(!ok(DType::F32, Engine::Candle, Int8Models::Encoders));
-        assert!(!ok(DType::F16, Engine::Auto, Int8Models::WithLetterJudge));
-        assert!(!ok(DType::BF16, Engine::Auto, Int8Models::Encoders));
+        assert!(!ok(DType::F32, EngineChoice::Candle, Int8Models::Encoders));
+        assert!(!ok(
+            DType::F16,
+            EngineChoice::Auto,
+            Int8Models::WithLetterJudge
+        ));
+        assert!(!ok(DType::BF16, EngineChoice::Auto, Int8Models::Encoders));
         let vnni = runtime::kernels::int8_available();
-        assert_eq!(ok(DType::F32, Engine::Auto, Int8Models::Encoders), vnni);
         assert_eq!(
-            ok(DType::BF16, Engine::Native, Int8Models::WithLetterJudge),
+            ok(DType::F32, EngineChoice::Auto, Int8Models::Encoders),
             vnni
         );
-        let why = check_quantize(&cpu, DType::F16, Engine::Auto, Int8Models::Encoders);
+        assert_eq!(
+            ok(
+                DType::BF16,
+                EngineChoice::Native,
+                Int8Models::WithLetterJudge
+            ),
+            vnni
+        );
+        let why = check_quantize(&cpu, DType::F16, EngineChoice::Auto, Int8Models::Encoders);
         assert!(why.unwrap_err().to_string().contains("--quantize needs"));
     }
 }

@@ -1,7 +1,7 @@
 //! `scorekit story`: Possible Stories endings scored with IFSM (MRC judge, with the judge's
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
-use crate::cli::{OptionOrders, StoryArgs};
+use crate::cli::StoryArgs;
 use crate::commands::calibration::{self, CalibrationFlags, JudgeStep};
 use crate::commands::model_runtime::ModelRuntime;
 use crate::settings;
@@ -65,7 +65,13 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         .then(|| rt.resolve_embedder(&args.embedder))
         .transpose()?;
 
-    let (cyclic, shots) = letter_flags(&args, judge_model.as_ref())?;
+    let (cyclic, shots) = crate::commands::letter::letter_options(
+        args.option_orders,
+        &args.shots,
+        judge_model
+            .as_ref()
+            .map(|m| scorekit_runtime::letter_judge::is_letter_judge(&m.dir)),
+    )?;
     let mut settings = StorySettings {
         device: rt.device_name(),
         quantize: rt.quantize_setting(),
@@ -126,31 +132,6 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     }
     done.print();
     Ok(())
-}
-
-/// `--option-orders` and `--shots` against the judge that runs: whether the options are also
-/// asked in every rotation, and the demonstrations block.
-fn letter_flags(args: &StoryArgs, judge_model: Option<&ResolvedModel>) -> Result<(bool, String)> {
-    let cyclic = args.option_orders == OptionOrders::Cyclic;
-    if cyclic
-        && !judge_model.is_some_and(|m| scorekit_runtime::letter_judge::is_letter_judge(&m.dir))
-    {
-        return Err(Error::usage(
-            "--option-orders cyclic: only a letter judge (T5) reads the options in an order; \
-         a scoring judge scores each on its own",
-        ));
-    }
-    let shots = match judge_model {
-        Some(model) => crate::commands::letter::shots_block(
-            &args.shots,
-            scorekit_runtime::letter_judge::is_letter_judge(&model.dir),
-        )?,
-        None if args.shots.shots > 0 => {
-            return Err(Error::usage("--shots: no judge runs (--skip-judge)"))
-        }
-        None => String::new(),
-    };
-    Ok((cyclic, shots))
 }
 
 /// Score every unfinished item of `run` with the models that run, on one progress bar.

@@ -24,6 +24,7 @@ use candle_core::{CpuStorage, CustomOp1, DType, Layout, Result, Shape, Tensor};
 /// The precision of a training run's products (`"f32"`, `"bf16-mixed"` in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Precision {
     /// Everything in the model's dtype (f32, or f64 in exactness tests).
     #[default]

@@ -12,6 +12,7 @@ use std::path::Path;
 /// Which upstream test produced the responses; it selects the scorer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TestKind {
     /// Level 1 yes/no questions (modes standard, cot, oneshot).
     Level1Binary,

@@ -11,6 +11,7 @@ use std::path::Path;
 
 /// Which implementation runs the encoder (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum EngineChoice {
     /// scorekit's kernels where they apply (x86-64 CPU with AVX-512F; f32, or bf16 on AMX-BF16
     /// tiles or AVX512-BF16; a BERT-layout model with erf-GELU), else candle's layers.

@@ -53,6 +53,7 @@ pub fn prompt(shots: &str, passage: &str, question: &str, options: &[&str]) -> S
 
 /// How a demonstration's answer is written (`--shot-answers`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ShotAnswers {
     /// The gold option's letter, `Answer: B` (what the prompt asks for; the default).
     Letters,

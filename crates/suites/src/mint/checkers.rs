@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 /// Which tolerance rule `ReasoningTask` uses (spec §3.1, §6.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Tolerance {
     /// `|ref - ans| <= 0.05 * ref`: the checker that produced every stored flag and published
     /// number; a negative reference can never match a number.
