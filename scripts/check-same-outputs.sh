@@ -49,6 +49,10 @@ CARGO_TARGET_DIR=$NEW_TARGET cargo build $flag --quiet --bin scorekit
 cp "$OLD_TARGET/$dir/scorekit" "$WORK/scorekit-old"
 cp "$NEW_TARGET/$dir/scorekit" "$WORK/scorekit-new"
 
+# The story run with a judge calibrates it on possible-stories:endings: read from the test data
+# cache (scripts/test-data.sh), never fetched. Each side calibrates afresh (its own cache).
+export SCOREKIT_DATA=${SCOREKIT_DATA:-${SCOREKIT_TEST_DATA:-$REPO/target/test-data}}
+
 echo "== inputs"
 IN=$WORK/inputs
 python3 scripts/same-outputs/make_inputs.py "$IN"
@@ -64,7 +68,8 @@ run() {
   shift
   for side in old new; do
     mkdir -p "$WORK/$side"
-    "$WORK/scorekit-$side" "$@" --out "$WORK/$side/$name" --force --quiet \
+    SCOREKIT_CALIBRATION_CACHE="$WORK/$side/calibration-cache" \
+      "$WORK/scorekit-$side" "$@" --out "$WORK/$side/$name" --force --quiet \
       >"$WORK/$side/$name.stdout" 2>"$WORK/$side/$name.stderr" || {
       echo "$side: scorekit $* failed:" >&2
       cat "$WORK/$side/$name.stderr" >&2
