@@ -1,4 +1,6 @@
-//! One module per subcommand: read inputs, call the suite, write outputs. No scoring logic here.
+//! One module per subcommand: flags to settings (`crate::settings`), models lent through
+//! `model_runtime`, then the suite's (or bench's) own call, and what it prints. No scoring logic
+//! here: each suite's pipeline lives in `scorekit-suites`.
 
 pub mod bench;
 pub mod calibration;
