@@ -57,21 +57,12 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     }
     let labels = calibration_labels(&args, &questions)?;
 
-    // Resolve both models before any long work, so a missing one fails at once.
-    let judge_model = (!args.skip_judge)
-        .then(|| rt.resolve(&args.judge, scorekit_runtime::judge::JUDGE_FILES))
-        .transpose()?;
-    let embedder_model = (!args.skip_embedder)
-        .then(|| rt.resolve_embedder(&args.embedder))
-        .transpose()?;
-
-    let (cyclic, shots) = crate::commands::letter::letter_options(
-        args.option_orders,
-        &args.shots,
-        judge_model
-            .as_ref()
-            .map(|m| scorekit_runtime::letter_judge::is_letter_judge(&m.dir)),
-    )?;
+    let Resolved {
+        judge_model,
+        embedder_model,
+        cyclic,
+        shots,
+    } = resolve_models(&args, &rt)?;
     let mut settings = StorySettings {
         device: rt.device_name(),
         quantize: rt.quantize_setting(),
@@ -132,6 +123,41 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     }
     done.print();
     Ok(())
+}
+
+/// The models that run, resolved before any long work (so a missing one fails at once), and
+/// the letter judge's flags checked against the judge.
+struct Resolved {
+    /// The judge (`--judge`), unless `--skip-judge`.
+    judge_model: Option<ResolvedModel>,
+    /// The embedder (`--embedder`), unless `--skip-embedder`.
+    embedder_model: Option<ResolvedModel>,
+    /// `--option-orders cyclic`.
+    cyclic: bool,
+    /// The demonstrations block (`--shots`).
+    shots: String,
+}
+
+fn resolve_models(args: &StoryArgs, rt: &ModelRuntime) -> Result<Resolved> {
+    let judge_model = (!args.skip_judge)
+        .then(|| rt.resolve(&args.judge, scorekit_runtime::judge::JUDGE_FILES))
+        .transpose()?;
+    let embedder_model = (!args.skip_embedder)
+        .then(|| rt.resolve_embedder(&args.embedder))
+        .transpose()?;
+    let (cyclic, shots) = crate::commands::letter::letter_options(
+        args.option_orders,
+        &args.shots,
+        judge_model
+            .as_ref()
+            .map(|m| scorekit_runtime::letter_judge::is_letter_judge(&m.dir)),
+    )?;
+    Ok(Resolved {
+        judge_model,
+        embedder_model,
+        cyclic,
+        shots,
+    })
 }
 
 /// Score every unfinished item of `run` with the models that run, on one progress bar.
