@@ -68,7 +68,7 @@ run() {
   shift
   for side in old new; do
     mkdir -p "$WORK/$side"
-    SCOREKIT_CALIBRATION_CACHE="$WORK/$side/calibration-cache" \
+    SCOREKIT_CALIBRATION_CACHE="$WORK/calibration-cache-$side" \
       "$WORK/scorekit-$side" "$@" --out "$WORK/$side/$name" --force --quiet \
       >"$WORK/$side/$name.stdout" 2>"$WORK/$side/$name.stderr" || {
       echo "$side: scorekit $* failed:" >&2
