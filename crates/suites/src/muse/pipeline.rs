@@ -133,11 +133,10 @@ fn match_names(read: &mut Read, embedder: &mut NameEmbedder) -> Result<Matched> 
 pub fn run(
     inputs: &MuseInputs,
     mut read: Read,
-    embedder: Option<NameEmbedder>,
+    mut embedder: Option<NameEmbedder>,
     mut doc: MetricsDoc,
     out: &RunOptions,
 ) -> Result<Done<Muse>> {
-    let mut embedder = embedder;
     let matched = match &mut embedder {
         Some(e) => Some(match_names(&mut read, e)?),
         None => None,
@@ -153,7 +152,7 @@ pub fn run(
     if let Some(e) = &embedder {
         doc.models.push(e.model.clone());
     }
-    let settings = settings(inputs, &read, embedder.as_ref(), matched.as_ref());
+    let settings = settings(inputs, &read, embedder.as_ref().zip(matched.as_ref()));
     let mut run = Run::<Muse>::open(out, &mut doc, &settings)?;
     // Scoring takes well under a second: an unfinished run's missing items are scored again.
     run.extend(
@@ -187,12 +186,8 @@ pub fn run(
 fn settings(
     inputs: &MuseInputs,
     read: &Read,
-    embedder: Option<&NameEmbedder>,
-    matched: Option<&Matched>,
+    matching: Option<(&NameEmbedder, &Matched)>,
 ) -> MuseSettings {
-    let with_embedder = |f: &dyn Fn(&NameEmbedder, &Matched) -> Option<String>| {
-        embedder.zip(matched).and_then(|(e, m)| f(e, m))
-    };
     MuseSettings {
         plan_format: inputs.plan_format_name.clone(),
         flow: read.flow_source.clone(),
@@ -211,25 +206,23 @@ fn settings(
             .as_ref()
             .map(|p| p.display().to_string()),
         name_mapping: "lenient: a coarse name counts as the gold task it can stand for".into(),
-        quantize: with_embedder(&|e, _| e.quantize.clone()),
-        tf32: embedder.is_some_and(|e| e.tf32),
-        embedder_thresholds: matched.map(|m| m.thresholds),
-        embedder_descriptions: with_embedder(&|_, _| {
-            Some(format!(
+        quantize: matching.and_then(|(e, _)| e.quantize.clone()),
+        tf32: matching.is_some_and(|(e, _)| e.tf32),
+        embedder_thresholds: matching.map(|(_, m)| m.thresholds),
+        embedder_descriptions: matching.map(|_| {
+            format!(
                 "data/muse/task_descriptions.json (built in), sha256 {}",
                 semantic::descriptions_sha256()
-            ))
-        }),
-        embedder_rule: with_embedder(&|_, _| {
-            Some(
-                "a name neither MuSE's nor in the alias table is matched to the task whose \
-                 description is most similar (cosine, max over its descriptions), when \
-                 similarity >= min_similarity and best - runner-up >= margin; listed in the \
-                 report for confirmation"
-                    .to_string(),
             )
         }),
-        embedder: with_embedder(&|e, _| Some(e.spec.clone())),
+        embedder_rule: matching.map(|_| {
+            "a name neither MuSE's nor in the alias table is matched to the task whose \
+             description is most similar (cosine, max over its descriptions), when \
+             similarity >= min_similarity and best - runner-up >= margin; listed in the \
+             report for confirmation"
+                .to_string()
+        }),
+        embedder: matching.map(|(e, _)| e.spec.clone()),
     }
 }
 
