@@ -233,7 +233,8 @@ fn shared(a: &RunInfo, b: &RunInfo, frame: Frame) -> Shared {
                     (cy, b.label)
                 };
                 let line = format!(
-                    "Runs {} and {} share the {} calibration {} on different questions                      ({} vs {} items); the corrected difference uses {}'s, the larger.",
+                    "Runs {} and {} share the {} calibration {} on different questions ({} vs {} \
+                     items); the corrected difference uses {}'s, the larger.",
                     a.label,
                     b.label,
                     frame.name(),

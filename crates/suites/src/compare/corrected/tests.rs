@@ -242,7 +242,9 @@ fn one_key_on_two_sets_of_questions_uses_the_larger_calibration_and_says_so() {
     assert_eq!(Some(d), corrected_difference(&diffs, &good()).as_ref());
     assert_eq!(notes.len(), 1);
     assert!(
-        notes[0].contains("200 vs 400 items") && notes[0].contains("uses r2's, the larger"),
+        notes[0].contains("on different questions (200 vs 400 items)")
+            && notes[0].contains("uses r2's, the larger")
+            && !notes[0].contains("  "),
         "{notes:?}"
     );
 }
