@@ -58,12 +58,17 @@ impl CalibrationSummary {
     pub fn of(dataset: Option<&[CalibrationItem]>, labels: Option<&[CalibrationItem]>) -> Self {
         let dataset = dataset.map(|items| {
             let questions = items.iter().filter(|i| i.kind == Kind::Positive).count();
-            let negatives = items.iter().filter(|i| i.kind == Kind::Negative).count();
+            // A question with a filler has negatives (one per other option), one without none:
+            // counted by question, so any number of options counts right.
+            let with_filler: std::collections::HashSet<&str> = items
+                .iter()
+                .filter(|i| i.kind == Kind::Negative)
+                .map(|i| i.question_id.as_str())
+                .collect();
             DatasetCalibration {
                 protocol: PROTOCOL.to_string(),
                 questions,
-                // Three negatives a question with a filler, none without.
-                questions_without_filler: questions - negatives / 3,
+                questions_without_filler: questions.saturating_sub(with_filler.len()),
                 counts: counts(items, false).unwrap_or_default(),
                 counts_cyclic: counts(items, true),
             }
@@ -160,4 +165,46 @@ pub fn jsonl(items: &[CalibrationItem]) -> Vec<u8> {
         out.push(b'\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(question: &str, kind: Kind, slot: Option<usize>, counted: bool) -> CalibrationItem {
+        CalibrationItem {
+            question_id: question.into(),
+            row: 1,
+            kind,
+            slot,
+            label_line: None,
+            follows: None,
+            model: None,
+            gold: 0,
+            pick: Some(0),
+            counted,
+            cyclic_pick: None,
+            cyclic_counted: None,
+            scores: Vec::new(),
+            answers: Vec::new(),
+        }
+    }
+
+    /// `judge eval` calibrates on datasets of any number of options: five options give four
+    /// negatives a question, and the questions without a filler are still counted by question.
+    #[test]
+    fn questions_without_filler_are_counted_by_question_for_any_number_of_options() {
+        let mut items = Vec::new();
+        for q in ["a", "b", "c"] {
+            items.push(item(q, Kind::Positive, None, true));
+            for d in 1..5 {
+                items.push(item(q, Kind::Negative, Some(d), true));
+            }
+        }
+        items.push(item("d", Kind::Positive, None, true));
+        let s = CalibrationSummary::of(Some(&items), None);
+        let d = s.dataset.unwrap();
+        assert_eq!(d.questions, 4);
+        assert_eq!(d.questions_without_filler, 1);
+    }
 }
