@@ -724,16 +724,6 @@ impl BenchModelArgs {
     pub fn single(&self) -> bool {
         self.dtype.len() <= 1 && self.batch_tokens.len() <= 1 && self.max_length.len() <= 1
     }
-
-    /// The [`ModelArgs`] of a one-cell bench (the first value of each axis).
-    pub fn first(&self) -> ModelArgs {
-        self.cell(
-            self.batch_tokens.first().copied().unwrap_or(8192),
-            self.max_length.first().copied(),
-            self.dtype.first().copied(),
-            self.quantize,
-        )
-    }
 }
 
 /// `scorekit compare`.

@@ -1,4 +1,4 @@
-//! Sentences to embed (`scorekit embed`, `scorekit bench --input`): JSONL records with `text`
+//! Sentences to embed (`scorekit embed`): JSONL records with `text`
 //! (and `id`, else the row), or plain text lines (id = line number).
 
 use crate::{read_jsonl, read_text, type_name};

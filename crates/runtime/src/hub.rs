@@ -52,9 +52,9 @@ pub struct ResolvedModel {
 /// Weight files in the order they are preferred.
 pub const WEIGHT_FILES: &[&str] = &["model.safetensors", "pytorch_model.bin"];
 
-/// Tokenizer and sentence-transformers files; a download of a Hub id (no manifest) fetches the
-/// ones the repo has, so that a pulled model works offline for the embedder and the judges.
-pub const COMPANION_FILES: &[&str] = &[
+/// A model's tokenizer and vocabulary files (whichever it has): what a download of a Hub id
+/// fetches beside the weights, and what `judge train` copies into the trained folder.
+pub const TOKENIZER_FILES: &[&str] = &[
     "tokenizer.json",
     "tokenizer_config.json",
     "special_tokens_map.json",
@@ -63,6 +63,12 @@ pub const COMPANION_FILES: &[&str] = &[
     "merges.txt",
     "spm.model",
     "sentencepiece.bpe.model",
+];
+
+/// sentence-transformers' files. A download of a Hub id (no manifest) fetches these and
+/// [`TOKENIZER_FILES`] where the repo has them, so that a pulled model works offline for the
+/// embedder and the judges.
+pub const SENTENCE_TRANSFORMERS_FILES: &[&str] = &[
     "modules.json",
     "sentence_bert_config.json",
     "config_sentence_transformers.json",
@@ -438,7 +444,7 @@ fn download(
         }
     }
     if manifest.is_none() {
-        for g in COMPANION_FILES {
+        for g in TOKENIZER_FILES.iter().chain(SENTENCE_TRANSFORMERS_FILES) {
             if let Some(n) = g.split('|').find(|n| listed.contains(n)) {
                 if !files.iter().any(|f| f == n) {
                     files.push(n.to_string());

@@ -4,7 +4,7 @@
 //! multiple-choice class, the weights, the tokenizer files) with training.json, report.md and
 //! curves.svg, every file written atomically.
 
-use crate::hub::{resolve, ResolveOptions};
+use crate::hub::{resolve, ResolveOptions, TOKENIZER_FILES};
 use crate::judge::{PairTokenizer, JUDGE_FILES};
 use crate::{device_name, select_device};
 use anyhow::{anyhow, Context};
@@ -275,18 +275,6 @@ fn encode(tok: &PairTokenizer, questions: &[QuestionPairs]) -> Result<Vec<Exampl
         })
         .collect()
 }
-
-/// Tokenizer and vocabulary files copied from the base into the trained folder.
-const TOKENIZER_FILES: &[&str] = &[
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.txt",
-    "vocab.json",
-    "merges.txt",
-    "spm.model",
-    "sentencepiece.bpe.model",
-];
 
 /// The `...ForMultipleChoice` class of a model type, for config.json.
 fn mc_class(model_type: &str) -> &'static str {
