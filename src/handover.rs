@@ -29,28 +29,6 @@ pub const DRIVER_LIB: &str = "libcuda.so.1";
 /// Whether this binary was built with the `cuda` feature.
 pub const CUDA_BUILD: bool = cfg!(feature = "cuda");
 
-/// What a `--device` value asks of the hand-over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wish {
-    /// `auto`: the GPU when one can be used, else the CPU.
-    Auto,
-    /// `cuda` or `cuda:N`: CUDA or an error.
-    Cuda,
-    /// Anything else (`cpu`, `metal`, a malformed value the device parser will refuse).
-    Other,
-}
-
-impl Wish {
-    /// Classify a `--device` value.
-    pub fn of(spec: &DeviceSpec) -> Wish {
-        match spec.kind {
-            DeviceKind::Auto => Wish::Auto,
-            DeviceKind::Cuda => Wish::Cuda,
-            DeviceKind::Cpu | DeviceKind::Metal => Wish::Other,
-        }
-    }
-}
-
 /// The `--device` of a command that will load a model; `None` for a command that loads none
 /// (MINT, MuSE without `--embedder`, GRASP without `--semantic`, data, models, merge, compare,
 /// doctor), which never hands over.
@@ -126,8 +104,8 @@ pub fn hand_over_if_wanted(command: &Command) -> Result<()> {
     let Some(spec) = model_device(command) else {
         return Ok(());
     };
-    let wish = Wish::of(spec);
-    if wish == Wish::Other {
+    // Only `auto` and `cuda[:N]` ask for CUDA; `cpu` and `metal` never hand over.
+    if !matches!(spec.kind, DeviceKind::Auto | DeviceKind::Cuda) {
         return Ok(());
     }
     if let Some(from) = std::env::var_os(HANDED_OVER_ENV) {
@@ -139,18 +117,18 @@ pub fn hand_over_if_wanted(command: &Command) -> Result<()> {
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| CUDA_BIN_NAME.into())
         );
-        return cpu_or_refuse(wish, spec, &why);
+        return cpu_or_refuse(spec, &why);
     }
     let probe = Probe::run();
     match probe.target() {
         Some(bin) => Err(exec(bin)),
-        None => cpu_or_refuse(wish, spec, &probe.missing()),
+        None => cpu_or_refuse(spec, &probe.missing()),
     }
 }
 
-fn cpu_or_refuse(wish: Wish, spec: &DeviceSpec, why: &str) -> Result<()> {
-    match wish {
-        Wish::Cuda => Err(Error::usage(format!(
+fn cpu_or_refuse(spec: &DeviceSpec, why: &str) -> Result<()> {
+    match spec.kind {
+        DeviceKind::Cuda => Err(Error::usage(format!(
             "--device {spec}: this is scorekit's CPU build and it cannot hand the command to the \
              CUDA build: {why}"
         ))),
@@ -261,18 +239,6 @@ fn driver_loads() -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn device_wishes() {
-        let of = |s: &str| Wish::of(&s.parse::<DeviceSpec>().unwrap());
-        assert_eq!(of("auto"), Wish::Auto);
-        assert_eq!(of(" AUTO "), Wish::Auto);
-        assert_eq!(of("cuda"), Wish::Cuda);
-        assert_eq!(of("cuda:1"), Wish::Cuda);
-        for other in ["cpu", "metal", "metal:0"] {
-            assert_eq!(of(other), Wish::Other, "{other}");
-        }
-    }
 
     #[test]
     fn missing_names_both_pieces() {
