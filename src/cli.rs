@@ -313,7 +313,7 @@ pub struct ModelArgs {
     #[arg(long, value_enum)]
     pub dtype: Option<DType>,
     /// Token budget of one batch, padding counted.
-    #[arg(long, value_name = "N", default_value_t = 8192)]
+    #[arg(long, value_name = "N", default_value_t = scorekit_runtime::DEFAULT_BATCH_TOKENS)]
     pub batch_tokens: usize,
     /// Truncate inputs to this many tokens (default: the model's own limit).
     #[arg(long, value_name = "N")]
@@ -679,7 +679,7 @@ pub struct BenchModelArgs {
         long,
         value_name = "N,...",
         value_delimiter = ',',
-        default_value = "8192"
+        default_values_t = [scorekit_runtime::DEFAULT_BATCH_TOKENS]
     )]
     pub batch_tokens: Vec<usize>,
     /// Truncate inputs to these many tokens, comma-separated (an axis; default: the model's own

@@ -6,6 +6,7 @@
 use crate::cli::{BenchArgs, BenchModelArgs, DType as CliDType};
 use crate::commands::model_runtime::{Int8Models, ModelRuntime};
 use scorekit_bench::corpus::{read_corpus, DEFAULT_CORPUS, DEFAULT_DATASET};
+use scorekit_bench::settings::DEFAULT_BATCH_TOKENS;
 use scorekit_bench::{Input, Items, Settings, Variant};
 use scorekit_core::error::Result;
 use scorekit_runtime::judge::JUDGE_FILES;
@@ -80,7 +81,7 @@ fn settings(args: &BenchArgs) -> Settings {
 /// One precision settled as every command settles its flags (device, dtype, engine,
 /// `--quantize`'s rule for encoders, `--tf32`), then checked on the device.
 fn variant(r: &BenchModelArgs, dtype: Option<CliDType>, int8: bool) -> Result<Variant> {
-    let margs = r.cell(8192, None, dtype, int8);
+    let margs = r.cell(DEFAULT_BATCH_TOKENS, None, dtype, int8);
     let rt = ModelRuntime::for_models(&margs, true, Int8Models::Encoders)?;
     let v = Variant {
         device: rt.device,
@@ -95,7 +96,7 @@ fn variant(r: &BenchModelArgs, dtype: Option<CliDType>, int8: bool) -> Result<Va
 /// Resolve the model: its config.json first, so that lengths above its limit are refused
 /// before the weights are fetched or read.
 fn resolve(r: &BenchModelArgs, settings: &Settings) -> Result<ResolvedModel> {
-    let rt = ModelRuntime::new(&r.cell(8192, None, None, false), true)?;
+    let rt = ModelRuntime::new(&r.cell(DEFAULT_BATCH_TOKENS, None, None, false), true)?;
     let spec = &settings.model;
     if settings.needs_limits() {
         let config = rt.resolve(spec, &["config.json"])?;

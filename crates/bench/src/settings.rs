@@ -8,6 +8,9 @@ use std::path::PathBuf;
 /// Untimed batches before each cell's timed repeats when `--warmup` is not given.
 pub const DEFAULT_WARMUP: usize = 2;
 
+/// The token budget of one batch when `--batch-tokens` names none.
+pub use scorekit_runtime::DEFAULT_BATCH_TOKENS;
+
 /// A bench's settings.
 #[derive(Debug, Clone)]
 pub struct Settings {

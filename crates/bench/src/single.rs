@@ -32,7 +32,11 @@ pub fn run(
     variant: &Variant,
 ) -> Result<String> {
     let timing = Timing {
-        batch_tokens: settings.batch_tokens.first().copied().unwrap_or(8192),
+        batch_tokens: settings
+            .batch_tokens
+            .first()
+            .copied()
+            .unwrap_or(crate::settings::DEFAULT_BATCH_TOKENS),
         warmup: settings.warmup(),
         repeats: settings.repeats,
         keep_rows: settings.save.is_some(),

@@ -16,6 +16,9 @@ pub mod letter_judge;
 pub mod manifest;
 pub mod tokenize;
 
+/// The token budget of one batch (padding counted) when `--batch-tokens` is not given.
+pub const DEFAULT_BATCH_TOKENS: usize = 8192;
+
 pub use scorekit_encoder::{self as encoder, batching, Tokens};
 pub use scorekit_kernels as kernels;
 pub use scorekit_models::{self as models, spm, weights};

@@ -36,6 +36,11 @@ pub struct Merged {
 
 /// Merge the shard folders `parts` into `out` (refused where it holds results, unless `force`).
 pub fn merge(parts: &[PathBuf], out: &Path, force: bool) -> Result<Merged> {
+    if parts.is_empty() {
+        return Err(Error::usage(
+            "--parts: name the output folders of the shards to merge",
+        ));
+    }
     let parts = parts
         .iter()
         .map(|p| read_part(p))

@@ -55,6 +55,11 @@ pub struct Compared {
 
 /// Compare the runs of `args` and write the comparison's files.
 pub fn compare(args: &CompareOptions) -> Result<Compared> {
+    if args.runs.is_empty() {
+        return Err(Error::usage(
+            "--runs: name the output folders of the runs to compare",
+        ));
+    }
     let labels = labels(args)?;
     let runs = args
         .runs

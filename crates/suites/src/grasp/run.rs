@@ -129,7 +129,7 @@ fn run_streamed(
         test.kind,
         s.allow_unknown_scenes,
         &mut |_, item, line| {
-            if out.shard.contains(&shard_key(&item)) {
+            if out.shard.contains_with(|| shard_key(&item)) {
                 serde_json::to_writer(staged.writer(), &item).map_err(|e| {
                     Error::Internal(anyhow::anyhow!("cannot write items.jsonl: {e}"))
                 })?;
@@ -183,7 +183,7 @@ fn run_semantic<'m>(
 fn in_shard(out: &RunOptions, items: Vec<Item>) -> Vec<Item> {
     items
         .into_iter()
-        .filter(|i| out.shard.contains(&shard_key(i)))
+        .filter(|i| out.shard.contains_with(|| shard_key(i)))
         .collect()
 }
 

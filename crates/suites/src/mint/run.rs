@@ -86,7 +86,7 @@ pub fn run(opts: &MintOptions) -> Result<Done<Mint>> {
         .extend(opts.dataset.as_ref().map(|d| d.record.clone()));
     record::<Mint>(&mut doc, &opts.run, &settings)?;
     let shard = opts.run.shard;
-    let in_shard = |it: &Item| shard.count <= 1 || shard.contains(&shard_key(it));
+    let in_shard = |it: &Item| shard.contains_with(|| shard_key(it));
     let bar = scorekit_core::progress::bar(sources.len() as u64, "mint", opts.run.quiet);
     let tick = || bar.inc(1);
     let plan = Plan {
