@@ -22,7 +22,7 @@ use scorekit_suites::ifsm_correction::judge_resolution;
 use scorekit_suites::judge_eval::{self, EvalItem, EvalRecord};
 use scorekit_suites::settings::CalibrationSettings;
 use scorekit_suites::story::Question;
-use scorekit_suites::story_calibration::summary::{jsonl as calibration_jsonl, CalibrationSummary};
+use scorekit_suites::story_calibration::summary::CalibrationSummary;
 use scorekit_suites::story_outputs::CALIBRATION_FILE;
 
 pub use crate::commands::judge_questions::read_questions;
@@ -237,7 +237,7 @@ fn calibrate_eval(
         datasets: doc.datasets,
         summary: s,
     };
-    Ok(Some((record, calibration_jsonl(&outcome.items))))
+    Ok(Some((record, scorekit_report::jsonl(&outcome.items)?)))
 }
 
 /// `scorekit judge eval`.
@@ -298,7 +298,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     }
     let metrics_text =
         serde_json::to_string_pretty(&metrics).map_err(|e| anyhow::anyhow!("metrics.json: {e}"))?;
-    dir.write("items.jsonl", &judge_eval::items_jsonl(&items)?)?;
+    dir.write("items.jsonl", &scorekit_report::jsonl(&items)?)?;
     dir.write("report.md", render::eval_report(&metrics).as_bytes())?;
     dir.write("metrics.json", metrics_text.as_bytes())?;
     if o.json {

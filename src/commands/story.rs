@@ -19,7 +19,6 @@ use scorekit_suites::story::{self, Generation, Item, Question};
 use scorekit_suites::story_calibration::ask::FrameJudge;
 use scorekit_suites::story_calibration::labels::{self, Label};
 use scorekit_suites::story_calibration::memo::Memo;
-use scorekit_suites::story_calibration::summary;
 use scorekit_suites::story_checks;
 use scorekit_suites::story_outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
 use scorekit_suites::story_plan::{LetterPlan, Models};
@@ -293,7 +292,10 @@ fn calibrate(
     outcome.summary.write(doc);
     // The positives asked what the items ask for the ceiling: they take it from here.
     let memo = Memo::of(&outcome.items, questions, protocol);
-    let files = vec![(CALIBRATION_FILE.to_string(), summary::jsonl(&outcome.items))];
+    let files = vec![(
+        CALIBRATION_FILE.to_string(),
+        scorekit_report::jsonl(&outcome.items)?,
+    )];
     Ok((memo, files))
 }
 

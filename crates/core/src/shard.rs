@@ -74,7 +74,11 @@ mod tests {
         assert!(all.contains_with(|| -> String { panic!("no key needed") }));
         let half: Shard = "1/2".parse().unwrap();
         for key in ["a", "b", "c", "d"] {
-            assert_eq!(half.contains_with(|| key.to_string()), half.contains(key), "{key}");
+            assert_eq!(
+                half.contains_with(|| key.to_string()),
+                half.contains(key),
+                "{key}"
+            );
         }
     }
 

@@ -243,16 +243,6 @@ pub fn metrics<S, C>(
     }
 }
 
-/// items.jsonl: one item a line.
-pub fn items_jsonl(items: &[EvalItem]) -> anyhow::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    for it in items {
-        serde_json::to_writer(&mut out, it)?;
-        out.push(b'\n');
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

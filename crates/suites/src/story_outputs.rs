@@ -237,7 +237,10 @@ pub fn merge_calibration_files(parts: &[std::path::PathBuf]) -> Result<Vec<(Stri
     }
     items.sort_by_key(CalibrationItem::order_key);
     Ok(if any {
-        vec![(CALIBRATION_FILE.to_string(), summary::jsonl(&items))]
+        vec![(
+            CALIBRATION_FILE.to_string(),
+            scorekit_report::jsonl(&items)?,
+        )]
     } else {
         Vec::new()
     })

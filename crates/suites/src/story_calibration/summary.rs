@@ -157,16 +157,6 @@ impl CalibrationSummary {
     }
 }
 
-/// calibration.jsonl: one line per item, in the order given.
-pub fn jsonl(items: &[CalibrationItem]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for it in items {
-        serde_json::to_writer(&mut out, it).expect("calibration items serialise");
-        out.push(b'\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
