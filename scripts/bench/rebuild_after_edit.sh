@@ -7,7 +7,8 @@
 #   scripts/bench/rebuild_after_edit.sh REV [ROUNDS]     # e.g. a64c00a 2
 #
 # Environment: OLD_TARGET_DIR (default target/rebuild-old), NEW_TARGET_DIR (default target).
-# A comment-only edit is not enough: cargo sees unchanged content and rebuilds nothing.
+# A comment-only edit is not enough: cargo sees unchanged content and rebuilds nothing; nor is
+# the same edit twice (rustc's incremental cache).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -25,8 +26,9 @@ for round in $(seq "$ROUNDS"); do
     if [ "$side" = old ]; then dir=$OLD_TREE tgt=$OLD_TARGET; else dir=$REPO tgt=$NEW_TARGET; fi
     cp "$dir/$FILE" "$dir/$FILE.orig"
     build "$dir" "$tgt"
-    sed -i 's/"rule".into()/"rule ".trim().into()/' "$dir/$FILE"
-    grep -q '"rule ".trim()' "$dir/$FILE" || { echo "edit failed in $dir" >&2; exit 1; }
+    # A literal new to each round: rustc's incremental cache would answer a repeated edit.
+    sed -i "s/\"rule\".into()/\"rule-$round\".into()/" "$dir/$FILE"
+    grep -q "\"rule-$round\"" "$dir/$FILE" || { echo "edit failed in $dir" >&2; exit 1; }
     start=$(date +%s.%N)
     build "$dir" "$tgt"
     end=$(date +%s.%N)
