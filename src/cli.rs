@@ -371,8 +371,8 @@ pub struct StoryArgs {
     /// The judge's calibration and the corrected IFSM.
     #[command(flatten)]
     pub calibration: CalibrationArgs,
-    /// Write to_label.jsonl: N scored generations drawn at random (stratified by the judge's
-    /// verdict, seeded by --seed), `follows` left null for a person to label.
+    /// Write to_label.jsonl: N questions drawn uniformly at random (seeded by --seed) and every
+    /// model's non-empty ending to them, shuffled, `follows` left null for a person to label.
     #[arg(long, value_name = "N")]
     pub label_sample: Option<usize>,
     #[command(flatten)]
@@ -391,10 +391,11 @@ pub struct CalibrationArgs {
     /// Redo the dataset calibration instead of taking it from the cache.
     #[arg(long, conflicts_with = "no_calibration")]
     pub recalibrate: bool,
-    /// Human labels, JSONL: {"question_id", "ending", "follows": true|false} (optional "model"):
-    /// the judge's sensitivity and specificity on labelled endings.
-    #[arg(long, value_name = "FILE")]
-    pub calibration_labels: Option<PathBuf>,
+    /// Human labels, JSONL: {"question_id", "ending", "follows": true|false} (optional "model",
+    /// "labeller"); several files (one per labeller) are combined by majority. Labels naming a
+    /// model give its prediction-powered IFSM; all give the judge's rates on labelled endings.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub calibration_labels: Vec<PathBuf>,
 }
 
 /// `scorekit grasp`.

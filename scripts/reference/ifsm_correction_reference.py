@@ -4,7 +4,7 @@
 Dev-time only, pure Python (no scipy, no numpy). A transcription of Lee et al. 2025, "How to
 Correctly Report LLM-as-a-Judge Evaluations" (arXiv 2511.21140): the point estimate, the
 adjusted interval (their `confidence_interval`, z = Phi^-1(0.975)), the judge's resolution
-J = q0 + q1 - 1 with its unsmoothed normal interval (uninformative when it reaches 0), and the
+J = q0 + q1 - 1 with its Agresti-Caffo interval (uninformative when it reaches 0), and the
 corrected paired difference dp / J of `scorekit compare` (delta method, Agresti-Min smoothing of
 the paired difference, docs/compare.md).
 
@@ -15,8 +15,11 @@ Writes tests/data/story/ifsm_correction_reference.json: a grid of (p, n, q0, m0,
 from counts (q0*m0, q1*m1 and p*n are integers), edges included (p = 0 and 1, q0/q1 = 0 and 1,
 J near 0 and negative, n = 1, m = 1, large n), and a grid of paired differences.
 
-Run from the repository root:  python3 scripts/reference/ifsm_correction_reference.py
-    --coverage   instead, print a Monte Carlo coverage check of both intervals (writes nothing).
+Run from the repository root:  python3 scripts/reference/ifsm_correction_reference.py --write
+    (without --write it prints a summary and writes nothing)
+    --coverage   instead, print Monte Carlo coverage checks (writes nothing): both intervals on
+                 independent calibrations, and Lee et al.'s on the dataset calibration's real
+                 design (calibration drawn on the scored questions, with a per-question effect).
 """
 
 import json
@@ -66,12 +69,15 @@ def clip(x, lo, hi):
 
 
 def resolution(k0, m0, k1, m1):
+    """J unsmoothed; its interval Agresti-Caffo (one success and one failure added a side)."""
     if m0 == 0 or m1 == 0:
         return None
     q0, q1 = k0 / m0, k1 / m1
     j = q0 + q1 - 1
-    se = math.sqrt(q0 * (1 - q0) / m0 + q1 * (1 - q1) / m1)
-    lo, hi = j - Z * se, j + Z * se
+    s0, s1 = (k0 + 1) / (m0 + 2), (k1 + 1) / (m1 + 2)
+    centre = s0 + s1 - 1
+    se = math.sqrt(s0 * (1 - s0) / (m0 + 2) + s1 * (1 - s1) / (m1 + 2))
+    lo, hi = centre - Z * se, centre + Z * se
     return {"J": j, "J_ci": [lo, hi], "informative": lo > 0, "q0": q0, "q1": q1, "m0": m0, "m1": m1}
 
 
@@ -96,11 +102,38 @@ def correct(p, n, k0, m0, k1, m1):
     r = resolution(k0, m0, k1, m1)
     if r is None or n == 0:
         return None
-    out = {"value": None, "ci": None, "informative": r["informative"], "J": r["J"],
+    out = {"value": None, "ci": None, "unclipped": None, "clipped": None, "n_judged": n,
+           "n_empty": 0, "informative": r["informative"], "J": r["J"],
            "J_ci": r["J_ci"], "q0": r["q0"], "m0": m0, "q1": r["q1"], "m1": m1}
     if r["informative"]:
-        out["value"] = clip((p + r["q0"] - 1) / r["J"], 0, 1)
+        theta = (p + r["q0"] - 1) / r["J"]
+        out["value"] = clip(theta, 0, 1)
+        out["unclipped"] = theta
+        out["clipped"] = "low" if theta < 0 else ("high" if theta > 1 else None)
         out["ci"] = lee_interval(p, n, k0, m0, k1, m1)
+    return out
+
+
+def correct_with_empty(picks, n_judged, n_empty, k0, m0, k1, m1):
+    """Over all endings, n_empty of them empty (known not to follow): the judged endings'
+    estimate scaled by the judged share n_judged / n; exactly 0 when none was judged."""
+    r = resolution(k0, m0, k1, m1)
+    if r is None:
+        return None
+    if n_judged == 0:
+        if n_empty == 0:
+            return None
+        return {"value": 0.0, "ci": [0.0, 0.0], "unclipped": 0.0, "clipped": None,
+                "n_judged": 0, "n_empty": n_empty, "informative": r["informative"], "J": r["J"],
+                "J_ci": r["J_ci"], "q0": r["q0"], "m0": m0, "q1": r["q1"], "m1": m1}
+    out = correct(picks / n_judged, n_judged, k0, m0, k1, m1)
+    share = n_judged / (n_judged + n_empty)
+    out["n_empty"] = n_empty
+    for key in ["value", "unclipped"]:
+        if out[key] is not None:
+            out[key] = share * out[key]
+    if out["ci"] is not None:
+        out["ci"] = [share * out["ci"][0], share * out["ci"][1]]
     return out
 
 
@@ -179,6 +212,19 @@ PAIRS = [(0, 0, 1), (1, 0, 1), (0, 1, 1), (0, 0, 50), (12, 5, 60), (5, 12, 60), 
          (0, 30, 30), (100, 98, 586), (4000, 3000, 100000), (3, 3, 10)]
 
 
+# Judged endings and empty ones as (picks, n_judged, n_empty): 0%, 10% and 100% empty.
+EMPTY = [(61, 200, 0), (61, 180, 20), (0, 0, 50), (150, 180, 20), (5, 90, 10), (0, 0, 0)]
+
+
+def empty_cases():
+    out = []
+    for i, (k0, m0, k1, m1) in enumerate(CALIBRATIONS):
+        for picks, nj, ne in EMPTY:
+            out.append({"cal": i, "picks": picks, "n_judged": nj, "n_empty": ne,
+                        "correct": correct_with_empty(picks, nj, ne, k0, m0, k1, m1)})
+    return out
+
+
 def difference_cases():
     out = []
     for i, (k0, m0, k1, m1) in enumerate(CALIBRATIONS):
@@ -234,9 +280,52 @@ def coverage(trials=2000, seed=7):
               f"{hits / tried:.3f} of {tried}")
 
 
+def shared_coverage(trials=1000, seed=11):
+    """The dataset calibration's real design: it frames the very questions that are scored. Each
+    question i has an effect u_i ~ N(0, sd) on the judge's logit (a hard question lowers both its
+    sensitivity and its specificity there), the calibration has one positive and `neg` negatives
+    per scored question, and the model's ending to question i follows with probability theta.
+    The estimand is theta; printed: the share of Lee et al.'s intervals holding it."""
+    rng = random.Random(seed)
+
+    def sig(x):
+        return 1 / (1 + math.exp(-x))
+
+    def logit(q):
+        return math.log(q / (1 - q))
+
+    for th, q0, q1, n, neg, sd in [(0.5, 0.75, 0.7, 458, 1, 1.0), (0.4, 0.85, 0.75, 458, 3, 1.0),
+                                   (0.6, 0.9, 0.8, 300, 1, 0.5), (0.3, 0.7, 0.8, 458, 3, 1.5)]:
+        hits = tried = 0
+        for _ in range(trials):
+            k0 = k1 = picks = 0
+            for _ in range(n):
+                u = rng.gauss(0, sd)
+                q1i, q0i = sig(logit(q1) + u), sig(logit(q0) + u)
+                k1 += rng.random() < q1i
+                k0 += sum(rng.random() < q0i for _ in range(neg))
+                follows = rng.random() < th
+                picks += rng.random() < (q1i if follows else 1 - q0i)
+            c = correct(picks / n, n, k0, n * neg, k1, n)
+            if c and c["ci"]:
+                tried += 1
+                # The calibration's q are the question-averaged rates, as the model endings see.
+                hits += c["ci"][0] <= th <= c["ci"][1]
+        print(f"shared questions theta={th} q0={q0} q1={q1} n={n} negatives/question={neg} "
+              f"effect sd={sd}: {hits / tried:.3f} of {tried}")
+
+
 def main():
-    if "--coverage" in sys.argv:
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true",
+                        help=f"write {OUT.relative_to(ROOT)} (without it nothing is written)")
+    parser.add_argument("--coverage", action="store_true",
+                        help="print Monte Carlo coverage checks instead (writes nothing)")
+    args = parser.parse_args()
+    if args.coverage:
         coverage()
+        shared_coverage()
         return
     doc = {
         "about": "scripts/reference/ifsm_correction_reference.py (pure Python transcription of "
@@ -245,13 +334,18 @@ def main():
         "calibrations": calibrations(),
         "cases": cases(),
         "differences": difference_cases(),
+        "empty": empty_cases(),
     }
+    if not args.write:
+        print(f"{len(doc['cases'])} cases, {len(doc['empty'])} with empty endings, "
+              f"{len(doc['differences'])} differences; pass --write to write {OUT.relative_to(ROOT)}")
+        return
     OUT.parent.mkdir(parents=True, exist_ok=True)
     # One case a line: reviewable in a diff without a 150 kB pretty-print.
     lines = ["{", f' "about": {json.dumps(doc["about"])},', f' "z": {json.dumps(Z)},']
-    for key in ["calibrations", "cases", "differences"]:
+    for key in ["calibrations", "cases", "differences", "empty"]:
         rows = ",\n".join("  " + json.dumps(c) for c in doc[key])
-        lines.append(f' "{key}": [\n{rows}\n ]' + ("," if key != "differences" else ""))
+        lines.append(f' "{key}": [\n{rows}\n ]' + ("," if key != "empty" else ""))
     lines.append("}")
     OUT.write_text("\n".join(lines) + "\n")
     json.loads(OUT.read_text())

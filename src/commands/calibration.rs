@@ -9,15 +9,16 @@ use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
 use scorekit_report::{MetricsDoc, ModelRef};
 use scorekit_runtime::judge::AnyJudge;
-use scorekit_suites::story::Question;
+use scorekit_suites::story::{Checked, Generation, Question};
 use scorekit_suites::story_calibration::ask::{FrameJudge, Protocol};
 use scorekit_suites::story_calibration::cache;
-use scorekit_suites::story_calibration::labels::{self, Label};
+use scorekit_suites::story_calibration::label_set::{self, LabelSet};
+use scorekit_suites::story_calibration::labels;
 use scorekit_suites::story_calibration::pipeline::{
     self, DatasetSource, LabelSource, Outcome, Request,
 };
 use serde_json::json;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The dataset part the negatives' fillers come from.
 pub const ENDINGS: &str = "possible-stories:endings";
@@ -96,14 +97,27 @@ pub struct CalibrationFlags {
     pub offline: bool,
 }
 
-/// The label file read and checked against the dataset (before any model is loaded).
-pub fn read_labels(path: &Path, questions: &[Question]) -> Result<Vec<Label>> {
-    let records = read_jsonl(path)?;
-    Ok(labels::parse_labels(
-        &path.display().to_string(),
-        &records,
-        questions,
-    )?)
+/// The label files read, checked against the dataset (and, for a story run, against its
+/// generations: `check` is the whole run's checked generations) and combined across labellers,
+/// before any model is loaded.
+pub fn read_labels(
+    paths: &[PathBuf],
+    questions: &[Question],
+    check: Option<(&[Generation], &[Checked])>,
+) -> Result<LabelSet> {
+    let mut all = Vec::new();
+    for path in paths {
+        let records = read_jsonl(path)?;
+        all.extend(labels::parse_labels(
+            &path.display().to_string(),
+            &records,
+            questions,
+        )?);
+    }
+    if let Some((generations, checked)) = check {
+        label_set::check_models(&all, questions, generations, checked)?;
+    }
+    Ok(label_set::combine(all)?)
 }
 
 /// The protocol of a loaded judge: scoring, or letters with `shots` (and every rotation).
@@ -152,7 +166,7 @@ pub fn run(
     doc: &mut MetricsDoc,
     questions: &[Question],
     scope: Vec<usize>,
-    labels: Option<(&Path, &[Label])>,
+    labels: Option<(&[PathBuf], &LabelSet)>,
     flags: &CalibrationFlags,
     protocol: Protocol,
     identity: serde_json::Value,
@@ -184,16 +198,29 @@ pub fn run(
         None
     };
     let label_source = match labels {
-        Some((path, parsed)) => {
-            doc.add_input(path)?;
-            let sha256 = doc
-                .inputs
-                .last()
-                .map(|f| f.sha256.clone())
-                .unwrap_or_default();
+        Some((paths, set)) => {
+            let mut shas = Vec::new();
+            for path in paths {
+                doc.add_input(path)?;
+                shas.push(
+                    doc.inputs
+                        .last()
+                        .map(|f| f.sha256.clone())
+                        .unwrap_or_default(),
+                );
+            }
+            let sha256 = match shas.as_slice() {
+                [one] => one.clone(),
+                many => {
+                    use sha2::Digest;
+                    let text: String = many.iter().map(|s| format!("{s}\n")).collect();
+                    format!("{:x}", sha2::Sha256::digest(text.as_bytes()))
+                }
+            };
+            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             Some(LabelSource {
-                labels: parsed,
-                path: path.display().to_string(),
+                set,
+                path: names.join(" "),
                 sha256,
             })
         }

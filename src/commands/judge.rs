@@ -201,14 +201,12 @@ fn calibrate_eval(
     dataset_sha256: &str,
 ) -> Result<Option<(Calibration, Vec<u8>)>> {
     let c = &a.calibration;
-    if c.no_calibration && c.calibration_labels.is_none() {
+    if c.no_calibration && c.calibration_labels.is_empty() {
         return Ok(None);
     }
     let cyclic = a.option_orders == OptionOrders::Cyclic;
-    let labels = c
-        .calibration_labels
-        .as_deref()
-        .map(|p| calibration::read_labels(p, questions))
+    let labels = (!c.calibration_labels.is_empty())
+        .then(|| calibration::read_labels(&c.calibration_labels, questions, None))
         .transpose()?;
     let flags = calibration::CalibrationFlags {
         dataset: !c.no_calibration,
@@ -222,7 +220,9 @@ fn calibrate_eval(
         &mut doc,
         questions,
         (0..questions.len()).collect(),
-        c.calibration_labels.as_deref().zip(labels.as_deref()),
+        labels
+            .as_ref()
+            .map(|set| (c.calibration_labels.as_slice(), set)),
         &flags,
         calibration::protocol(judge, shots, cyclic),
         identity,

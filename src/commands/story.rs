@@ -17,7 +17,8 @@ use scorekit_suites::run::Run;
 use scorekit_suites::settings::{JudgeNames, StorySettings};
 use scorekit_suites::story::{self, Generation, Item, Question};
 use scorekit_suites::story_calibration::ask::FrameJudge;
-use scorekit_suites::story_calibration::labels::{self, Label};
+use scorekit_suites::story_calibration::label_set::{self, LabelSet};
+use scorekit_suites::story_calibration::labels;
 use scorekit_suites::story_calibration::memo::Memo;
 use scorekit_suites::story_checks;
 use scorekit_suites::story_outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
@@ -46,6 +47,11 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     doc.add_input(&args.dataset)?;
     doc.add_input(&args.generations)?;
     doc.datasets.extend(dataset.dataset.map(|d| d.record()));
+    let labels = calibration_labels(&args, &questions, &generations, &checked)?;
+    let human = labels
+        .as_ref()
+        .map(|set| label_set::by_model(&set.labels, &questions))
+        .unwrap_or_default();
     let (checked, in_scope) = story_run::shard_part(&questions, &generations, checked, out.shard);
     // Coverage: per group, the dataset questions of this run (its shard's) without an ending.
     let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
@@ -54,7 +60,6 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     if args.require_complete {
         story_checks::require_complete(&missing, scope.len())?;
     }
-    let labels = calibration_labels(&args, &questions)?;
 
     let Resolved {
         judge_model,
@@ -90,7 +95,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             &args,
             &questions,
             in_scope,
-            labels.as_deref(),
+            labels.as_ref(),
             CalibrationJudge {
                 judge,
                 model_ref,
@@ -114,11 +119,18 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
             cyclic,
         },
         memo: &memo,
+        human: &human,
     };
     score(&mut run, &scoring, judge.as_ref(), embedder.as_ref(), &args)?;
     let done = run.finish(&mut doc, files)?;
     if let Some(n) = args.label_sample {
-        write_label_sample(&out.out, &done.items, &generations, n, out.seed)?;
+        let sample = LabelSample {
+            questions: &questions,
+            scope: &scope,
+            n,
+            seed: out.seed,
+        };
+        write_label_sample(&out.out, &done.items, &generations, &sample)?;
     }
     done.print();
     Ok(())
@@ -263,7 +275,7 @@ fn calibrate(
     args: &StoryArgs,
     questions: &[Question],
     in_scope: Vec<usize>,
-    labels: Option<&[Label]>,
+    labels: Option<&LabelSet>,
     j: CalibrationJudge,
 ) -> Result<(Memo, Files)> {
     if args.calibration.no_calibration && labels.is_none() {
@@ -282,7 +294,7 @@ fn calibrate(
         recalibrate: args.calibration.recalibrate,
         offline: args.model.offline,
     };
-    let labels = args.calibration.calibration_labels.as_deref().zip(labels);
+    let labels = labels.map(|set| (args.calibration.calibration_labels.as_slice(), set));
     let mut step = JudgeStep::new(j.judge, args.model.batch_tokens, args.output.quiet);
     let protocol = calibration::protocol(j.judge, j.shots, j.cyclic);
     let outcome = calibration::run(
@@ -359,13 +371,19 @@ impl StoryModels for ModelSteps<'_> {
     }
 }
 
-/// `--calibration-labels`, read and checked against the dataset before any model loads (and
-/// refused without a judge, like `--label-sample`).
-fn calibration_labels(args: &StoryArgs, questions: &[Question]) -> Result<Option<Vec<Label>>> {
+/// `--calibration-labels`, read and checked against the dataset and the generations (a label
+/// naming a model must label that model's ending) and combined across labellers, before any
+/// model loads (and refused without a judge, like `--label-sample`).
+fn calibration_labels(
+    args: &StoryArgs,
+    questions: &[Question],
+    generations: &[Generation],
+    checked: &[story::Checked],
+) -> Result<Option<LabelSet>> {
     if args.skip_judge {
         for (set, flag) in [
             (
-                args.calibration.calibration_labels.is_some(),
+                !args.calibration.calibration_labels.is_empty(),
                 "--calibration-labels",
             ),
             (args.label_sample.is_some(), "--label-sample"),
@@ -378,28 +396,41 @@ fn calibration_labels(args: &StoryArgs, questions: &[Question]) -> Result<Option
             }
         }
     }
-    args.calibration
-        .calibration_labels
-        .as_deref()
-        .map(|p| calibration::read_labels(p, questions))
-        .transpose()
+    if args.calibration.calibration_labels.is_empty() {
+        return Ok(None);
+    }
+    calibration::read_labels(
+        &args.calibration.calibration_labels,
+        questions,
+        Some((generations, checked)),
+    )
+    .map(Some)
 }
 
-/// `--label-sample N`: to_label.jsonl in `out`, N scored generations drawn at random stratified
-/// by the judge's verdict, in the label file's format with `follows` null.
+/// What `--label-sample N` draws from.
+struct LabelSample<'a> {
+    questions: &'a [Question],
+    scope: &'a [&'a str],
+    n: usize,
+    seed: u64,
+}
+
+/// `--label-sample N`: to_label.jsonl in `out`, N questions of the run's scope drawn uniformly
+/// and every model's judged ending to them, shuffled, `follows` null.
 fn write_label_sample(
     out: &std::path::Path,
     items: &[Item],
     generations: &[Generation],
-    n: usize,
-    seed: u64,
+    s: &LabelSample,
 ) -> Result<()> {
-    let (text, judged) = labels::sample_file(items, generations, n, seed)?;
+    let (text, drawn, endings) =
+        labels::sample_file(items, generations, s.questions, s.scope, s.n, s.seed)?;
     let path = out.join("to_label.jsonl");
     scorekit_report::atomic_write(&path, &text)?;
     eprintln!(
-        "to_label.jsonl: {} generation(s) to label (of {judged} judged), {}",
-        text.iter().filter(|&&b| b == b'\n').count(),
+        "to_label.jsonl: {endings} ending(s) to label, every model's on {drawn} question(s) drawn \
+         uniformly of {}, {}",
+        s.scope.len(),
         path.display()
     );
     Ok(())

@@ -1,7 +1,7 @@
 //! Possible Stories: the typed summary of a run (per-group metrics and status counts) and its
 //! markdown writers (the stdout table and report.md).
 
-use super::ifsm_corrected::{self, IfsmCorrected};
+use super::ifsm_corrected::{self, Headline, IfsmCorrected, PpiIfsm};
 use super::svg::{interval_chart, ChartRow};
 use super::table::{Cell, DataTable};
 use super::{percent, Estimate, MetricsDoc, Table};
@@ -49,6 +49,15 @@ pub struct GroupMetrics {
     /// `ifsm_cyclic` corrected by the cyclic majority's calibration (when one ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ifsm_cyclic_corrected: Option<IfsmCorrected>,
+    /// Prediction-powered IFSM from human labels of this model's endings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifsm_ppi: Option<PpiIfsm>,
+    /// The same under cyclic option orders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifsm_cyclic_ppi: Option<PpiIfsm>,
+    /// The headline estimate and its method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ifsm_headline: Option<Headline>,
 }
 
 /// How much of the dataset a group answered.
@@ -157,6 +166,20 @@ pub fn report(
     table: &str,
 ) -> String {
     let mut s = String::from("# Possible Stories: IFSM and Dissimilarity\n\n");
+    let agreement: Option<ifsm_corrected::CalibrationAgreement> = doc
+        .metrics
+        .get("calibration_agreement")
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let first = ifsm_corrected::headline_section(
+        results
+            .iter()
+            .map(|(name, (m, _))| (name.as_str(), &m.ifsm, m.ifsm_headline.as_ref())),
+        agreement.as_ref(),
+    );
+    if !first.is_empty() {
+        s.push_str(&first);
+        s.push_str("## Metrics per model\n\n");
+    }
     s.push_str(table);
     s.push_str(
         "\nIFSM: share of generated endings the judge picks when the ending replaces the gold \
@@ -187,6 +210,11 @@ pub fn report(
             cyclic,
         ));
     }
+    s.push_str(&ifsm_corrected::ppi_section(
+        results
+            .iter()
+            .map(|(name, (m, _))| (name.as_str(), m.ifsm_ppi.as_ref())),
+    ));
     s.push_str(&letter_judge_section(letter, results));
     let empty: usize = results.values().map(|(_, c)| c.empty_ending).sum();
     if empty > 0 {

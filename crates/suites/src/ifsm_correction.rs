@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub use scorekit_report::compare::CorrectedDifference;
 /// The judge-corrected IFSM of one group for one calibration, as metrics.json holds it (defined
 /// beside its rendering in report/, which cannot depend on this crate).
-pub use scorekit_report::ifsm_corrected::CorrectedIfsm;
+pub use scorekit_report::ifsm_corrected::{Clipped, CorrectedIfsm};
 
 /// z = Φ⁻¹(0.975), correctly rounded (1.95996398454005423552…; scipy's `norm.ppf(0.975)` is
 /// one ulp below, which no reported digit can see).
@@ -61,14 +61,23 @@ fn share(k: usize, m: usize) -> Option<f64> {
 /// cannot depend on this crate).
 pub use scorekit_report::ifsm_corrected::Resolution;
 
-/// J = q0 + q1 − 1 with its unsmoothed normal interval and whether it is informative (judge eval
+/// J = q0 + q1 − 1 with its Agresti–Caffo interval and whether it is informative (judge eval
 /// uses this alone). `None` when the calibration lacks positives or negatives.
+///
+/// The interval adds one success and one failure to each side, as Lee et al. smooth q0 and q1
+/// (q̃ = (x + 1)/(m + 2), se² = q̃0(1 − q̃0)/(m0 + 2) + q̃1(1 − q̃1)/(m1 + 2), interval
+/// q̃0 + q̃1 − 1 ∓ z·se): the unsmoothed normal interval of a tiny calibration with q = 1 has
+/// zero width (m0 = m1 = 1, q0 = q1 = 1 gave [1, 1], an "informative" judge on two items), the
+/// smoothed one is [−0.42, 1.09]. `J` itself stays the unsmoothed q0 + q1 − 1.
 pub fn judge_resolution(cal: &CalibrationCounts) -> Option<Resolution> {
     let (q0, q1) = (cal.q0()?, cal.q1()?);
     let (m0, m1) = (cal.negatives, cal.positives);
     let j = q0 + q1 - 1.0;
-    let se = (q0 * (1.0 - q0) / m0 as f64 + q1 * (1.0 - q1) / m1 as f64).sqrt();
-    let j_ci = [j - Z95 * se, j + Z95 * se];
+    let (s0, t0) = smoothed(cal.negatives_counted, m0);
+    let (s1, t1) = smoothed(cal.positives_counted, m1);
+    let centre = s0 + s1 - 1.0;
+    let se = (s0 * (1.0 - s0) / t0 + s1 * (1.0 - s1) / t1).sqrt();
+    let j_ci = [centre - Z95 * se, centre + Z95 * se];
     Some(Resolution {
         j,
         j_ci,
@@ -104,8 +113,19 @@ fn smoothed(k: usize, m: usize) -> (f64, f64) {
     ((k as f64 + 1.0) / (m + 2.0), m + 2.0)
 }
 
-/// Lee et al.'s estimate for raw rate `p` over `n` items; None when the calibration lacks
-/// positives or negatives (or n == 0, or `p` is not a rate in [0, 1]).
+/// Which bound of [0, 1] an estimate was clipped to (metrics.json `clipped`).
+fn clipped(x: f64) -> Option<Clipped> {
+    if x < 0.0 {
+        Some(Clipped::Low)
+    } else if x > 1.0 {
+        Some(Clipped::High)
+    } else {
+        None
+    }
+}
+
+/// Lee et al.'s estimate for raw rate `p` over `n` judged items; None when the calibration
+/// lacks positives or negatives (or n == 0, or `p` is not a rate in [0, 1]).
 pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfsm> {
     if n == 0 || !(0.0..=1.0).contains(&p) {
         return None;
@@ -114,6 +134,10 @@ pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfs
     let mut out = CorrectedIfsm {
         value: None,
         ci: None,
+        unclipped: None,
+        clipped: None,
+        n_judged: n,
+        n_empty: 0,
         informative: r.informative,
         j: r.j,
         j_ci: r.j_ci,
@@ -125,8 +149,56 @@ pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfs
     if !r.informative {
         return Some(out);
     }
-    out.value = Some(clip((p + r.q0 - 1.0) / r.j, 0.0, 1.0));
+    let theta = (p + r.q0 - 1.0) / r.j;
+    out.value = Some(clip(theta, 0.0, 1.0));
+    out.unclipped = Some(theta);
+    out.clipped = clipped(theta);
     out.ci = lee_interval(p, n, cal);
+    Some(out)
+}
+
+/// The corrected IFSM over all endings of a group, `n_empty` of which are empty: Lee et al.'s
+/// estimate θ_j of the pick rate `p_judged` among the `n_judged` judged endings, scaled by the
+/// judged share s = n_j / n (value s·θ_j, interval s·(θ_j's interval)).
+///
+/// Raw IFSM counts an empty ending as not followed without asking the judge; correcting the
+/// pooled rate would treat it as a judged "no", i.e. as a possible false rejection, and bias the
+/// estimate by −e·(1 − q0)/J for a share e of empty endings. An empty ending is known not to
+/// follow, so it adds no uncertainty: only the judged endings are corrected. With no judged
+/// ending at all the rate is exactly 0.
+pub fn correct_with_empty(
+    p_judged: f64,
+    n_judged: usize,
+    n_empty: usize,
+    cal: &CalibrationCounts,
+) -> Option<CorrectedIfsm> {
+    if n_judged == 0 {
+        let r = judge_resolution(cal)?;
+        if n_empty == 0 {
+            return None;
+        }
+        return Some(CorrectedIfsm {
+            value: Some(0.0),
+            ci: Some([0.0, 0.0]),
+            unclipped: Some(0.0),
+            clipped: None,
+            n_judged: 0,
+            n_empty,
+            informative: r.informative,
+            j: r.j,
+            j_ci: r.j_ci,
+            q0: r.q0,
+            m0: r.m0,
+            q1: r.q1,
+            m1: r.m1,
+        });
+    }
+    let mut out = correct(p_judged, n_judged, cal)?;
+    let share = n_judged as f64 / (n_judged + n_empty) as f64;
+    out.n_empty = n_empty;
+    out.value = out.value.map(|v| share * v);
+    out.unclipped = out.unclipped.map(|v| share * v);
+    out.ci = out.ci.map(|[lo, hi]| [share * lo, share * hi]);
     Some(out)
 }
 
@@ -167,8 +239,11 @@ pub const DIFFERENCE_METHOD: &str =
 /// Under the judge model E(p) = (1 − q0) + J·θ for both systems, so E(Δp) = J·Δθ: q0 cancels
 /// and only J is needed. Subtracting two of Lee et al.'s intervals would ignore the pairing (the
 /// systems answer the same questions) and count the shared calibration twice, so the interval is
-/// a delta method on the ratio of two independent estimates (the test items and the calibration
-/// items are disjoint): Var(Δθ) ≈ Var(Δp)/J² + Δθ²·Var(J)/J², with
+/// a delta method on the ratio of two estimates treated as independent: Var(Δθ) ≈ Var(Δp)/J² +
+/// Δθ²·Var(J)/J². They are not disjoint: the dataset calibration frames the very questions that
+/// are scored (human endings in place of the model's), so Δp and J share the questions'
+/// difficulty; the simulation of that design in `scripts/reference/ifsm_correction_reference.py
+/// --coverage` still covers at 95% or above (docs/compare.md). The parts:
 /// - Δp smoothed as Agresti & Min (2005) do for paired proportions (½ added to each cell of the
 ///   2×2 table: b̃ = b + ½, c̃ = c + ½, ñ = n + 2, Δp̃ = (b̃ − c̃)/ñ,
 ///   Var(Δp̃) = ((b̃ + c̃)/ñ − Δp̃²)/ñ), so that a run with no discordant pair does not claim

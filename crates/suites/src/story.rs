@@ -455,6 +455,10 @@ pub struct Item {
     /// Mean of those pairs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dissimilarity_mean: Option<f64>,
+    /// The human label of this ending (`--calibration-labels` naming its model; the labellers'
+    /// majority): the labelled sample of the model's prediction-powered IFSM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human_follows: Option<bool>,
 }
 
 /// Count one generation of `status` in a group's counts.
@@ -466,6 +470,59 @@ pub fn count(c: &mut Counts, status: Status) {
         Status::Duplicate => c.duplicate += 1,
         Status::EmptyEnding => c.empty_ending += 1,
     }
+}
+
+/// A group's IFSM outcomes split by whether the judge saw the ending: what the judge-corrected
+/// IFSM needs (only judged endings are corrected; empty ones are known not to follow).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JudgedCounts {
+    /// Endings the judge saw.
+    pub judged: usize,
+    /// Of those, the ones it picked (reference protocol).
+    pub picked: usize,
+    /// Of those, the ones the cyclic majority picked (`--option-orders cyclic`).
+    pub picked_cyclic: usize,
+    /// Empty endings (Not-Follow without the judge).
+    pub empty: usize,
+}
+
+impl JudgedCounts {
+    /// The pick rate among the judged endings (0 with none), of the reference protocol or of
+    /// the cyclic majority.
+    pub fn rate(&self, cyclic: bool) -> f64 {
+        let picked = if cyclic {
+            self.picked_cyclic
+        } else {
+            self.picked
+        };
+        if self.judged == 0 {
+            0.0
+        } else {
+            picked as f64 / self.judged as f64
+        }
+    }
+}
+
+/// Per group, the IFSM items (answered, of a known question, with the judge) split into judged
+/// and empty endings, counted as [`summarize`] counts them for IFSM.
+pub fn judged_counts(items: &[Item]) -> BTreeMap<String, JudgedCounts> {
+    let mut out: BTreeMap<String, JudgedCounts> = BTreeMap::new();
+    for it in items {
+        if !it.status.answers() || it.passage_id.is_none() {
+            continue;
+        }
+        let Some(outcome) = &it.judge else { continue };
+        let c = out.entry(it.group.clone()).or_default();
+        match outcome.verdict() {
+            Some(v) => {
+                c.judged += 1;
+                c.picked += usize::from(v.follow);
+                c.picked_cyclic += usize::from(v.cyclic.as_ref().is_some_and(|c| c.follow));
+            }
+            None => c.empty += 1,
+        }
+    }
+    out
 }
 
 /// Metrics and status counts per result group, from items alone (in row order): what `scorekit
@@ -596,6 +653,9 @@ pub fn group_metrics(items: &[ItemResult], resamples: usize, seed: u64) -> Group
         judge_accuracy_cyclic: accuracy_cyclic,
         ifsm_corrected: None,
         ifsm_cyclic_corrected: None,
+        ifsm_ppi: None,
+        ifsm_cyclic_ppi: None,
+        ifsm_headline: None,
     }
 }
 

@@ -7,7 +7,9 @@ use crate::settings::StorySettings;
 use crate::story::{self, Checked, Counts, Coverage, Generation, GroupMetrics, Item};
 use crate::story_calibration::summary::{self, CalibrationSummary};
 use crate::story_calibration::CalibrationItem;
+use crate::story_estimates;
 use scorekit_core::error::{InputError, Result};
+use scorekit_report::ifsm_corrected::Headline;
 use scorekit_report::{self as report, MetricsDoc, Outputs, RunSettings};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,10 +40,26 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     let calibration = CalibrationSummary::read(doc)?;
     let mut results = story::summarize(items, bootstrap, seed);
     if let Some(c) = &calibration {
-        for (m, _) in results.values_mut() {
-            m.ifsm_corrected = c.correct(m.ifsm.as_ref(), false);
-            m.ifsm_cyclic_corrected = c.correct(m.ifsm_cyclic.as_ref(), true);
+        let judged = story::judged_counts(items);
+        for (name, (m, _)) in results.iter_mut() {
+            let j = judged.get(name).copied().unwrap_or_default();
+            m.ifsm_corrected = c.correct(m.ifsm.as_ref(), &j, false);
+            m.ifsm_cyclic_corrected = c.correct(m.ifsm_cyclic.as_ref(), &j, true);
         }
+    }
+    for (name, (m, _)) in results.iter_mut() {
+        if m.ifsm.is_none() {
+            continue;
+        }
+        m.ifsm_ppi = story_estimates::ppi(items, name, false);
+        if m.ifsm_cyclic.is_some() {
+            m.ifsm_cyclic_ppi = story_estimates::ppi(items, name, true);
+        }
+        m.ifsm_headline = Headline::choose(
+            m.ifsm.as_ref(),
+            m.ifsm_corrected.as_ref(),
+            m.ifsm_ppi.as_ref(),
+        );
     }
     // A group the scope lists nothing for answered none of the scope's questions.
     let missing_ids: BTreeMap<String, Vec<String>> = results
@@ -66,6 +84,15 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));
     if let Some(c) = &calibration {
         c.write(doc);
+        if let (Some(d), Some(h)) = (&c.dataset, &c.human) {
+            if let Some(a) = story_estimates::calibration_agreement(&d.counts, &h.counts) {
+                doc.metrics.insert(
+                    AGREEMENT_KEY.into(),
+                    serde_json::to_value(a)
+                        .map_err(|e| scorekit_core::error::Error::Internal(e.into()))?,
+                );
+            }
+        }
     }
     let table = report::story::table(&results, &coverage);
     let letter = settings.letter_protocol();
@@ -76,6 +103,9 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         files: story_files(&results),
     })
 }
+
+/// metrics.json key (under `metrics`) of the dataset calibration's rates against the labels'.
+pub const AGREEMENT_KEY: &str = "calibration_agreement";
 
 /// tables.tex and table.csv (the main table) and, when the judge ran, ifsm.svg.
 fn story_files(

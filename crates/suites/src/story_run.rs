@@ -13,7 +13,7 @@ use crate::story_calibration::memo::Memo;
 use crate::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use scorekit_core::error::Result;
 use scorekit_core::shard::Shard;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The model steps of a story run: the judge's (as the calibration asks it) and the embedder's.
 pub trait StoryModels: FrameJudge {
@@ -37,6 +37,8 @@ pub struct Scoring<'a> {
     pub letter: LetterPlan<'a>,
     /// The calibration's answers to the human options (empty without a calibration).
     pub memo: &'a Memo,
+    /// Human labels of the models' endings: model → question id → follows.
+    pub human: &'a BTreeMap<String, BTreeMap<String, bool>>,
 }
 
 /// The chunks of the run's scored generations that still have an unfinished item.
@@ -144,6 +146,13 @@ fn item(
         judge: verdict,
         dissimilarity_pairs: pairs.cloned(),
         dissimilarity_mean: mean,
+        // Only a scored ending was judged: the label of an ending belongs to its judged item.
+        human_follows: (c.status == Status::Scored)
+            .then(|| {
+                let model = g.model.as_deref()?;
+                s.human.get(model)?.get(&g.question_id).copied()
+            })
+            .flatten(),
     }
 }
 

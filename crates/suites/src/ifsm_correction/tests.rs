@@ -229,3 +229,66 @@ fn difference_needs_an_informative_judge_and_binary_differences() {
     let width = |d: &CorrectedDifference| d.ci.map(|[l, h]| h - l).unwrap();
     assert!(width(&large) < width(&small));
 }
+
+#[test]
+fn empty_endings_scale_the_judged_estimate_and_match_the_reference() {
+    let doc = reference();
+    let cals = calibrations(&doc);
+    let cases = doc["empty"].as_array().unwrap();
+    let (mut scaled, mut all_empty) = (0, 0);
+    for (i, c) in cases.iter().enumerate() {
+        let cal = &cals[c["cal"].as_u64().unwrap() as usize];
+        let [picks, nj, ne] = ["picks", "n_judged", "n_empty"].map(|k| c[k].as_u64().unwrap());
+        let p = if nj == 0 {
+            0.0
+        } else {
+            picks as f64 / nj as f64
+        };
+        let got = correct_with_empty(p, nj as usize, ne as usize, cal);
+        if let Some(g) = &got {
+            if nj > 0 && ne > 0 && g.value.is_some() {
+                scaled += 1;
+                // (n_j / n)·θ_j: the empty endings shrink the judged estimate, never bias it.
+                let alone = correct(p, nj as usize, cal).unwrap();
+                let share = nj as f64 / (nj + ne) as f64;
+                assert_eq!(g.value, alone.value.map(|v| share * v));
+            }
+            if nj == 0 {
+                all_empty += 1;
+                assert_eq!((g.value, g.ci), (Some(0.0), Some([0.0, 0.0])));
+            }
+        }
+        let got = serde_json::to_value(got).unwrap();
+        assert_close(&got, &c["correct"], &format!("empty case {i}"));
+    }
+    assert!(scaled > 10 && all_empty > 10, "{scaled} / {all_empty}");
+}
+
+#[test]
+fn the_j_interval_is_agresti_caffo_and_a_clipped_estimate_says_so() {
+    // m0 = m1 = 1 with q0 = q1 = 1: the unsmoothed interval was [1, 1] ("informative").
+    let tiny = CalibrationCounts {
+        positives: 1,
+        positives_counted: 1,
+        negatives: 1,
+        negatives_counted: 1,
+    };
+    let r = judge_resolution(&tiny).unwrap();
+    assert_eq!(r.j, 1.0);
+    assert!((r.j_ci[0] + 0.4207).abs() < 1e-3 && (r.j_ci[1] - 1.0874).abs() < 1e-3);
+    assert!(!r.informative);
+    // A weak but informative judge (J = 0.06 on 5,000 a side) and p = 0.59: θ = 1.5, clipped.
+    let weak = CalibrationCounts {
+        positives: 5000,
+        positives_counted: 2800,
+        negatives: 5000,
+        negatives_counted: 2500,
+    };
+    let c = correct(0.59, 1000, &weak).unwrap();
+    assert!(c.informative);
+    assert_eq!((c.value, c.clipped), (Some(1.0), Some(Clipped::High)));
+    assert!((c.unclipped.unwrap() - 1.5).abs() < 1e-9);
+    let shown =
+        scorekit_report::ifsm_corrected::corrected_value(c.value, c.ci, c.clipped, c.unclipped);
+    assert!(shown.starts_with("≥ 100.0 (unclipped 150.0)"), "{shown}");
+}

@@ -1,6 +1,8 @@
-//! Human labels for the judge's calibration (`--calibration-labels FILE`): JSONL lines
-//! `{"question_id", "ending", "follows": true|false}` (`model` optional), and the file a team
-//! labels to make one (`--label-sample N`, `to_label.jsonl`: the same format, `follows` null).
+//! Human labels for the judge's calibration (`--calibration-labels FILE...`): JSONL lines
+//! `{"question_id", "ending", "follows": true|false}` (`model` and `labeller` optional), and the
+//! file a team labels to make one (`--label-sample N`, `to_label.jsonl`: the same format,
+//! `follows` null). `label_set` checks them against the run's generations and combines
+//! labellers.
 
 use crate::story::Question;
 use scorekit_core::error::InputError;
@@ -12,6 +14,8 @@ use std::collections::HashMap;
 /// One labelled ending.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Label {
+    /// The label file, as named.
+    pub file: String,
     /// 1-based line in the label file.
     pub line: usize,
     /// Index of its question in the dataset.
@@ -22,11 +26,14 @@ pub struct Label {
     pub follows: bool,
     /// The model that wrote the ending, when the file says.
     pub model: Option<String>,
+    /// Who labelled it: the `labeller` field, else the label file (one file, one person).
+    pub labeller: String,
 }
 
 /// Parse a label file against the dataset's questions. A malformed line, an unknown
-/// `question_id`, an empty ending (IFSM counts it Not-Follow without asking the judge, so it
-/// calibrates nothing) or a file without both a positive and a negative is an input error.
+/// `question_id` or an empty ending (IFSM counts it Not-Follow without asking the judge, so it
+/// calibrates nothing) is an input error. A file of one side only is not: the per-model PPI
+/// estimate needs no negative (the pooled calibration then has no counts, and says so).
 pub fn parse_labels(
     file: &str,
     records: &[Record],
@@ -70,28 +77,22 @@ pub fn parse_labels(
                 ))
             }
         };
+        let labeller = match r.opt_str("labeller")? {
+            Some(l) if l.trim().is_empty() => {
+                return Err(r.field_error("labeller", "empty: name the labeller or leave it out"))
+            }
+            Some(l) => l.to_string(),
+            None => file.to_string(),
+        };
         labels.push(Label {
+            file: file.to_string(),
+            labeller,
             line: r.line,
             question,
             ending: ending.to_string(),
             follows,
             model: r.opt_str("model")?.map(str::to_string),
         });
-    }
-    for (want, name) in [
-        (true, "a positive (follows: true)"),
-        (false, "a negative (follows: false)"),
-    ] {
-        if !labels.iter().any(|l| l.follows == want) {
-            return Err(InputError::file(
-                file,
-                format!(
-                    "field follows: the labels need at least {name}: sensitivity and specificity \
-                     are each estimated from their own side ({} label(s) read)",
-                    labels.len()
-                ),
-            ));
-        }
     }
     Ok(labels)
 }
@@ -105,33 +106,18 @@ pub struct ToLabel<'a> {
     pub ending: &'a str,
     /// For the labeller to fill: true or false.
     pub follows: Option<bool>,
-    /// The model that wrote it, when known.
+    /// The model that wrote it, when known (for the estimate; a labeller need not look).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<&'a str>,
-}
-
-/// `n` of the `candidates` (their judge verdict beside each) drawn at random without
-/// replacement, stratified by the verdict: each side gets its share of `n` (rounded, the rest to
-/// the larger side), drawn by a partial Fisher–Yates shuffle seeded by `seed`. Returns indices
-/// into `candidates`, Follow ones first, each side in drawing order.
-pub fn stratified_sample(verdicts: &[bool], n: usize, seed: u64) -> Vec<usize> {
-    let n = n.min(verdicts.len());
-    let follow: Vec<usize> = (0..verdicts.len()).filter(|&i| verdicts[i]).collect();
-    let not: Vec<usize> = (0..verdicts.len()).filter(|&i| !verdicts[i]).collect();
-    if n == 0 {
-        return Vec::new();
-    }
-    let share = |side: usize| (side as f64 * n as f64 / verdicts.len() as f64).round() as usize;
-    let mut take_follow = share(follow.len()).min(follow.len());
-    let take_not = (n - take_follow.min(n)).min(not.len());
-    take_follow = (n - take_not).min(follow.len());
-    let mut out = draw(follow, take_follow, seed, 0);
-    out.extend(draw(not, take_not, seed, 1));
-    out
+    /// The story, for the labeller to read.
+    pub passage: &'a str,
+    /// The instruction the ending must follow.
+    pub question: &'a str,
 }
 
 /// `k` of `pool` by a partial Fisher–Yates shuffle of stream `stream` of `seed`.
-fn draw(mut pool: Vec<usize>, k: usize, seed: u64, stream: u64) -> Vec<usize> {
+fn draw<T>(mut pool: Vec<T>, k: usize, seed: u64, stream: u64) -> Vec<T> {
+    let k = k.min(pool.len());
     let mut rng = Xoshiro256::new(seed, stream);
     for i in 0..k {
         let j = i + rng.below((pool.len() - i) as u64) as usize;
@@ -141,43 +127,54 @@ fn draw(mut pool: Vec<usize>, k: usize, seed: u64, stream: u64) -> Vec<usize> {
     pool
 }
 
-/// `to_label.jsonl` (`--label-sample N`): `n` scored generations drawn at random, stratified by
-/// the judge's verdict, in the label file's format with `follows` null. Returns the file and
-/// how many generations were judged (the population drawn from).
+/// `to_label.jsonl` (`--label-sample N`): `n` questions drawn uniformly at random among the
+/// questions in `scope` (all of the run's, not only those every model answered: a frame
+/// narrower than a model's judged endings would make its labels a biased sample), then every
+/// model's judged (non-empty, scored) ending to them, in a seeded random order so that a
+/// labeller cannot tell models apart by position; no judge verdict in the file. A model's
+/// labelled endings are so a uniform sample of its judged endings, and every model is labelled
+/// on the same questions (paired comparisons). Returns the file, the questions drawn and the
+/// endings written.
 pub fn sample_file(
     items: &[crate::story::Item],
     generations: &[crate::story::Generation],
+    questions: &[Question],
+    scope: &[&str],
     n: usize,
     seed: u64,
-) -> scorekit_core::error::Result<(Vec<u8>, usize)> {
+) -> scorekit_core::error::Result<(Vec<u8>, usize, usize)> {
     use crate::story::{Outcome, Status};
     let by_row: HashMap<usize, &crate::story::Generation> =
         generations.iter().map(|g| (g.row, g)).collect();
-    let judged: Vec<(&crate::story::Item, bool)> = items
+    let by_id: HashMap<&str, &Question> = questions.iter().map(|q| (q.id.as_str(), q)).collect();
+    let mut pool: Vec<&str> = scope.to_vec();
+    pool.sort_unstable();
+    pool.dedup();
+    let drawn: std::collections::HashSet<&str> = draw(pool, n, seed, 0).into_iter().collect();
+    let chosen: Vec<&crate::story::Item> = items
         .iter()
-        .filter(|i| i.status == Status::Scored)
-        .filter_map(|i| {
-            i.judge
-                .as_ref()
-                .and_then(Outcome::verdict)
-                .map(|v| (i, v.follow))
-        })
+        .filter(|i| i.status == Status::Scored && drawn.contains(i.question_id.as_str()))
+        .filter(|i| i.judge.as_ref().and_then(Outcome::verdict).is_some())
         .collect();
-    let verdicts: Vec<bool> = judged.iter().map(|(_, f)| *f).collect();
+    let count = chosen.len();
     let mut text = Vec::new();
-    for k in stratified_sample(&verdicts, n, seed) {
-        let g = by_row[&judged[k].0.row];
+    for it in draw(chosen, count, seed, 1) {
+        let (Some(g), Some(q)) = (by_row.get(&it.row), by_id.get(it.question_id.as_str())) else {
+            continue;
+        };
         let line = ToLabel {
             question_id: &g.question_id,
             ending: &g.ending,
             follows: None,
             model: g.model.as_deref(),
+            passage: &q.document,
+            question: &q.question,
         };
         serde_json::to_writer(&mut text, &line)
             .map_err(|e| scorekit_core::error::Error::Internal(e.into()))?;
         text.push(b'\n');
     }
-    Ok((text, judged.len()))
+    Ok((text, drawn.len(), count))
 }
 
 #[cfg(test)]
@@ -246,25 +243,30 @@ mod tests {
                 .to_string();
             assert!(e.contains("labels.jsonl:2") && e.contains(field), "{e}");
         }
+        // One side only is a valid sample (PPI needs no negative); the labeller defaults to
+        // the file.
         let one_side = lines(&[ok[0].value.clone()]);
-        let e = parse_labels("labels.jsonl", &one_side, &qs)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("negative"), "{e}");
+        let l = parse_labels("labels.jsonl", &one_side, &qs).unwrap();
+        assert_eq!(l[0].labeller, "labels.jsonl");
+        let named = lines(&[json!({"question_id": "x", "ending": "e", "follows": true,
+                                    "labeller": "ann"})]);
+        assert_eq!(
+            parse_labels("l.jsonl", &named, &qs).unwrap()[0].labeller,
+            "ann"
+        );
     }
 
     #[test]
-    fn the_sample_is_stratified_distinct_and_seeded() {
-        let verdicts: Vec<bool> = (0..100).map(|i| i % 4 == 0).collect();
-        let s = stratified_sample(&verdicts, 20, 7);
-        assert_eq!(s.len(), 20);
-        assert_eq!(s.iter().filter(|&&i| verdicts[i]).count(), 5);
+    fn draws_are_distinct_seeded_and_capped() {
+        let pool: Vec<usize> = (0..100).collect();
+        let s = draw(pool.clone(), 20, 7, 0);
         let mut d = s.clone();
         d.sort_unstable();
         d.dedup();
         assert_eq!(d.len(), 20);
-        assert_eq!(s, stratified_sample(&verdicts, 20, 7));
-        assert_ne!(s, stratified_sample(&verdicts, 20, 8));
-        assert_eq!(stratified_sample(&verdicts, 1000, 7).len(), 100);
+        assert_eq!(s, draw(pool.clone(), 20, 7, 0));
+        assert_ne!(s, draw(pool.clone(), 20, 8, 0));
+        assert_ne!(s, draw(pool.clone(), 20, 7, 1));
+        assert_eq!(draw(pool, 1000, 7, 0).len(), 100);
     }
 }

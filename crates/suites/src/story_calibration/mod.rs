@@ -14,6 +14,7 @@
 pub mod ask;
 pub mod cache;
 pub mod frames;
+pub mod label_set;
 pub mod labels;
 pub mod memo;
 pub mod pipeline;

@@ -4,7 +4,7 @@
 
 use super::ask::{FrameJudge, Protocol};
 use super::cache::{self, CalibrationCache};
-use super::labels::Label;
+use super::label_set::LabelSet;
 use super::summary::CalibrationSummary;
 use super::{calibrate, calibrate_labels, frames, CacheUse, CalibrationItem, PROTOCOL};
 use crate::settings::{CalibrationSettings, DatasetCalibrationSettings, LabelFileSettings};
@@ -32,11 +32,11 @@ pub struct DatasetSource<'a> {
 
 /// The human labels' inputs.
 pub struct LabelSource<'a> {
-    /// The parsed labels.
-    pub labels: &'a [Label],
-    /// The file as named.
+    /// The labels, combined across labellers (`label_set`).
+    pub set: &'a LabelSet,
+    /// The files as named, space-separated.
     pub path: String,
-    /// Its sha256.
+    /// The file's sha256; of several files, the sha256 of their sha256s (one a line, in order).
     pub sha256: String,
 }
 
@@ -142,7 +142,7 @@ pub fn run(req: Request, judge: &mut dyn FrameJudge) -> Result<Outcome> {
             .collect();
         let items = calibrate_labels(
             req.questions,
-            src.labels,
+            &src.set.labels,
             |q| ids.contains(q.id.as_str()),
             req.protocol,
             judge,
@@ -153,7 +153,13 @@ pub fn run(req: Request, judge: &mut dyn FrameJudge) -> Result<Outcome> {
         });
         label_items = Some(items);
     }
-    let summary = CalibrationSummary::of(dataset_items.as_deref(), label_items.as_deref());
+    let mut summary = CalibrationSummary::of(dataset_items.as_deref(), label_items.as_deref());
+    if let (Some(h), Some(src)) = (summary.human.as_mut(), &req.labels) {
+        // Of the whole label files, not of the scope: every shard records the same.
+        h.label_lines = src.set.read;
+        h.ties = src.set.ties;
+        h.agreement = src.set.agreement.clone();
+    }
     let mut items = dataset_items.unwrap_or_default();
     items.extend(label_items.unwrap_or_default());
     Ok(Outcome {

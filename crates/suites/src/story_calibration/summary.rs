@@ -2,7 +2,9 @@
 //! merge of shards adds up) and the corrected IFSM it gives each group.
 
 use super::{counts, CalibrationItem, Kind, PROTOCOL};
-use crate::ifsm_correction::{correct, CalibrationCounts};
+use crate::ifsm_correction::{correct_with_empty, CalibrationCounts};
+use crate::story::JudgedCounts;
+use crate::story_calibration::label_set::LabelAgreement;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::ifsm_corrected::IfsmCorrected;
 use scorekit_report::{Estimate, MetricsDoc};
@@ -32,8 +34,17 @@ pub struct DatasetCalibration {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HumanCalibration {
-    /// Labels of the run's scope.
+    /// Labels of the run's scope (one per labelled ending, labellers combined).
     pub labels: usize,
+    /// Label lines read, over all label files.
+    #[serde(default)]
+    pub label_lines: usize,
+    /// Endings left out: their labellers split evenly.
+    #[serde(default)]
+    pub ties: usize,
+    /// The labellers' agreement (two or more labellers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<LabelAgreement>,
     /// The counts (reference protocol).
     pub counts: CalibrationCounts,
     /// The cyclic majority's counts (`--option-orders cyclic`).
@@ -75,6 +86,9 @@ impl CalibrationSummary {
         });
         let human = labels.map(|items| HumanCalibration {
             labels: items.len(),
+            label_lines: 0,
+            ties: 0,
+            agreement: None,
             counts: counts(items, false).unwrap_or_default(),
             counts_cyclic: counts(items, true),
         });
@@ -129,10 +143,17 @@ impl CalibrationSummary {
         }
     }
 
-    /// A group's raw IFSM (`ifsm`, or with `cyclic` the cyclic majority's) corrected by each
-    /// calibration; `None` without IFSM or without a calibration that has both sides.
-    pub fn correct(&self, ifsm: Option<&Estimate>, cyclic: bool) -> Option<IfsmCorrected> {
-        let ifsm = ifsm?;
+    /// A group's IFSM (of the reference protocol, or with `cyclic` the cyclic majority's)
+    /// corrected by each calibration: the judged endings' pick rate corrected, scaled by their
+    /// share ([`correct_with_empty`]); `None` without IFSM or without a calibration that has
+    /// both sides.
+    pub fn correct(
+        &self,
+        ifsm: Option<&Estimate>,
+        judged: &JudgedCounts,
+        cyclic: bool,
+    ) -> Option<IfsmCorrected> {
+        ifsm?;
         let pick = |c: &CalibrationCounts, cc: &Option<CalibrationCounts>| {
             if cyclic {
                 *cc
@@ -141,7 +162,9 @@ impl CalibrationSummary {
             }
         };
         let by = |counts: Option<CalibrationCounts>| {
-            counts.and_then(|c| correct(ifsm.value, ifsm.n, &c))
+            counts.and_then(|c| {
+                correct_with_empty(judged.rate(cyclic), judged.judged, judged.empty, &c)
+            })
         };
         let out = IfsmCorrected {
             dataset: by(self

@@ -199,6 +199,8 @@ fn labels_count_by_their_human_verdict() {
     let qs = questions();
     let labels = vec![
         Label {
+            file: "l.jsonl".into(),
+            labeller: "l.jsonl".into(),
             line: 1,
             question: 0,
             ending: "a long ending".into(),
@@ -206,6 +208,8 @@ fn labels_count_by_their_human_verdict() {
             model: Some("m".into()),
         },
         Label {
+            file: "l.jsonl".into(),
+            labeller: "l.jsonl".into(),
             line: 2,
             question: 1,
             ending: "x".into(),
