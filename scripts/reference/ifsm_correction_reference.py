@@ -140,8 +140,9 @@ def correct_with_empty(picks, n_judged, n_empty, k0, m0, k1, m1):
 METHOD = "delta method: Agresti-Min paired difference over Lee et al.'s smoothed J"
 
 
-def difference(b, c, n, k0, m0, k1, m1):
-    """b items with f_A - f_B = 1, c with -1, n paired items in all."""
+def difference(b, c, n, k0, m0, k1, m1, ds=0.0):
+    """b items with f_A - f_B = 1, c with -1, n paired items in all; ds = s_A - s_B, the
+    difference of the two systems' judged (non-empty) shares: (dp + (q0 - 1) ds) / J."""
     r = resolution(k0, m0, k1, m1)
     if r is None or n == 0:
         return None
@@ -149,7 +150,7 @@ def difference(b, c, n, k0, m0, k1, m1):
            "J": r["J"]}
     if not r["informative"]:
         return out
-    out["value"] = clip(((b - c) / n) / r["J"], -1, 1)
+    out["value"] = clip(((b - c) / n + (r["q0"] - 1) * ds) / r["J"], -1, 1)
     nt = n + 2
     bt, ct = b + 0.5, c + 0.5
     dpt = (bt - ct) / nt
@@ -157,9 +158,11 @@ def difference(b, c, n, k0, m0, k1, m1):
     q0t, q1t = (k0 + 1) / (m0 + 2), (k1 + 1) / (m1 + 2)
     jt = q0t + q1t - 1
     if jt > 0:
-        var_j = q0t * (1 - q0t) / (m0 + 2) + q1t * (1 - q1t) / (m1 + 2)
-        dth = dpt / jt
-        se = math.sqrt(var_dp + dth ** 2 * var_j) / jt
+        var_q0 = q0t * (1 - q0t) / (m0 + 2)
+        var_j = var_q0 + q1t * (1 - q1t) / (m1 + 2)
+        dth = (dpt + (q0t - 1) * ds) / jt
+        # Delta method on (dp + (q0 - 1) ds) / J: q0 is in both the numerator and J.
+        se = math.sqrt(var_dp + ds ** 2 * var_q0 - 2 * dth * ds * var_q0 + dth ** 2 * var_j) / jt
         out["ci"] = [clip(dth - Z * se, -1, 1), clip(dth + Z * se, -1, 1)]
     return out
 
@@ -231,6 +234,10 @@ def difference_cases():
         for b, c, n in PAIRS:
             out.append({"cal": i, "b": b, "c": c, "n": n,
                         "difference": difference(b, c, n, k0, m0, k1, m1)})
+        # Judged shares that differ (empty endings in one system): 0.1 and -0.25.
+        for b, c, n, ds in [(12, 5, 60, 0.1), (5, 12, 60, -0.25), (100, 98, 586, 0.1)]:
+            out.append({"cal": i, "b": b, "c": c, "n": n, "judged_share_diff": ds,
+                        "difference": difference(b, c, n, k0, m0, k1, m1, ds)})
     return out
 
 

@@ -104,12 +104,21 @@ w("embed/non-utf8.txt", b"a sentence\n\xff\n")
 # story-labels/generations.jsonl is a valid generations file the cases score beside them.
 q0, q1 = (json.loads(l)["question_id"] for l in ds)
 lab = lambda qid, follows, ending="An ending.": json.dumps({"question_id": qid, "ending": ending, "follows": follows}) + "\n"
-w("story-labels/generations.jsonl", '{"question_id": "%s", "ending": "The end."}\n' % q0)
+w("story-labels/generations.jsonl", '{"question_id": "%s", "ending": "The end.", "model": "m"}\n' % q0)
 w("story-labels/unknown-question.jsonl", lab(q0, True) + lab("no-such-question", False))
 w("story-labels/follows-null.jsonl", lab(q0, None) + lab(q1, False))
 w("story-labels/follows-string.jsonl", lab(q0, True) + lab(q1, "no"))
 w("story-labels/ending-missing.jsonl", lab(q0, True) + json.dumps({"question_id": q1, "follows": False}) + "\n")
 w("story-labels/ending-empty.jsonl", lab(q0, True) + lab(q1, False, "  "))
 w("story-labels/truncated.jsonl", lab(q0, True) + '{"question_id": "%s", "ending": "An' % q1)
-w("story-labels/positives-only.jsonl", lab(q0, True) + lab(q1, True))
+# Labels naming a model are checked against the run's generations (the PPI sample of that model).
+def mlab(q, follows, ending="The end.", model="m", labeller=None):
+    d = {"question_id": q, "ending": ending, "follows": follows, "model": model}
+    if labeller is not None:
+        d["labeller"] = labeller
+    return json.dumps(d) + "\n"
+w("story-labels/model-unknown.jsonl", mlab(q0, True) + mlab(q0, True, model="nobody"))
+w("story-labels/ending-not-the-models.jsonl", mlab(q0, True) + mlab(q0, True, "Another ending.", labeller="ann"))
+w("story-labels/model-without-that-question.jsonl", mlab(q0, True) + mlab(q1, True))
+w("story-labels/labeller-contradicts-self.jsonl", mlab(q0, True, labeller="ann") + mlab(q0, False, labeller="ann"))
 w("story-labels/not-an-object.jsonl", lab(q0, True) + '["%s", "An ending.", false]\n' % q1)

@@ -158,11 +158,19 @@ fn the_dataset_calibration_counts_as_pytorch_and_corrects_each_model() {
 #[test]
 fn shards_merged_equal_a_single_run_and_the_cache_serves_the_next_run() {
     let s = setup("bert_mc");
-    let first = story(&s, "single", &[]);
+    // With human labels too: the pooled counts, PPI per model and the calibrations' agreement
+    // merge to the single run's.
+    let labels = labels_file(&s, "labels.jsonl", "ann", 60, 0);
+    let with = ["--calibration-labels", labels.to_str().unwrap()];
+    let first = story(&s, "single", &with);
     assert!(!first.contains("from the cache"), "{first}");
     for i in 0..2 {
         let shard = format!("{i}/2");
-        let err = story(&s, &format!("part{i}"), &["--shard", &shard]);
+        let err = story(
+            &s,
+            &format!("part{i}"),
+            &["--shard", &shard, with[0], with[1]],
+        );
         // The single run calibrated every question: each shard takes its own from the cache.
         assert!(err.contains("from the cache"), "{err}");
     }
@@ -187,6 +195,8 @@ fn shards_merged_equal_a_single_run_and_the_cache_serves_the_next_run() {
     );
     assert_eq!(a["metrics"], b["metrics"]);
     assert_eq!(a["groups"], b["groups"]);
+    assert!(a["metrics"]["calibration_agreement"]["q1"]["fisher_p"].is_number());
+    assert!(a["groups"]["gold"]["ifsm_ppi"]["value"].is_number());
 }
 
 #[test]
@@ -232,31 +242,68 @@ fn a_killed_calibration_resumes_from_the_cache_and_recalibrate_redoes_it() {
     }
 }
 
-#[test]
-fn human_labels_give_their_own_correction_and_the_label_sample_is_stratified() {
-    let s = setup("bert_mc");
-    let qs = dev();
+/// A label file of `labeller` for the first `n` dev questions: model "gold"'s ending (the gold
+/// option) labelled `follows` true except on the first `flip`, model "wrong"'s ending false, and
+/// a model-less distractor false (the pooled calibration's other negatives).
+fn labels_file(s: &Setup, name: &str, labeller: &str, n: usize, flip: usize) -> PathBuf {
     let mut labels = String::new();
-    for q in qs.iter().take(40) {
+    for (i, q) in dev().iter().take(n).enumerate() {
         let g = q["gold_label"].as_u64().unwrap() as usize;
-        labels += &format!(
-            "{}\n",
-            json!({"question_id": q["question_id"], "ending": q["options"][g], "follows": true})
-        );
-        labels += &format!(
-            "{}\n",
-            json!({"question_id": q["question_id"], "ending": q["options"][(g + 1) % 4],
-                   "follows": false, "model": "m"})
-        );
+        let id = &q["question_id"];
+        for v in [
+            json!({"question_id": id, "ending": q["options"][g], "follows": i >= flip,
+                   "model": "gold", "labeller": labeller}),
+            json!({"question_id": id, "ending": "The end.", "follows": false, "model": "wrong",
+                   "labeller": labeller}),
+            json!({"question_id": id, "ending": q["options"][(g + 1) % 4], "follows": false,
+                   "labeller": labeller}),
+        ] {
+            labels += &format!("{v}\n");
+        }
     }
-    let file = write(&s.root, "labels.jsonl", labels);
+    write(&s.root, name, labels)
+}
+
+/// PPI++ as ppi-python 0.2.3 computes it (`ppi_mean_ci`, λ tuned and clipped), transcribed
+/// independently of `scorekit_suites::stats::ppi`, with plain sums: (value, lo, hi, λ).
+fn ppi_transcribed(y: &[f64], yhat: &[f64], unl: &[f64]) -> (f64, f64, f64, f64) {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (n, big_n) = (y.len() as f64, unl.len() as f64);
+    let theta1 = mean(unl) + mean(&y.iter().zip(yhat).map(|(a, b)| a - b).collect::<Vec<_>>());
+    let (my, mh) = (mean(y), mean(yhat));
+    let cov: f64 = y
+        .iter()
+        .zip(yhat)
+        .map(|(a, b)| (a - my) * (b - mh))
+        .sum::<f64>()
+        / n;
+    let all: Vec<f64> = yhat.iter().chain(unl).map(|v| v - theta1).collect();
+    let ma = mean(&all);
+    let var = all.iter().map(|v| (v - ma).powi(2)).sum::<f64>() / (all.len() as f64 - 1.0);
+    let lambda = (2.0 * cov / (2.0 * (1.0 + n / big_n) * var)).clamp(0.0, 1.0);
+    let rect: Vec<f64> = y.iter().zip(yhat).map(|(a, b)| a - lambda * b).collect();
+    let imp: Vec<f64> = unl.iter().map(|u| lambda * u).collect();
+    let value = mean(&imp) + mean(&rect);
+    let var0 = |v: &[f64]| {
+        let m = mean(v);
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64
+    };
+    let se = (var0(&imp) / big_n + var0(&rect) / n).sqrt();
+    let z = 1.959_963_984_540_054_3;
+    (value, value - z * se, value + z * se, lambda)
+}
+
+#[test]
+fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sample() {
+    let s = setup("bert_mc");
+    let ann = labels_file(&s, "ann.jsonl", "ann", 40, 0);
     story(
         &s,
         "labels",
         &[
             "--no-calibration",
             "--calibration-labels",
-            file.to_str().unwrap(),
+            ann.to_str().unwrap(),
             "--label-sample",
             "50",
             "--seed",
@@ -265,48 +312,114 @@ fn human_labels_give_their_own_correction_and_the_label_sample_is_stratified() {
     );
     let out = s.root.join("labels");
     let m = read_json(&out.join("metrics.json"));
+    // The pooled calibration: 40 gold endings follow; 40 "The end." and 40 distractors do not.
     let human = &m["groups"]["gold"]["ifsm_corrected"]["human"];
     assert_eq!(
         (human["m1"].as_u64(), human["m0"].as_u64()),
-        (Some(40), Some(40))
+        (Some(40), Some(80))
     );
     assert!(m["groups"]["gold"]["ifsm_corrected"]["dataset"].is_null());
-    assert_eq!(m["metrics"]["calibration"]["human"]["labels"], 80);
-    let items = lines(&out.join("calibration.jsonl"));
-    assert_eq!(items.len(), 80);
-    assert!(items.iter().all(|i| i["kind"] == "label"));
-    assert_eq!(items[1]["label_line"], 2);
-    assert_eq!(items[1]["follows"], false);
-    // A label that follows is counted when the judge picks the gold slot: the positives are
-    // exactly the dataset calibration's first 40 positives.
-    assert_eq!(
-        m["inputs"].as_array().unwrap().len(),
-        3,
-        "dataset, generations, labels"
-    );
+    assert_eq!(m["metrics"]["calibration"]["human"]["labels"], 120);
+    assert_eq!(m["metrics"]["calibration"]["human"]["label_lines"], 120);
+    let cal = lines(&out.join("calibration.jsonl"));
+    assert_eq!(cal.len(), 120);
+    assert!(cal.iter().all(|i| i["kind"] == "label"));
+    assert_eq!(m["inputs"].as_array().unwrap().len(), 3);
 
-    let sample = lines(&out.join("to_label.jsonl"));
-    assert_eq!(sample.len(), 50);
-    assert!(sample
-        .iter()
-        .all(|l| l["follows"].is_null() && l["ending"].is_string()));
-    // Stratified: the Follow share of the sample is the run's, to rounding.
-    let follow_rate = (m["groups"]["gold"]["ifsm"]["value"].as_f64().unwrap()
-        + m["groups"]["wrong"]["ifsm"]["value"].as_f64().unwrap())
-        / 2.0;
+    // PPI++ per model from the items: Y the label, Ŷ the judge's verdict, the other judged
+    // endings unlabelled; equal to an independent transcription of ppi-python.
     let items = lines(&out.join("items.jsonl"));
-    let follows_of = |qid: &Value, ending: &Value| {
-        items
-            .iter()
-            .find(|i| &i["question_id"] == qid && (i["group"] == "gold") == (ending != "The end."))
-            .map(|i| i["follow"] == true)
-            .unwrap()
-    };
-    let sampled_follow = sample
-        .iter()
-        .filter(|l| follows_of(&l["question_id"], &l["ending"]))
-        .count();
-    assert_eq!(sampled_follow, (follow_rate * 50.0).round() as usize);
+    for model in ["gold", "wrong"] {
+        let mine: Vec<&Value> = items.iter().filter(|i| i["group"] == model).collect();
+        let (mut y, mut yhat, mut unl) = (vec![], vec![], vec![]);
+        for i in &mine {
+            let f = f64::from(u8::from(i["follow"] == true));
+            match i["human_follows"].as_bool() {
+                Some(h) => {
+                    y.push(f64::from(u8::from(h)));
+                    yhat.push(f);
+                }
+                None => unl.push(f),
+            }
+        }
+        assert_eq!((y.len(), unl.len()), (40, mine.len() - 40), "{model}");
+        let ppi = &m["groups"][model]["ifsm_ppi"];
+        assert_eq!(ppi["n_labeled"], 40);
+        assert_eq!(ppi["n_empty"], 0);
+        let (v, lo, hi, lambda) = ppi_transcribed(&y, &yhat, &unl);
+        for (got, want) in [
+            (&ppi["value"], v),
+            (&ppi["ci"][0], lo),
+            (&ppi["ci"][1], hi),
+            (&ppi["lambda"], lambda),
+        ] {
+            assert!(
+                (got.as_f64().unwrap() - want).abs() < 1e-9,
+                "{model}: {ppi} vs {want}"
+            );
+        }
+        assert_eq!(m["groups"][model]["ifsm_headline"]["method"], "ppi");
+    }
+    let report = text(&out.join("report.md"));
+    assert!(
+        report.contains("## IFSM: the headline per model"),
+        "{report}"
+    );
+    assert!(report.contains("## Prediction-powered IFSM"), "{report}");
+
+    // The sample: 50 questions drawn uniformly, both models' judged endings to each, with the
+    // story and the question to read, and no verdict.
+    let sample = lines(&out.join("to_label.jsonl"));
+    assert_eq!(sample.len(), 100);
+    let mut per_question: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for l in &sample {
+        assert!(
+            l["follows"].is_null() && l.get("follow").is_none() && l.get("judge_pick").is_none()
+        );
+        assert!(l["passage"].is_string() && l["question"].is_string());
+        per_question
+            .entry(l["question_id"].as_str().unwrap().to_string())
+            .or_default()
+            .push(l["model"].as_str().unwrap().to_string());
+    }
+    assert_eq!(per_question.len(), 50);
+    assert!(per_question
+        .values()
+        .all(|m| m.len() == 2 && m.contains(&"gold".to_string())));
+    // Shuffled: the models do not alternate in a fixed order.
+    let firsts: Vec<&Value> = sample.iter().step_by(2).map(|l| &l["model"]).collect();
+    assert!(firsts.iter().any(|m| *m == "gold") && firsts.iter().any(|m| *m == "wrong"));
+
+    // Two labellers: bob disagrees with ann on 10 gold endings, which tie and drop out; Cohen's
+    // κ over the 120 endings both labelled.
+    let bob = labels_file(&s, "bob.jsonl", "bob", 40, 10);
+    story(
+        &s,
+        "two",
+        &[
+            "--no-calibration",
+            "--calibration-labels",
+            ann.to_str().unwrap(),
+            bob.to_str().unwrap(),
+        ],
+    );
+    let m = read_json(&s.root.join("two/metrics.json"));
+    let h = &m["metrics"]["calibration"]["human"];
+    assert_eq!(
+        (h["label_lines"].as_u64(), h["ties"].as_u64()),
+        (Some(240), Some(10))
+    );
+    assert_eq!(h["agreement"]["method"], "Cohen's kappa");
+    assert_eq!(h["agreement"]["items"], 120);
+    // po = 110/120; pe = (110/120)(100/120) + (10/120)(20/120).
+    let (po, pe) = (
+        110.0 / 120.0,
+        (110.0 * 100.0 + 10.0 * 20.0) / (120.0 * 120.0),
+    );
+    let kappa = h["agreement"]["kappa"].as_f64().unwrap();
+    assert!((kappa - (po - pe) / (1.0 - pe)).abs() < 1e-12, "{kappa}");
+    assert_eq!(m["groups"]["gold"]["ifsm_ppi"]["n_labeled"], 30);
+
     // The sample is a label file once labelled; unlabelled, it is refused naming the field.
     let o = scorekit()
         .args(["story", "--dataset"])

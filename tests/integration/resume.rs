@@ -256,7 +256,22 @@ fn story_args(d: &Path) -> Vec<String> {
 #[test]
 fn story_killed_at_random_points_resumes_to_the_uninterrupted_result() {
     let dir = tempfile::tempdir().unwrap();
-    let args = story_args(dir.path());
+    let mut args = story_args(dir.path());
+    // With human labels of model "a" (its ending to question k is option k % 4): the labelled
+    // items, the pooled calibration and the PPI estimate resume to the same numbers too.
+    let dev = crate::common::dev_questions();
+    let mut labels = String::new();
+    for (k, q) in dev.iter().take(60).enumerate() {
+        let follows = q["gold_label"].as_u64() == Some((k % 4) as u64);
+        let row = serde_json::json!({"question_id": q["question_id"],
+            "ending": q["options"][k % 4], "follows": follows, "model": "a"});
+        labels.push_str(&format!("{row}\n"));
+    }
+    let labels = common::write(dir.path(), "labels.jsonl", labels);
+    args.extend([
+        "--calibration-labels".to_string(),
+        labels.display().to_string(),
+    ]);
     let reference_dir = dir.path().join("reference");
     let t = Instant::now();
     run_to_end(&args, &reference_dir);
@@ -281,6 +296,7 @@ fn story_killed_at_random_points_resumes_to_the_uninterrupted_result() {
         }
         assert!(!out.join("run.json").exists());
     }
+    assert!(reference["groups"]["a"]["ifsm_ppi"]["n_labeled"].as_u64() == Some(60));
     eprintln!("{partial} kill(s) left a partial items.jsonl that was resumed");
 }
 

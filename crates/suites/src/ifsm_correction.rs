@@ -262,6 +262,21 @@ pub const DIFFERENCE_METHOD: &str =
 /// negatives; value and interval are `None` when the judge is uninformative (J's interval
 /// reaches 0, where the ratio's confidence set is unbounded).
 pub fn corrected_difference(diffs: &[f64], cal: &CalibrationCounts) -> Option<CorrectedDifference> {
+    corrected_difference_with_empty(diffs, 0.0, cal)
+}
+
+/// [`corrected_difference`] when the two systems' shares of judged (non-empty) endings differ
+/// on the paired items by `judged_share_diff` = s_A − s_B. Each system's corrected rate is
+/// s·θ_j (`correct_with_empty`): an empty ending is 0, a judged one (f + q0 − 1)/J on average,
+/// so A − B is (Δp + (q0 − 1)·Δs)/J and q0 no longer cancels. The interval's delta method adds
+/// q0's variance to the numerator and its covariance with J (J = q0 + q1 − 1):
+/// Var(Δθ) ≈ (Var(Δp̃) + Δs²·Var(q̃0) − 2Δθ·Δs·Var(q̃0) + Δθ²·Var(J̃))/J̃², smoothed as above; with
+/// Δs = 0 it is [`corrected_difference`]'s.
+pub fn corrected_difference_with_empty(
+    diffs: &[f64],
+    judged_share_diff: f64,
+    cal: &CalibrationCounts,
+) -> Option<CorrectedDifference> {
     let (mut b, mut c) = (0usize, 0usize);
     for &d in diffs {
         if d == 1.0 {
@@ -272,7 +287,7 @@ pub fn corrected_difference(diffs: &[f64], cal: &CalibrationCounts) -> Option<Co
             return None;
         }
     }
-    if diffs.is_empty() {
+    if diffs.is_empty() || !judged_share_diff.is_finite() {
         return None;
     }
     let r = judge_resolution(cal)?;
@@ -286,9 +301,10 @@ pub fn corrected_difference(diffs: &[f64], cal: &CalibrationCounts) -> Option<Co
     if !r.informative {
         return Some(out);
     }
+    let ds = judged_share_diff;
     let n = diffs.len() as f64;
     let dp = (b as f64 - c as f64) / n;
-    out.value = Some(clip(dp / r.j, -1.0, 1.0));
+    out.value = Some(clip((dp + (r.q0 - 1.0) * ds) / r.j, -1.0, 1.0));
 
     let nt = n + 2.0;
     let (bt, ct) = (b as f64 + 0.5, c as f64 + 0.5);
@@ -298,9 +314,11 @@ pub fn corrected_difference(diffs: &[f64], cal: &CalibrationCounts) -> Option<Co
     let (q1, m1) = smoothed(cal.positives_counted, cal.positives);
     let jt = q0 + q1 - 1.0;
     if jt > 0.0 {
-        let var_j = q0 * (1.0 - q0) / m0 + q1 * (1.0 - q1) / m1;
-        let dth = dpt / jt;
-        let se = (var_dp + dth * dth * var_j).sqrt() / jt;
+        let var_q0 = q0 * (1.0 - q0) / m0;
+        let var_j = var_q0 + q1 * (1.0 - q1) / m1;
+        let dth = (dpt + (q0 - 1.0) * ds) / jt;
+        let var_num = var_dp + ds * ds * var_q0;
+        let se = (var_num - 2.0 * dth * ds * var_q0 + dth * dth * var_j).sqrt() / jt;
         out.ci = Some([
             clip(dth - Z95 * se, -1.0, 1.0),
             clip(dth + Z95 * se, -1.0, 1.0),

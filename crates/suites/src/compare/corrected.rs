@@ -8,7 +8,7 @@
 //! since the calibration does not depend on the model.
 
 use super::{System, Values};
-use crate::ifsm_correction::{corrected_difference, entry_counts, CalibrationCounts};
+use crate::ifsm_correction::{corrected_difference_with_empty, entry_counts, CalibrationCounts};
 use crate::settings::StorySettings;
 use scorekit_core::error::{InputError, Result};
 use scorekit_report::compare::{Comparison, CorrectedDifferences};
@@ -164,6 +164,7 @@ pub fn attach(
         };
         let (ra, rb) = (&runs[run_of[ia]], &runs[run_of[ib]]);
         let diffs = paired_diffs(&systems[ia].1, &systems[ib].1);
+        let share_diff = judged_share_diff(&systems[ia].1, &systems[ib].1);
         let mut corrected = CorrectedDifferences {
             dataset: None,
             human: None,
@@ -171,7 +172,7 @@ pub fn attach(
         for frame in Frame::ALL {
             let note = match shared(ra, rb, frame) {
                 Shared::Counts(counts, note) => {
-                    let d = corrected_difference(&diffs, &counts);
+                    let d = corrected_difference_with_empty(&diffs, share_diff, &counts);
                     match frame {
                         Frame::Dataset => corrected.dataset = d,
                         Frame::Human => corrected.human = d,
@@ -253,6 +254,34 @@ fn shared(a: &RunInfo, b: &RunInfo, frame: Frame) -> Shared {
             _ => Shared::Not("the calibration lacks positives or negatives".into()),
         },
     }
+}
+
+/// s_A − s_B: the difference of the two systems' shares of judged (non-empty) endings on the
+/// items both have for IFSM (0 for runs that recorded no judged flag).
+fn judged_share_diff(
+    a: &std::collections::BTreeMap<&'static str, Values>,
+    b: &std::collections::BTreeMap<&'static str, Values>,
+) -> f64 {
+    let (Some(ia), Some(ib), Some(ja), Some(jb)) = (
+        a.get(METRIC),
+        b.get(METRIC),
+        a.get(super::observe::JUDGED),
+        b.get(super::observe::JUDGED),
+    ) else {
+        return 0.0;
+    };
+    let paired: Vec<&String> = ia.keys().filter(|id| ib.contains_key(*id)).collect();
+    if paired.is_empty() {
+        return 0.0;
+    }
+    let share = |j: &Values| {
+        paired
+            .iter()
+            .map(|id| j.get(*id).copied().unwrap_or(1.0))
+            .sum::<f64>()
+            / paired.len() as f64
+    };
+    share(ja) - share(jb)
 }
 
 /// f_A − f_B of IFSM on the items both systems have (the pairing of [`super::compare`]).

@@ -69,6 +69,9 @@ pub const STORY: [MetricSpec; 3] = [
     },
 ];
 
+/// Per story item: 1 when the judge saw the ending, 0 for an empty one (no metric of its own).
+pub const JUDGED: &str = "ifsm_judged";
+
 /// Story items by model group. `ifsm` pairs by `question_id` (follow = 1; an empty ending of a
 /// judged run is Not-Follow, 0, as the run counts it). `dissimilarity_macro` pairs by story
 /// (`passage_id`): the story's mean over its pairs, each pair once.
@@ -90,6 +93,16 @@ pub fn story(items: &[story::Item]) -> Result<Observed, DuplicateId> {
                 "ifsm",
                 it.question_id.clone(),
                 bit(outcome.follow()),
+                line,
+            )?;
+            // Not a compared metric: which endings the judge saw, so that the corrected
+            // difference corrects only those (an empty ending is known not to follow).
+            insert(
+                &mut out,
+                &it.group,
+                JUDGED,
+                it.question_id.clone(),
+                bit(outcome.verdict().is_some()),
                 line,
             )?;
             if let Some(j) = outcome.verdict() {

@@ -105,7 +105,12 @@ fn corrected_difference_matches_the_reference() {
         let mut diffs = vec![1.0; b];
         diffs.extend(vec![-1.0; d]);
         diffs.resize(n, 0.0);
-        let got = serde_json::to_value(corrected_difference(&diffs, cal)).unwrap();
+        let ds = c["judged_share_diff"].as_f64();
+        let got = match ds {
+            None => corrected_difference(&diffs, cal),
+            Some(ds) => corrected_difference_with_empty(&diffs, ds, cal),
+        };
+        let got = serde_json::to_value(got).unwrap();
         assert_close(
             &got,
             &c["difference"],

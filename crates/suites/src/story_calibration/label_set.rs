@@ -44,6 +44,9 @@ pub struct LabelSet {
 /// judge reads it (surrounding whitespace aside).
 type Key = (Option<String>, usize, String);
 
+/// Per labeller, the answer and where it was first given (file:line).
+type Answers = BTreeMap<String, (bool, String)>;
+
 fn key(l: &Label) -> Key {
     (l.model.clone(), l.question, l.ending.trim().to_string())
 }
@@ -125,7 +128,7 @@ pub fn combine(labels: Vec<Label>) -> Result<LabelSet, InputError> {
     let read = labels.len();
     // Per ending, in order of first appearance: the labellers' answers.
     let mut order: Vec<Key> = Vec::new();
-    let mut votes: HashMap<Key, (Label, BTreeMap<String, (bool, String)>)> = HashMap::new();
+    let mut votes: HashMap<Key, (Label, Answers)> = HashMap::new();
     for l in labels {
         let k = key(&l);
         let at = format!("{}:{}", l.file, l.line);
@@ -180,7 +183,7 @@ pub fn combine(labels: Vec<Label>) -> Result<LabelSet, InputError> {
 
 /// Cohen's κ for two labellers (on the endings both labelled), Fleiss' κ for more (on the
 /// endings every one labelled); `None` with fewer than two labellers.
-fn agreement(answers: &[&BTreeMap<String, (bool, String)>]) -> Option<LabelAgreement> {
+fn agreement(answers: &[&Answers]) -> Option<LabelAgreement> {
     let labellers: BTreeSet<&String> = answers.iter().flat_map(|a| a.keys()).collect();
     if labellers.len() < 2 {
         return None;
