@@ -280,7 +280,13 @@ fn ppi_transcribed(y: &[f64], yhat: &[f64], unl: &[f64]) -> (f64, f64, f64, f64)
     let all: Vec<f64> = yhat.iter().chain(unl).map(|v| v - theta1).collect();
     let ma = mean(&all);
     let var = all.iter().map(|v| (v - ma).powi(2)).sum::<f64>() / (all.len() as f64 - 1.0);
-    let lambda = (2.0 * cov / (2.0 * (1.0 + n / big_n) * var)).clamp(0.0, 1.0);
+    // All predictions equal: ppi-python divides 0 by 0 (NaN); scorekit takes λ = 0, the labels
+    // alone (docs/story.md).
+    let lambda = if var == 0.0 {
+        0.0
+    } else {
+        (2.0 * cov / (2.0 * (1.0 + n / big_n) * var)).clamp(0.0, 1.0)
+    };
     let rect: Vec<f64> = y.iter().zip(yhat).map(|(a, b)| a - lambda * b).collect();
     let imp: Vec<f64> = unl.iter().map(|u| lambda * u).collect();
     let value = mean(&imp) + mean(&rect);
@@ -411,10 +417,11 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
     );
     assert_eq!(h["agreement"]["method"], "Cohen's kappa");
     assert_eq!(h["agreement"]["items"], 120);
-    // po = 110/120; pe = (110/120)(100/120) + (10/120)(20/120).
+    // ann says yes to 40 of 120, bob to 30; they agree on 110: po = 110/120,
+    // pe = (40/120)(30/120) + (80/120)(90/120), κ = 0.8.
     let (po, pe) = (
         110.0 / 120.0,
-        (110.0 * 100.0 + 10.0 * 20.0) / (120.0 * 120.0),
+        (40.0 * 30.0 + 80.0 * 90.0) / (120.0 * 120.0),
     );
     let kappa = h["agreement"]["kappa"].as_f64().unwrap();
     assert!((kappa - (po - pe) / (1.0 - pe)).abs() < 1e-12, "{kappa}");
