@@ -530,6 +530,32 @@ def dump(doc):
     return "\n".join(parts) + "\n"
 
 
+REAL_INPUTS = ROOT / "tests" / "data" / "story" / "ppi_real_run_inputs.json"
+
+
+def real_run_cases():
+    """ppi-python on the verdicts and labels of a real story run (the tiny bert_mc judge on the dev
+    split, tests/integration/calibration.rs, which writes them with SCOREKIT_WRITE_PPI_INPUTS):
+    per model and the paired difference gold - wrong. Where ppi-python returns NaN (every
+    prediction equal: lambda = 0/0), scorekit defines lambda = 0: the reference is then
+    ppi-python at lam=0, and the case says so."""
+    inputs = json.loads(REAL_INPUTS.read_text())
+    out = {}
+    for name, v in inputs.items():
+        Y, Yh, U = (np.asarray(v[k], dtype=float) for k in ("y", "yhat", "yhat_unlabeled"))
+        tuned = float(np.asarray(ppi_mean_pointestimate(Y, Yh, U, lam=None)).ravel()[0])
+        lam, note = None, "ppi-python, lam=None"
+        if not math.isfinite(tuned):
+            lam, note = 0.0, "ppi-python returns NaN (all predictions equal); scorekit's lambda = 0: ppi-python at lam=0"
+        value = float(np.asarray(ppi_mean_pointestimate(Y, Yh, U, lam=lam)).ravel()[0])
+        lo, hi = ppi_mean_ci(Y, Yh, U, alpha=ALPHA, lam=lam)
+        used = tuned_lambda(Y, Yh, U) if lam is None else lam
+        out[name] = {"reference": note, "y": v["y"], "yhat": v["yhat"],
+                     "yhat_unlabeled": v["yhat_unlabeled"], "value": value,
+                     "ci": [float(lo[0]), float(hi[0])], "lambda": float(used)}
+    return out
+
+
 def main():
     provenance = (f"ppi-python {version('ppi-python')}, scipy {version('scipy')}, "
                   f"statsmodels {version('statsmodels')}, numpy {version('numpy')}; "
@@ -542,6 +568,7 @@ def main():
         "fisher": fisher_cases(),
         "cohen_kappa": cohen_cases(),
         "fleiss_kappa": fleiss_cases(),
+        "real_runs": real_run_cases(),
     }
     print(provenance)
     print("worked example:")
@@ -563,6 +590,9 @@ def main():
     print(f"fleiss_kappa: {len(doc['fleiss_kappa'])} cases")
     for c in doc["fleiss_kappa"]:
         print(f"  {c['name']:<24} raters={c['raters']} items={len(c['counts'])} kappa={c['kappa']!r}")
+    for name, c in doc["real_runs"].items():
+        print(f"  real run {name:<8} n={len(c['y'])} N={len(c['yhat_unlabeled'])} lambda={c['lambda']:.6f} "
+              f"value={c['value']:.6f} ci=[{c['ci'][0]:.6f}, {c['ci'][1]:.6f}] ({c['reference']})")
     print("all cross-checks passed (pure-Python transcriptions, exact rational Fisher, textbook kappas)")
     if ARGS.write:
         OUT.parent.mkdir(parents=True, exist_ok=True)

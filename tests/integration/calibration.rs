@@ -160,7 +160,7 @@ fn shards_merged_equal_a_single_run_and_the_cache_serves_the_next_run() {
     let s = setup("bert_mc");
     // With human labels too: the pooled counts, PPI per model and the calibrations' agreement
     // merge to the single run's.
-    let labels = labels_file(&s, "labels.jsonl", "ann", 60, 0);
+    let labels = labels_file(&s, "labels.jsonl", "ann", 60, &|_| true);
     let with = ["--calibration-labels", labels.to_str().unwrap()];
     let first = story(&s, "single", &with);
     assert!(!first.contains("from the cache"), "{first}");
@@ -243,15 +243,21 @@ fn a_killed_calibration_resumes_from_the_cache_and_recalibrate_redoes_it() {
 }
 
 /// A label file of `labeller` for the first `n` dev questions: model "gold"'s ending (the gold
-/// option) labelled `follows` true except on the first `flip`, model "wrong"'s ending false, and
-/// a model-less distractor false (the pooled calibration's other negatives).
-fn labels_file(s: &Setup, name: &str, labeller: &str, n: usize, flip: usize) -> PathBuf {
+/// option) labelled `gold(i)`, model "wrong"'s ending false, and a model-less distractor false
+/// (the pooled calibration's other negatives).
+fn labels_file(
+    s: &Setup,
+    name: &str,
+    labeller: &str,
+    n: usize,
+    gold: &dyn Fn(usize) -> bool,
+) -> PathBuf {
     let mut labels = String::new();
     for (i, q) in dev().iter().take(n).enumerate() {
         let g = q["gold_label"].as_u64().unwrap() as usize;
         let id = &q["question_id"];
         for v in [
-            json!({"question_id": id, "ending": q["options"][g], "follows": i >= flip,
+            json!({"question_id": id, "ending": q["options"][g], "follows": gold(i),
                    "model": "gold", "labeller": labeller}),
             json!({"question_id": id, "ending": "The end.", "follows": false, "model": "wrong",
                    "labeller": labeller}),
@@ -302,7 +308,17 @@ fn ppi_transcribed(y: &[f64], yhat: &[f64], unl: &[f64]) -> (f64, f64, f64, f64)
 #[test]
 fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sample() {
     let s = setup("bert_mc");
-    let ann = labels_file(&s, "ann.jsonl", "ann", 40, 0);
+    // ann labels model "gold"'s first 40 endings as the judge judges them but on 6 (read from a
+    // run without labels): labels and verdicts vary together, so PPI's λ is not forced to 0.
+    story(&s, "verdicts", &["--no-calibration"]);
+    let picked: Vec<bool> = lines(&s.root.join("verdicts/items.jsonl"))
+        .iter()
+        .filter(|i| i["group"] == "gold")
+        .map(|i| i["follow"] == true)
+        .collect();
+    let ann_says = |i: usize| picked[i] != (i % 7 == 3);
+    let ann = labels_file(&s, "ann.jsonl", "ann", 40, &ann_says);
+    let ann_yes = (0..40).filter(|&i| ann_says(i)).count();
     story(
         &s,
         "labels",
@@ -318,11 +334,12 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
     );
     let out = s.root.join("labels");
     let m = read_json(&out.join("metrics.json"));
-    // The pooled calibration: 40 gold endings follow; 40 "The end." and 40 distractors do not.
+    // The pooled calibration: ann_yes gold endings follow; the other gold ones, 40 "The end."
+    // and 40 distractors do not.
     let human = &m["groups"]["gold"]["ifsm_corrected"]["human"];
     assert_eq!(
         (human["m1"].as_u64(), human["m0"].as_u64()),
-        (Some(40), Some(80))
+        (Some(ann_yes as u64), Some((120 - ann_yes) as u64))
     );
     assert!(m["groups"]["gold"]["ifsm_corrected"]["dataset"].is_null());
     assert_eq!(m["metrics"]["calibration"]["human"]["labels"], 120);
@@ -335,6 +352,12 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
     // PPI++ per model from the items: Y the label, Ŷ the judge's verdict, the other judged
     // endings unlabelled; equal to an independent transcription of ppi-python.
     let items = lines(&out.join("items.jsonl"));
+    // The verdicts and labels of this run, and ppi-python 0.2.3's values on them
+    // (scripts/reference/ppi_reference.py reads tests/data/story/ppi_real_run_inputs.json, which
+    // SCOREKIT_WRITE_PPI_INPUTS=FILE makes this test write).
+    let fixture = read_json(&crate::common::repo().join("tests/data/story/ppi_reference.json"));
+    let writing = std::env::var("SCOREKIT_WRITE_PPI_INPUTS").ok();
+    let mut inputs = serde_json::Map::new();
     for model in ["gold", "wrong"] {
         let mine: Vec<&Value> = items.iter().filter(|i| i["group"] == model).collect();
         let (mut y, mut yhat, mut unl) = (vec![], vec![], vec![]);
@@ -352,6 +375,38 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
         let ppi = &m["groups"][model]["ifsm_ppi"];
         assert_eq!(ppi["n_labeled"], 40);
         assert_eq!(ppi["n_empty"], 0);
+        inputs.insert(
+            model.into(),
+            json!({"y": y, "yhat": yhat, "yhat_unlabeled": unl}),
+        );
+        let reference = &fixture["real_runs"][model];
+        if writing.is_none() {
+            assert_eq!(
+                reference["y"],
+                json!(y),
+                "{model}: the fixture's labels are this run's"
+            );
+            assert_eq!(
+                reference["yhat"],
+                json!(yhat),
+                "{model}: the fixture's verdicts"
+            );
+            assert_eq!(reference["yhat_unlabeled"], json!(unl), "{model}");
+            for (got, key) in [(&ppi["value"], "value"), (&ppi["lambda"], "lambda")] {
+                let want = reference[key].as_f64().unwrap();
+                assert!(
+                    (got.as_f64().unwrap() - want).abs() < 1e-9,
+                    "{model} {key}: {got}"
+                );
+            }
+            for i in 0..2 {
+                let want = reference["ci"][i].as_f64().unwrap();
+                assert!(
+                    (ppi["ci"][i].as_f64().unwrap() - want).abs() < 1e-9,
+                    "{model}: {ppi}"
+                );
+            }
+        }
         let (v, lo, hi, lambda) = ppi_transcribed(&y, &yhat, &unl);
         for (got, want) in [
             (&ppi["value"], v),
@@ -366,6 +421,85 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
         }
         assert_eq!(m["groups"][model]["ifsm_headline"]["method"], "ppi");
     }
+    // The paired difference, gold − wrong, labelled on the same 40 questions: `compare` gives
+    // ppi-python's PPI on the per-question differences.
+    type ByQuestion = std::collections::BTreeMap<String, f64>;
+    let per_question = |m: &str, label: bool| -> ByQuestion {
+        items
+            .iter()
+            .filter(|i| i["group"] == m)
+            .filter_map(|i| {
+                let v = if label {
+                    i["human_follows"].as_bool()
+                } else {
+                    Some(i["follow"] == true)
+                };
+                v.map(|v| {
+                    (
+                        i["question_id"].as_str().unwrap().to_string(),
+                        f64::from(u8::from(v)),
+                    )
+                })
+            })
+            .collect()
+    };
+    let (hg, hw) = (per_question("gold", true), per_question("wrong", true));
+    let (fg, fw) = (per_question("gold", false), per_question("wrong", false));
+    let (mut y, mut yhat, mut unl) = (vec![], vec![], vec![]);
+    for (q, a) in &fg {
+        let d = a - fw[q];
+        match (hg.get(q), hw.get(q)) {
+            (Some(x), Some(z)) => {
+                y.push(x - z);
+                yhat.push(d);
+            }
+            _ => unl.push(d),
+        }
+    }
+    inputs.insert(
+        "paired".into(),
+        json!({"y": y, "yhat": yhat, "yhat_unlabeled": unl}),
+    );
+    if let Some(path) = &writing {
+        std::fs::write(path, serde_json::to_string(&inputs).unwrap()).unwrap();
+        return;
+    }
+    let reference = &fixture["real_runs"]["paired"];
+    assert_eq!(reference["y"], json!(y));
+    assert_eq!(reference["yhat_unlabeled"], json!(unl));
+    let cmp = s.root.join("compare");
+    let o = run(&[
+        "compare",
+        "--runs",
+        out.to_str().unwrap(),
+        "--out",
+        cmp.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cm = read_json(&cmp.join("metrics.json"));
+    let ifsm = cm["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "ifsm")
+        .unwrap()
+        .clone();
+    let ppi = &ifsm["corrected"]["ppi"];
+    assert_eq!(ppi["method"], "paired");
+    assert_eq!(ppi["n_labeled"], 40);
+    for (got, want) in [
+        (&ppi["value"], &reference["value"]),
+        (&ppi["ci"][0], &reference["ci"][0]),
+        (&ppi["ci"][1], &reference["ci"][1]),
+        (&ppi["lambda"], &reference["lambda"]),
+    ] {
+        assert!(
+            (got.as_f64().unwrap() - want.as_f64().unwrap()).abs() < 1e-9,
+            "{ppi} vs {reference}"
+        );
+    }
+    assert_eq!(ifsm["corrected"]["headline"]["method"], "ppi");
+
     let report = text(&out.join("report.md"));
     assert!(
         report.contains("## IFSM: the headline per model"),
@@ -396,9 +530,11 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
     let firsts: Vec<&Value> = sample.iter().step_by(2).map(|l| &l["model"]).collect();
     assert!(firsts.iter().any(|m| *m == "gold") && firsts.iter().any(|m| *m == "wrong"));
 
-    // Two labellers: bob disagrees with ann on 10 gold endings, which tie and drop out; Cohen's
-    // κ over the 120 endings both labelled.
-    let bob = labels_file(&s, "bob.jsonl", "bob", 40, 10);
+    // Two labellers: bob answers as ann but on the first 4 gold endings: those tie and drop
+    // out; Cohen's κ over the 120 endings both labelled.
+    let bob_says = |i: usize| ann_says(i) != (i < 4);
+    let bob = labels_file(&s, "bob.jsonl", "bob", 40, &bob_says);
+    let bob_yes = (0..40).filter(|&i| bob_says(i)).count() as f64;
     story(
         &s,
         "two",
@@ -413,19 +549,19 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
     let h = &m["metrics"]["calibration"]["human"];
     assert_eq!(
         (h["label_lines"].as_u64(), h["ties"].as_u64()),
-        (Some(240), Some(10))
+        (Some(240), Some(4))
     );
     assert_eq!(h["agreement"]["method"], "Cohen's kappa");
     assert_eq!(h["agreement"]["items"], 120);
-    // ann says yes to 40 of 120, bob to 30; they agree on 110: po = 110/120,
-    // pe = (40/120)(30/120) + (80/120)(90/120), κ = 0.8.
+    // They agree on 116 of 120; ann says yes to ann_yes, bob to bob_yes.
+    let a = ann_yes as f64;
     let (po, pe) = (
-        110.0 / 120.0,
-        (40.0 * 30.0 + 80.0 * 90.0) / (120.0 * 120.0),
+        116.0 / 120.0,
+        (a * bob_yes + (120.0 - a) * (120.0 - bob_yes)) / (120.0 * 120.0),
     );
     let kappa = h["agreement"]["kappa"].as_f64().unwrap();
     assert!((kappa - (po - pe) / (1.0 - pe)).abs() < 1e-12, "{kappa}");
-    assert_eq!(m["groups"]["gold"]["ifsm_ppi"]["n_labeled"], 30);
+    assert_eq!(m["groups"]["gold"]["ifsm_ppi"]["n_labeled"], 36);
 
     // The sample is a label file once labelled; unlabelled, it is refused naming the field.
     let o = scorekit()

@@ -57,6 +57,38 @@ pub struct CorrectedDifference {
     pub j: f64,
 }
 
+/// A − B of the prediction-powered IFSM (human labels of both systems' endings).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PpiDifference {
+    /// `paired`: PPI++ on the per-question differences (both labelled on the same questions);
+    /// `unpaired`: the difference of the two estimates with the sum of their variances.
+    pub method: String,
+    /// A − B.
+    pub value: f64,
+    /// 95% interval.
+    pub ci: [f64; 2],
+    /// The power-tuning weight (paired only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
+    /// Questions labelled for both (paired only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_labeled: Option<usize>,
+    /// Paired questions without both labels (paired only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_unlabeled: Option<usize>,
+}
+
+/// A − B of the two systems' headline IFSM, when both headlines use one method.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadlineDifference {
+    /// `ppi`, `labels`, `dataset` or `raw` (docs/story.md).
+    pub method: String,
+    /// A − B (`null` where that method gives none, such as an uninformative judge).
+    pub value: Option<f64>,
+    /// 95% interval.
+    pub ci: Option<[f64; 2]>,
+}
+
 /// The corrected differences of one IFSM comparison, one per calibration frame the two systems
 /// share (a frame they do not share is absent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +99,12 @@ pub struct CorrectedDifferences {
     /// Under the calibration of the human labels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human: Option<CorrectedDifference>,
+    /// Prediction-powered, when both systems have human labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ppi: Option<PpiDifference>,
+    /// On the headline, when both systems' headlines share a method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headline: Option<HeadlineDifference>,
 }
 
 impl CorrectedDifferences {
@@ -297,6 +335,38 @@ pub fn corrected_table(suite: &str, comparisons: &[Comparison]) -> Option<DataTa
                 value,
             ]);
         }
+        let interval = |v: f64, [lo, hi]: [f64; 2]| {
+            Cell::RateCi(Estimate {
+                value: v,
+                n: c.n_paired,
+                ci_low: lo,
+                ci_high: hi,
+            })
+        };
+        if let Some(p) = &corrected.ppi {
+            t.push(vec![
+                Cell::Text(c.a.clone()),
+                Cell::Text(c.b.clone()),
+                Cell::Text(format!("PPI++ ({})", p.method)),
+                Cell::rate(c.diff.map(|d| d.value)),
+                Cell::Missing,
+                interval(p.value, p.ci),
+            ]);
+        }
+        if let Some(h) = &corrected.headline {
+            t.push(vec![
+                Cell::Text(c.a.clone()),
+                Cell::Text(c.b.clone()),
+                Cell::Text(format!("headline ({})", h.method)),
+                Cell::rate(c.diff.map(|d| d.value)),
+                Cell::Missing,
+                match (h.value, h.ci) {
+                    (Some(v), Some(ci)) => interval(v, ci),
+                    (Some(v), None) => Cell::Rate(v),
+                    (None, _) => Cell::Text("none".into()),
+                },
+            ]);
+        }
     }
     (!t.rows.is_empty()).then_some(t)
 }
@@ -315,8 +385,13 @@ fn corrected_section(suite: &str, comparisons: &[Comparison], notes: &[String]) 
             "\nThe raw IFSM difference counts the judge's picks; under the judge model both \
              systems' pick rates are (1 - q0) + J x their follow rate, so A - B of the follow \
              rates is the raw difference divided by J (q0 cancels). Interval: delta method over \
-             the paired items (Agresti-Min) and the calibration (Lee et al.'s smoothed J). \
-             Uninformative judge: J's 95% interval reaches 0, and no value is given.\n",
+             the paired items (Agresti-Min) and the calibration (Lee et al.'s smoothed J); only \
+             judged endings are corrected (an empty ending is known not to follow). \
+             Uninformative judge: J's 95% interval reaches 0, and no value is given. PPI++ \
+             (paired): prediction-powered on the per-question differences, from human labels of \
+             both systems on the same questions; (unpaired): the two PPI++ estimates' difference \
+             with the sum of their variances. Headline: the difference of the estimate each run \
+             reports first (docs/story.md), when both use the same method.\n",
         );
     }
     for n in notes {
@@ -430,6 +505,19 @@ mod tests {
             Some(CorrectedDifferences {
                 dataset: Some(corrected(Some(1.0 / 6.0))),
                 human: Some(corrected(None)),
+                ppi: Some(PpiDifference {
+                    method: "paired".into(),
+                    value: 0.12,
+                    ci: [0.02, 0.22],
+                    lambda: Some(0.5),
+                    n_labeled: Some(40),
+                    n_unlabeled: Some(60),
+                }),
+                headline: Some(HeadlineDifference {
+                    method: "ppi".into(),
+                    value: Some(0.12),
+                    ci: Some([0.02, 0.22]),
+                }),
             }),
         )];
         let md = report(&MetricsDoc::new("story"), &board(), &c, 100, &[]);
@@ -439,6 +527,8 @@ mod tests {
         for row in [
             "| A | B | dataset | 10.0 | 0.600 | 16.7 [6.7, 26.7] |",
             "| A | B | human | 10.0 | 0.600 | uninformative judge |",
+            "| A | B | PPI++ (paired) | 10.0 | - | 12.0 [2.0, 22.0] |",
+            "| A | B | headline (ppi) | 10.0 | - | 12.0 [2.0, 22.0] |",
         ] {
             assert!(flat.contains(row), "{md}");
         }

@@ -371,8 +371,8 @@ pub fn headline_section<'a>(
         let part = |name: &str, r: &Option<RateAgreement>| {
             r.as_ref().filter(|r| r.fisher_p < 0.05).map(|r| {
                 format!(
-                    "{name} {} on the dataset calibration ({} of {}) vs {} on the labelled \
-                     endings ({} of {}), Fisher p = {:.2e}",
+                    "{name} = {}% on the dataset calibration ({} of {}) vs {}% on the \
+                     labelled endings ({} of {}), Fisher p = {:.2e}",
                     percent(r.dataset),
                     r.dataset_counted,
                     r.dataset_items,
@@ -388,8 +388,8 @@ pub fn headline_section<'a>(
             .flatten()
             .collect();
         s.push_str(&format!(
-            "\n**The dataset calibration does not describe this judge on these endings** ({}, \
-             rates in %): use the `ppi` estimate (human labels of each model) or the `labels` \
+            "\n**The dataset calibration does not describe this judge on these endings** ({}): \
+             use the `ppi` estimate (human labels of each model) or the `labels` \
              one, not `dataset`.\n",
             parts.join("; ")
         ));

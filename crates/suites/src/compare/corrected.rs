@@ -12,8 +12,10 @@ use crate::ifsm_correction::{corrected_difference_with_empty, entry_counts, Cali
 use crate::settings::StorySettings;
 use scorekit_core::error::{InputError, Result};
 use scorekit_report::compare::{Comparison, CorrectedDifferences};
-use scorekit_report::ifsm_corrected::IfsmCorrected;
+use scorekit_report::compare::{HeadlineDifference, PpiDifference};
+use scorekit_report::ifsm_corrected::{Headline, IfsmCorrected, PpiIfsm};
 use scorekit_report::MetricsDoc;
+use serde_json::Value;
 use std::path::PathBuf;
 
 /// The metric the correction applies to.
@@ -50,13 +52,26 @@ pub struct FrameCalibration {
     pub counts: Option<CalibrationCounts>,
 }
 
-/// A run's calibrations, one per frame that ran (none for other suites or without one).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a story run reports of one group beyond its items: its headline's method and its
+/// prediction-powered estimate.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupEstimates {
+    /// `ifsm_headline.method`.
+    pub headline: Option<String>,
+    /// `ifsm_ppi`.
+    pub ppi: Option<PpiIfsm>,
+}
+
+/// A run's calibrations, one per frame that ran (none for other suites or without one), and
+/// its groups' estimates.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunCalibration {
     /// The dataset frame.
     pub dataset: Option<FrameCalibration>,
     /// The human frame.
     pub human: Option<FrameCalibration>,
+    /// Per group (as in metrics.json), its headline method and PPI estimate.
+    pub groups: std::collections::BTreeMap<String, GroupEstimates>,
 }
 
 impl RunCalibration {
@@ -84,10 +99,44 @@ pub fn story_calibration(doc: &MetricsDoc) -> Result<RunCalibration> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("metrics.json"));
     let recorded = doc.suite_settings::<StorySettings>()?.calibration;
+    let mut groups = std::collections::BTreeMap::new();
+    for (group, value) in &doc.groups {
+        let field = |key: &str| format!("groups.{group}.{key}");
+        let parse = |key: &str| -> Result<Option<Value>> {
+            Ok(value.get(key).filter(|v| !v.is_null()).cloned())
+        };
+        let headline = match parse("ifsm_headline")? {
+            Some(v) => Some(
+                serde_json::from_value::<Headline>(v)
+                    .map_err(|e| InputError {
+                        field: Some(field("ifsm_headline")),
+                        ..InputError::file(&file, format!("not a headline entry: {e}"))
+                    })?
+                    .method,
+            ),
+            None => None,
+        };
+        let ppi = match parse("ifsm_ppi")? {
+            Some(v) => Some(
+                serde_json::from_value::<PpiIfsm>(v).map_err(|e| InputError {
+                    field: Some(field("ifsm_ppi")),
+                    ..InputError::file(&file, format!("not a PPI entry: {e}"))
+                })?,
+            ),
+            None => None,
+        };
+        if headline.is_some() || ppi.is_some() {
+            groups.insert(group.clone(), GroupEstimates { headline, ppi });
+        }
+    }
     let Some(recorded) = recorded else {
-        return Ok(RunCalibration::default());
+        return Ok(RunCalibration {
+            groups,
+            ..RunCalibration::default()
+        });
     };
     let mut out = RunCalibration {
+        groups,
         dataset: recorded.dataset.map(|d| FrameCalibration {
             id: d.key,
             counts: None,
@@ -154,6 +203,7 @@ pub fn attach(
     comparisons: &mut [Comparison],
     systems: &[System],
     run_of: &[usize],
+    group_of: &[&str],
     runs: &[RunInfo],
 ) -> Vec<String> {
     let mut notes = Vec::new();
@@ -168,6 +218,8 @@ pub fn attach(
         let mut corrected = CorrectedDifferences {
             dataset: None,
             human: None,
+            ppi: None,
+            headline: None,
         };
         for frame in Frame::ALL {
             let note = match shared(ra, rb, frame) {
@@ -192,11 +244,139 @@ pub fn attach(
                 notes.push(note);
             }
         }
-        if corrected.dataset.is_some() || corrected.human.is_some() {
+        let (ga, gb) = (
+            ra.calibration.groups.get(group_of[ia]),
+            rb.calibration.groups.get(group_of[ib]),
+        );
+        corrected.ppi = paired_ppi(&systems[ia].1, &systems[ib].1).or_else(|| {
+            unpaired_ppi(
+                ga.and_then(|g| g.ppi.as_ref()),
+                gb.and_then(|g| g.ppi.as_ref()),
+            )
+        });
+        let methods = (
+            ga.and_then(|g| g.headline.as_deref()),
+            gb.and_then(|g| g.headline.as_deref()),
+        );
+        match methods {
+            (Some(ma), Some(mb)) if ma == mb => {
+                corrected.headline = Some(headline_difference(ma, c, &corrected));
+            }
+            (Some(ma), Some(mb)) => {
+                let note = format!(
+                    "No headline IFSM difference between {} and {}: their headlines use different \
+                     methods ({ma} vs {mb}); compare them on a method both have (docs/story.md).",
+                    c.a, c.b
+                );
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            _ => {}
+        }
+        let any = corrected.dataset.is_some()
+            || corrected.human.is_some()
+            || corrected.ppi.is_some()
+            || corrected
+                .headline
+                .as_ref()
+                .is_some_and(|h| h.method != "raw");
+        if any {
             c.corrected = Some(corrected);
         }
     }
     notes
+}
+
+/// A − B on the headline's method: the PPI difference, Lee et al.'s under the labels' or the
+/// dataset's calibration, or the raw paired difference.
+fn headline_difference(
+    method: &str,
+    c: &Comparison,
+    d: &CorrectedDifferences,
+) -> HeadlineDifference {
+    let lee = |x: &Option<scorekit_report::compare::CorrectedDifference>| {
+        x.as_ref().map_or((None, None), |x| (x.value, x.ci))
+    };
+    let (value, ci) = match method {
+        "ppi" => d
+            .ppi
+            .as_ref()
+            .map_or((None, None), |p| (Some(p.value), Some(p.ci))),
+        "labels" => lee(&d.human),
+        "dataset" => lee(&d.dataset),
+        _ => c.diff.map_or((None, None), |x| {
+            (Some(x.value), Some([x.ci_low, x.ci_high]))
+        }),
+    };
+    HeadlineDifference {
+        method: method.to_string(),
+        value,
+        ci,
+    }
+}
+
+/// PPI++ on the paired per-question differences: Y = y_A − y_B where both systems' endings to a
+/// question are labelled (an empty ending counts as y = 0), Ŷ = f_A − f_B, the other paired
+/// questions unlabelled. `None` when no question is labelled for both.
+fn paired_ppi(
+    a: &std::collections::BTreeMap<&'static str, Values>,
+    b: &std::collections::BTreeMap<&'static str, Values>,
+) -> Option<PpiDifference> {
+    use super::observe::{HUMAN, JUDGED};
+    let (fa, fb) = (a.get(METRIC)?, b.get(METRIC)?);
+    let (ha, hb) = (a.get(HUMAN)?, b.get(HUMAN)?);
+    let empty = Values::new();
+    let (ja, jb) = (
+        a.get(JUDGED).unwrap_or(&empty),
+        b.get(JUDGED).unwrap_or(&empty),
+    );
+    // A label, or 0 for an empty ending (known not to follow).
+    let label = |h: &Values, j: &Values, id: &str| match j.get(id) {
+        Some(&judged) if judged == 0.0 => Some(0.0),
+        _ => h.get(id).copied(),
+    };
+    let (mut y, mut yhat, mut unlabeled) = (Vec::new(), Vec::new(), Vec::new());
+    for (id, va) in fa {
+        let Some(vb) = fb.get(id) else { continue };
+        let d = va - vb;
+        // A question is in the labelled sample when at least one ending to it was labelled.
+        let sampled = ha.contains_key(id) || hb.contains_key(id);
+        match (sampled, label(ha, ja, id), label(hb, jb, id)) {
+            (true, Some(la), Some(lb)) => {
+                y.push(la - lb);
+                yhat.push(d);
+            }
+            _ => unlabeled.push(d),
+        }
+    }
+    let est = crate::stats::ppi::ppi_mean(&y, &yhat, &unlabeled, crate::ifsm_correction::Z95)?;
+    Some(PpiDifference {
+        method: "paired".into(),
+        value: est.value,
+        ci: est.ci,
+        lambda: Some(est.lambda),
+        n_labeled: Some(est.n_labeled),
+        n_unlabeled: Some(est.n_unlabeled),
+    })
+}
+
+/// The difference of two PPI++ estimates labelled on different questions: their variances
+/// (from the intervals' half-widths) add up.
+fn unpaired_ppi(a: Option<&PpiIfsm>, b: Option<&PpiIfsm>) -> Option<PpiDifference> {
+    let (a, b) = (a?, b?);
+    let z = crate::ifsm_correction::Z95;
+    let se = |p: &PpiIfsm| (p.ci[1] - p.ci[0]) / (2.0 * z);
+    let value = a.value - b.value;
+    let half = z * (se(a).powi(2) + se(b).powi(2)).sqrt();
+    Some(PpiDifference {
+        method: "unpaired".into(),
+        value,
+        ci: [value - half, value + half],
+        lambda: None,
+        n_labeled: None,
+        n_unlabeled: None,
+    })
 }
 
 /// What two runs share in one frame.

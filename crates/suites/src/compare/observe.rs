@@ -72,6 +72,10 @@ pub const STORY: [MetricSpec; 3] = [
 /// Per story item: 1 when the judge saw the ending, 0 for an empty one (no metric of its own).
 pub const JUDGED: &str = "ifsm_judged";
 
+/// Per labelled story item: its human label (1 = follows; no metric of its own), for the
+/// prediction-powered difference.
+pub const HUMAN: &str = "ifsm_human";
+
 /// Story items by model group. `ifsm` pairs by `question_id` (follow = 1; an empty ending of a
 /// judged run is Not-Follow, 0, as the run counts it). `dissimilarity_macro` pairs by story
 /// (`passage_id`): the story's mean over its pairs, each pair once.
@@ -105,6 +109,16 @@ pub fn story(items: &[story::Item]) -> Result<Observed, DuplicateId> {
                 bit(outcome.verdict().is_some()),
                 line,
             )?;
+            if let Some(h) = it.human_follows {
+                insert(
+                    &mut out,
+                    &it.group,
+                    HUMAN,
+                    it.question_id.clone(),
+                    bit(h),
+                    line,
+                )?;
+            }
             if let Some(j) = outcome.verdict() {
                 insert(
                     &mut out,

@@ -131,7 +131,9 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
             calibration: c,
         })
         .collect();
-    let corrected_notes = corrected::attach(&mut comparisons, &systems, &run_of, &run_infos);
+    let group_of: Vec<&str> = origin.iter().map(|(_, g)| g.as_str()).collect();
+    let corrected_notes =
+        corrected::attach(&mut comparisons, &systems, &run_of, &group_of, &run_infos);
     let board = Leaderboard {
         metrics: suite.metrics.to_vec(),
         rows: systems

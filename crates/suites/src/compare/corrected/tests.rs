@@ -2,7 +2,7 @@
 //! IFSM comparisons of `compare_all`.
 
 use super::*;
-use crate::compare::{compare_all, observe::STORY};
+use crate::compare::{compare_all, observe, observe::STORY};
 use crate::ifsm_correction::{correct, corrected_difference};
 use scorekit_core::shard::Shard;
 use scorekit_report::RunSettings;
@@ -158,7 +158,7 @@ fn attached(
             calibration: &b.0,
         },
     ];
-    let notes = attach(&mut comparisons, &systems, &[0, 1], &runs);
+    let notes = attach(&mut comparisons, &systems, &[0, 1], &["", ""], &runs);
     (comparisons, notes)
 }
 
@@ -169,6 +169,7 @@ fn calibrated(key: &str, c: CalibrationCounts) -> RunCalibration {
             counts: Some(c),
         }),
         human: None,
+        groups: BTreeMap::new(),
     }
 }
 
@@ -276,4 +277,129 @@ fn an_uninformative_judge_is_written_with_null_values() {
         .clone()
         .unwrap();
     assert!(!d.informative && d.value.is_none() && d.ci.is_none());
+}
+
+/// `systems()` with human labels on the first 20 questions of both (A's labels agree with its
+/// verdicts but on 3, B's on all) and an empty ending of B on question 59.
+fn labelled_systems() -> Vec<System> {
+    let mut s = systems();
+    let label = |f: &dyn Fn(usize) -> bool| -> Values {
+        (0..20)
+            .map(|i| (format!("q{i:02}"), f64::from(u8::from(f(i)))))
+            .collect()
+    };
+    s[0].1
+        .insert(observe::HUMAN, label(&|i| (i < 30) != (i < 3)));
+    s[1].1.insert(observe::HUMAN, label(&|i| i < 18));
+    let judged: Values = (0..60)
+        .map(|i| (format!("q{i:02}"), f64::from(u8::from(i != 59))))
+        .collect();
+    s[1].1.insert(observe::JUDGED, judged);
+    s
+}
+
+fn headline_run(method: &str) -> RunCalibration {
+    let mut groups = BTreeMap::new();
+    groups.insert(
+        String::new(),
+        GroupEstimates {
+            headline: Some(method.to_string()),
+            ppi: None,
+        },
+    );
+    RunCalibration {
+        groups,
+        ..RunCalibration::default()
+    }
+}
+
+#[test]
+fn labels_on_the_same_questions_give_the_paired_ppi_difference_and_the_headline() {
+    let systems = labelled_systems();
+    let mut comparisons = compare_all(&systems, &STORY, 50, 3);
+    let (a, b) = (headline_run("ppi"), headline_run("ppi"));
+    let runs = [
+        RunInfo {
+            label: "a",
+            calibration: &a,
+        },
+        RunInfo {
+            label: "b",
+            calibration: &b,
+        },
+    ];
+    let notes = attach(&mut comparisons, &systems, &[0, 1], &["", ""], &runs);
+    assert!(notes.is_empty(), "{notes:?}");
+    let c = comparisons.iter().find(|c| c.metric == "ifsm").unwrap();
+    let got = c.corrected.as_ref().unwrap();
+    let ppi = got.ppi.as_ref().unwrap();
+    assert_eq!(
+        (ppi.method.as_str(), ppi.n_labeled, ppi.n_unlabeled),
+        ("paired", Some(20), Some(40))
+    );
+    // Y = y_A − y_B on q00..q19, Ŷ = f_A − f_B on all 60, directly.
+    let f = |s: &System, i: usize| s.1["ifsm"][&format!("q{i:02}")];
+    let h = |s: &System, i: usize| s.1[observe::HUMAN][&format!("q{i:02}")];
+    let y: Vec<f64> = (0..20)
+        .map(|i| h(&systems[0], i) - h(&systems[1], i))
+        .collect();
+    let yhat: Vec<f64> = (0..20)
+        .map(|i| f(&systems[0], i) - f(&systems[1], i))
+        .collect();
+    let unl: Vec<f64> = (20..60)
+        .map(|i| f(&systems[0], i) - f(&systems[1], i))
+        .collect();
+    let want = crate::stats::ppi::ppi_mean(&y, &yhat, &unl, crate::ifsm_correction::Z95).unwrap();
+    assert_eq!(
+        (ppi.value, ppi.ci, ppi.lambda),
+        (want.value, want.ci, Some(want.lambda))
+    );
+    let head = got.headline.as_ref().unwrap();
+    assert_eq!(
+        (head.method.as_str(), head.value, head.ci),
+        ("ppi", Some(ppi.value), Some(ppi.ci))
+    );
+}
+
+#[test]
+fn headlines_of_different_methods_are_not_compared_and_a_note_says_why() {
+    let systems = systems();
+    let mut comparisons = compare_all(&systems, &STORY, 50, 3);
+    let (a, b) = (headline_run("ppi"), headline_run("dataset"));
+    let runs = [
+        RunInfo {
+            label: "a",
+            calibration: &a,
+        },
+        RunInfo {
+            label: "b",
+            calibration: &b,
+        },
+    ];
+    let notes = attach(&mut comparisons, &systems, &[0, 1], &["", ""], &runs);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("different methods (ppi vs dataset)")),
+        "{notes:?}"
+    );
+    let c = comparisons.iter().find(|c| c.metric == "ifsm").unwrap();
+    assert!(c.corrected.is_none());
+}
+
+#[test]
+fn ppi_estimates_on_different_questions_differ_unpaired_with_their_variances_added() {
+    let p = |value: f64, half: f64| PpiIfsm {
+        value,
+        ci: [value - half, value + half],
+        lambda: 0.5,
+        n_labeled: 30,
+        n_unlabeled: 300,
+        n_empty: 0,
+    };
+    let d = unpaired_ppi(Some(&p(0.6, 0.06)), Some(&p(0.5, 0.08))).unwrap();
+    assert_eq!(d.method, "unpaired");
+    assert!((d.value - 0.1).abs() < 1e-15);
+    assert!((d.ci[1] - d.value - 0.1).abs() < 1e-12, "{d:?}");
+    assert!(unpaired_ppi(None, Some(&p(0.5, 0.1))).is_none());
 }
