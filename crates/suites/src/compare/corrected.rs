@@ -333,7 +333,7 @@ fn paired_ppi(
     );
     // A label, or 0 for an empty ending (known not to follow).
     let label = |h: &Values, j: &Values, id: &str| match j.get(id) {
-        Some(&judged) if judged == 0.0 => Some(0.0),
+        Some(&0.0) => Some(0.0),
         _ => h.get(id).copied(),
     };
     let (mut y, mut yhat, mut unlabeled) = (Vec::new(), Vec::new(), Vec::new());
