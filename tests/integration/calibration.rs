@@ -728,3 +728,91 @@ fn a_letter_judge_is_calibrated_in_the_same_frames_and_rotations() {
         "{report}"
     );
 }
+
+/// Empty endings are known not to follow: a run with 10% empty endings reports, under Lee et
+/// al.'s correction, the judged endings' estimate and interval scaled by the judged share, equal
+/// to a run of the judged endings alone times n_j/n; 0% leaves it as it was, 100% gives 0.
+#[test]
+fn empty_endings_scale_the_corrected_ifsm_instead_of_biasing_it() {
+    let s = setup("bert_mc");
+    let qs = dev();
+    let (mut with_empty, mut judged_only, mut all_empty) =
+        (String::new(), String::new(), String::new());
+    for (k, q) in qs.iter().enumerate() {
+        let ending = q["options"][(k + 1) % 4].clone();
+        let line = json!({"question_id": q["question_id"], "ending": ending, "model": "m"});
+        all_empty += &format!(
+            "{}\n",
+            json!({"question_id": q["question_id"], "ending": "", "model": "m"})
+        );
+        if k % 10 == 0 {
+            with_empty += &format!(
+                "{}\n",
+                json!({"question_id": q["question_id"], "ending": "  ", "model": "m"})
+            );
+        } else {
+            with_empty += &format!("{line}\n");
+            judged_only += &format!("{line}\n");
+        }
+    }
+    let mut runs = Vec::new();
+    for (name, gens) in [
+        ("with", with_empty),
+        ("judged", judged_only),
+        ("none", all_empty),
+    ] {
+        let file = write(&s.root, &format!("{name}.jsonl"), gens);
+        let out = s.root.join(name);
+        let mut c = scorekit();
+        c.args(["story", "--dataset"])
+            .arg(&s.dataset)
+            .arg("--generations")
+            .arg(&file)
+            .arg("--judge")
+            .arg(&s.judge)
+            .arg("--out")
+            .arg(&out)
+            .args(["--skip-embedder", "--quiet", "--bootstrap", "200"])
+            .env("SCOREKIT_CALIBRATION_CACHE", &s.cache);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        runs.push(
+            read_json(&out.join("metrics.json"))["groups"]["m"]["ifsm_corrected"]["dataset"]
+                .clone(),
+        );
+    }
+    let (with, judged, none) = (&runs[0], &runs[1], &runs[2]);
+    let n_empty = qs.len().div_ceil(10);
+    let n_judged = qs.len() - n_empty;
+    assert_eq!(
+        (with["n_judged"].as_u64(), with["n_empty"].as_u64()),
+        (Some(n_judged as u64), Some(n_empty as u64))
+    );
+    assert_eq!(judged["n_empty"], 0);
+    let share = n_judged as f64 / qs.len() as f64;
+    let scaled = |v: &Value| v.as_f64().unwrap() * share;
+    assert_eq!(
+        with["value"].as_f64(),
+        Some(scaled(&judged["value"])),
+        "{with} {judged}"
+    );
+    assert_eq!(
+        with["unclipped"].as_f64(),
+        Some(scaled(&judged["unclipped"]))
+    );
+    for i in 0..2 {
+        assert_eq!(
+            with["ci"][i].as_f64(),
+            Some(scaled(&judged["ci"][i])),
+            "{with}"
+        );
+    }
+    // The judge's calibration is the same in all three runs.
+    assert_eq!(with["J"], judged["J"]);
+    // Every ending empty: exactly 0, no uncertainty.
+    assert_eq!(
+        (none["value"].as_f64(), none["n_judged"].as_u64()),
+        (Some(0.0), Some(0))
+    );
+    assert_eq!(none["ci"], json!([0.0, 0.0]));
+}
