@@ -45,6 +45,19 @@ pub fn model_device(command: &Command) -> Option<&DeviceSpec> {
     }
 }
 
+/// `--quiet` of a command that loads a model: the CPU note is then not printed.
+fn quiet(command: &Command) -> bool {
+    match command {
+        Command::Story(a) => a.output.quiet,
+        Command::Grasp(a) => a.output.quiet,
+        Command::Muse(a) => a.output.quiet,
+        Command::Embed(a) => a.quiet,
+        Command::Judge(JudgeCommand::Train(a)) => a.quiet,
+        Command::Judge(JudgeCommand::Eval(a)) => a.output.quiet,
+        _ => false,
+    }
+}
+
 /// What this binary finds for a hand-over: the driver and the CUDA binary, each found or why not.
 #[derive(Debug, Clone)]
 pub struct Probe {
@@ -117,23 +130,35 @@ pub fn hand_over_if_wanted(command: &Command) -> Result<()> {
                 .map(|p| p.display().to_string())
                 .unwrap_or_else(|_| CUDA_BIN_NAME.into())
         );
-        return cpu_or_refuse(spec, &why);
+        return cpu_or_refuse(spec, &why, &why, quiet(command));
     }
     let probe = Probe::run();
     match probe.target() {
         Some(bin) => Err(exec(bin)),
-        None => cpu_or_refuse(spec, &probe.missing()),
+        None => {
+            // A machine without the driver is the common CPU node: one short line. A node with
+            // the driver but no CUDA binary has a GPU going unused: the whole reason.
+            let short = match probe.driver {
+                Err(_) => "no NVIDIA driver; `scorekit doctor` says what a GPU run needs".into(),
+                Ok(()) => probe.missing(),
+            };
+            cpu_or_refuse(spec, &probe.missing(), &short, quiet(command))
+        }
     }
 }
 
-fn cpu_or_refuse(spec: &DeviceSpec, why: &str) -> Result<()> {
+/// With `--device cuda`, exit 2 naming `why`; with `--device auto`, run on the CPU saying so in
+/// one line (`note`), not at all with `--quiet`.
+fn cpu_or_refuse(spec: &DeviceSpec, why: &str, note: &str, quiet: bool) -> Result<()> {
     match spec.kind {
         DeviceKind::Cuda => Err(Error::usage(format!(
             "--device {spec}: this is scorekit's CPU build and it cannot hand the command to the \
              CUDA build: {why}"
         ))),
         _ => {
-            eprintln!("scorekit: --device auto runs on the CPU: {why}");
+            if !quiet {
+                eprintln!("scorekit: --device auto runs on the CPU ({note})");
+            }
             Ok(())
         }
     }

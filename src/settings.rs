@@ -6,11 +6,13 @@ use crate::cli::{GraspArgs, MintArgs, ModelArgs, OutputArgs};
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
 use scorekit_suites::grasp::input as grasp_input;
+use scorekit_suites::mint::checkers::Tolerance;
 use scorekit_suites::mint::run::{MintOptions, PinnedPart};
 use std::path::Path;
 
-/// The output flags every scoring command takes, as the suites' run loop reads them.
-pub fn run_options(args: &OutputArgs) -> RunOptions {
+/// The output flags every scoring command takes, as the suites' run loop reads them; `--out` is
+/// checked here, before any model loads (a finished run there needs `--force`).
+pub fn run_options(args: &OutputArgs) -> Result<RunOptions> {
     let OutputArgs {
         out,
         force,
@@ -20,7 +22,8 @@ pub fn run_options(args: &OutputArgs) -> RunOptions {
         seed,
         shard,
     } = args;
-    RunOptions {
+    scorekit_report::OutputDir::check(out, *force)?;
+    Ok(RunOptions {
         out: out.clone(),
         force: *force,
         json: *json,
@@ -28,7 +31,7 @@ pub fn run_options(args: &OutputArgs) -> RunOptions {
         bootstrap: *bootstrap,
         seed: *seed,
         shard: *shard,
-    }
+    })
 }
 
 /// A dataset argument resolved: the file to read, and the pinned dataset it came from
@@ -52,6 +55,15 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
         offline,
         output,
     } = args;
+    // The tolerance decides only the re-check: without it the stored flags are read, and a
+    // non-default tolerance would silently change nothing.
+    if *tolerance != Tolerance::Head && !(*recheck || *exec_code) {
+        return Err(scorekit_core::error::Error::usage(format!(
+            "--tolerance {}: the tolerance applies to the re-check only (without --recheck the \
+             stored success flags are read as they are); add --recheck",
+            tolerance.name()
+        )));
+    }
     // `--outputs mint:gpt-3.5-turbo-0613` names pinned upstream data (scorekit data).
     let input = dataset(outputs, *offline, output.quiet)?;
     let jobs = jobs.unwrap_or_else(|| {
@@ -70,13 +82,13 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
         exec_memory_mib: *exec_memory,
         jobs,
         timings: *timings,
-        run: run_options(output),
+        run: run_options(output)?,
     })
 }
 
 /// `scorekit grasp`'s flags as the GRASP pipeline reads them, and the model flags, which the
 /// command's model runtime reads (it loads the `--semantic` embedder).
-pub fn grasp(args: GraspArgs) -> (grasp_input::Settings, ModelArgs) {
+pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
     let GraspArgs {
         responses,
         labels,
@@ -96,7 +108,7 @@ pub fn grasp(args: GraspArgs) -> (grasp_input::Settings, ModelArgs) {
         semantic,
         allow_unknown_scenes,
         embedder,
-        out: run_options(&output),
+        out: run_options(&output)?,
     };
-    (settings, model)
+    Ok((settings, model))
 }

@@ -11,7 +11,7 @@ use scorekit_suites::grasp::run::{self as grasp_run, SemanticModel};
 
 /// Run `scorekit grasp`.
 pub fn run(args: GraspArgs) -> Result<()> {
-    let (settings, model) = settings::grasp(args);
+    let (settings, model) = settings::grasp(args)?;
     let quiet = settings.out.quiet;
     let embedder = settings.embedder.clone();
     // Loaded only by a --semantic run, once its results file was read and checked.

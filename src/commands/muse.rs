@@ -22,7 +22,7 @@ pub fn run(args: MuseArgs) -> Result<()> {
         model,
         output,
     } = args;
-    let out = settings::run_options(&output);
+    let out = settings::run_options(&output)?;
     // `--queries muse` names pinned upstream data (scorekit data).
     let dataset = settings::dataset(&queries, model.offline, out.quiet)?;
     let inputs = MuseInputs {

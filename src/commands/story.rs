@@ -32,7 +32,7 @@ use std::collections::HashSet;
 pub fn run(mut args: StoryArgs) -> Result<()> {
     let dataset = settings::dataset(&args.dataset, args.model.offline, args.output.quiet)?;
     args.dataset = dataset.path.clone();
-    let out = &settings::run_options(&args.output);
+    let out = &settings::run_options(&args.output)?;
     let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
     let checked = story::check(&questions, &generations);

@@ -816,3 +816,30 @@ fn empty_endings_scale_the_corrected_ifsm_instead_of_biasing_it() {
     );
     assert_eq!(none["ci"], json!([0.0, 0.0]));
 }
+
+/// A refused `--out` costs nothing: a folder holding a finished run is refused before any model
+/// loads (here the judge does not even exist) and the message names the folder, not the model.
+#[test]
+fn a_finished_out_folder_is_refused_before_the_models_load() {
+    let s = setup("bert_mc");
+    story(&s, "done", &["--no-calibration"]);
+    let o = scorekit()
+        .args(["story", "--dataset"])
+        .arg(&s.dataset)
+        .arg("--generations")
+        .arg(&s.gens)
+        .args([
+            "--judge",
+            "/no/such/judge",
+            "--skip-embedder",
+            "--quiet",
+            "--out",
+        ])
+        .arg(s.root.join("done"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("already holds results"), "{err}");
+    assert!(!err.contains("/no/such/judge"), "{err}");
+}

@@ -176,9 +176,19 @@ fn without_the_driver_cuda_exits_two_naming_it_and_auto_runs_on_the_cpu() {
     let o = run_with(&args, None, Some(&f.stand_in()));
     let err = stderr(&o);
     assert_eq!(err.matches("runs on the CPU").count(), 1, "{err}");
+    // Short: the common CPU node is told in one line where to look, not the whole reason.
+    let note = err.lines().find(|l| l.contains("runs on the CPU")).unwrap();
+    assert!(
+        note.len() < 120 && note.contains("scorekit doctor"),
+        "{note}"
+    );
     assert!(err.contains("sentences with spaces.txt"), "{err}");
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(f.recorded().is_none(), "the stand-in must not run");
+    // --quiet: no note at all.
+    args.push("--quiet");
+    let o = run_with(&args, None, Some(&f.stand_in()));
+    assert!(!stderr(&o).contains("runs on the CPU"), "{}", stderr(&o));
 }
 
 #[test]

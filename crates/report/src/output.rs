@@ -79,6 +79,26 @@ impl OutputDir {
         })
     }
 
+    /// The checks [`OutputDir::resume`] makes that need no run identity, made before any model
+    /// loads so that a refused `--out` costs nothing: `path` is not a file, and a finished run
+    /// there (metrics.json) needs `force`. Writes nothing.
+    pub fn check(path: &Path, force: bool) -> Result<()> {
+        if path.exists() && !path.is_dir() {
+            return Err(Error::usage(format!(
+                "--out {}: exists and is not a folder",
+                path.display()
+            )));
+        }
+        if !force && path.join(METRICS_FILE).exists() {
+            return Err(Error::usage(format!(
+                "--out {}: already holds results ({METRICS_FILE}); choose another folder or pass \
+                 --force to overwrite",
+                path.display()
+            )));
+        }
+        Ok(())
+    }
+
     /// Prepare `path` for a run that can be resumed.
     ///
     /// - a folder with a finished run (metrics.json) is refused unless `force`, as

@@ -164,33 +164,49 @@ pub fn report(
     results: &BTreeMap<String, (GroupMetrics, Counts)>,
     coverage: &BTreeMap<String, Coverage>,
     table: &str,
+    warnings: &[String],
+    facts: &StoryFacts,
 ) -> String {
     let mut s = String::from("# Possible Stories: IFSM and Dissimilarity\n\n");
-    let agreement: Option<ifsm_corrected::CalibrationAgreement> = doc
-        .metrics
-        .get("calibration_agreement")
-        .and_then(|v| serde_json::from_value(v.clone()).ok());
     let first = ifsm_corrected::headline_section(
         results
             .iter()
             .map(|(name, (m, _))| (name.as_str(), &m.ifsm, m.ifsm_headline.as_ref())),
-        agreement.as_ref(),
+        facts.agreement.as_ref(),
     );
     if !first.is_empty() {
         s.push_str(&first);
+    }
+    if !warnings.is_empty() {
+        s.push_str("## Warnings\n\n");
+        for w in warnings {
+            s.push_str(&format!("- {w}\n"));
+        }
+        s.push('\n');
+    }
+    if !first.is_empty() || !warnings.is_empty() {
         s.push_str("## Metrics per model\n\n");
     }
     s.push_str(table);
-    s.push_str(
-        "\nIFSM: share of generated endings the judge picks when the ending replaces the gold \
-         option; an empty ending counts as Not-Follow (in IFSM's n, never sent to the judge). \
-         Judge acc. / consist.: the judge on the human options of the same questions \
-         (its ceiling; consistency = stories with every question right). Coverage: dataset \
-         questions with an ending of the model. Intervals: 95% bootstrap.\n\n## Models\n\n",
-    );
-    for m in &doc.models {
+    s.push_str(&explanation(facts));
+    s.push_str("\n## Models\n\n");
+    // A story run records the judge, then the embedder (each when it runs).
+    let roles: Vec<&str> = [
+        facts.judge.as_ref().map(|_| "judge"),
+        facts.embedder.as_ref().map(|_| "embedder"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let labelled = roles.len() == doc.models.len();
+    for (i, m) in doc.models.iter().enumerate() {
+        let role = if labelled {
+            format!("{}: ", roles[i])
+        } else {
+            String::new()
+        };
         s.push_str(&format!(
-            "- {} @ {} (sha256 {})\n",
+            "- {role}{} @ {} (sha256 {})\n",
             m.id, m.revision, m.sha256
         ));
     }
@@ -253,6 +269,160 @@ pub fn report(
                 }
             ));
         }
+    }
+    s
+}
+
+/// What the warnings of a story run rest on beyond its metrics.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoryFacts {
+    /// Per group, judged endings that scored exactly as an option in a lower slot: ties go to
+    /// the lowest slot, so such an ending is never picked.
+    pub lower_ties: BTreeMap<String, usize>,
+    /// The dataset calibration's rates against the human labels', when both ran.
+    pub agreement: Option<ifsm_corrected::CalibrationAgreement>,
+    /// The judge as named on the command line, when it ran.
+    pub judge: Option<String>,
+    /// The embedder as named on the command line, when it ran.
+    pub embedder: Option<String>,
+}
+
+/// Every warning a reader of a story run must see, in the order report.md gives them (its
+/// "Warnings" section) and the terminal prints them: an uninformative judge, a dataset
+/// calibration that the labels contradict, a judge below chance on the human options, a model
+/// below chance (with the likely cause when ties show it), missing questions.
+pub fn warnings(
+    results: &BTreeMap<String, (GroupMetrics, Counts)>,
+    coverage: &BTreeMap<String, Coverage>,
+    facts: &StoryFacts,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    // The calibration does not depend on the model: the first group with one speaks for all.
+    let calibrated = results
+        .values()
+        .find_map(|(m, _)| m.ifsm_corrected.as_ref().filter(|c| !c.is_empty()));
+    if let Some(c) = calibrated {
+        for (name, e) in c.sources() {
+            if !e.informative {
+                out.push(format!(
+                    "This judge cannot measure IFSM on this dataset ({name} calibration): J = \
+                     {:.3}, its 95% interval [{:.3}, {:.3}] reaches 0, so no corrected value is \
+                     given; choose a judge by its J (`scorekit judge eval`).",
+                    e.j, e.j_ci[0], e.j_ci[1]
+                ));
+            }
+        }
+    }
+    if facts.agreement.as_ref().is_some_and(|a| a.differs()) {
+        out.push(
+            "The dataset calibration does not describe this judge on these endings (Fisher \
+             p < 0.05 against the human labels): use the `ppi` or `labels` estimate, not \
+             `dataset`."
+                .into(),
+        );
+    }
+    // The judge's ceiling is the same items for every group: say it once.
+    if let Some((m, _)) = results.values().find(|(m, _)| m.judge_accuracy.is_some()) {
+        if let (Some(acc), Some(chance)) = (m.judge_accuracy, m.chance) {
+            if acc.value < chance {
+                out.push(format!(
+                    "The judge is below chance on the human options: accuracy {}% < chance {}%; \
+                     its IFSM verdicts carry no information.",
+                    percent(acc.value),
+                    percent(chance)
+                ));
+            }
+        }
+    }
+    for (name, (m, _)) in results {
+        let (Some(ifsm), Some(chance)) = (m.ifsm, m.chance) else {
+            continue;
+        };
+        if ifsm.value >= chance {
+            continue;
+        }
+        let mut line = format!(
+            "{name}: IFSM {}% is below chance ({}%).",
+            percent(ifsm.value),
+            percent(chance)
+        );
+        let ties = facts.lower_ties.get(name).copied().unwrap_or(0);
+        if ties > 0 {
+            line.push_str(&format!(
+                " In {ties} of its {} judged endings the judge scored the ending exactly as an \
+                 option in a lower slot (the same text, most likely), and ties go to the lowest \
+                 slot: those endings are never picked.",
+                m.items
+            ));
+        }
+        out.push(line);
+    }
+    for (name, c) in coverage.iter().filter(|(_, c)| c.missing > 0) {
+        out.push(format!(
+            "{name}: {} of {} dataset question(s) have no ending (coverage {}%); its metrics \
+             are over the answered ones.",
+            c.missing,
+            c.questions,
+            c.coverage.map(percent).unwrap_or_else(|| "n/a".into())
+        ));
+    }
+    out
+}
+
+/// What a story run prints on stdout: the metrics table, the headline per model (raw IFSM and
+/// the estimate to publish, with its method) and every warning, as report.md leads with them.
+pub fn terminal(
+    results: &BTreeMap<String, (GroupMetrics, Counts)>,
+    table: &str,
+    warnings: &[String],
+) -> String {
+    let mut s = table.to_string();
+    let headlines: Vec<_> = results
+        .iter()
+        .filter_map(|(name, (m, _))| m.ifsm_headline.as_ref().map(|h| (name, m, h)))
+        .collect();
+    if !headlines.is_empty() {
+        s.push_str("\nHeadline IFSM % (raw -> headline, method; docs/story.md):\n");
+        for (name, m, h) in headlines {
+            s.push_str(&format!(
+                "  {name}: {} -> {} ({})\n",
+                est(&m.ifsm),
+                h.shown(),
+                h.method
+            ));
+        }
+    }
+    for w in warnings {
+        s.push_str(&format!("\nwarning: {w}\n"));
+    }
+    s
+}
+
+/// report.md's "what these numbers are" block under the first table: each column in a line,
+/// the tie rule, and the models with their roles.
+fn explanation(facts: &StoryFacts) -> String {
+    let mut s = String::from(
+        "\n### What these numbers are\n\n\
+         - **IFSM**: share of a model's endings the judge picks when the ending replaces the gold \
+         option of its question (instruction following); an empty ending counts as not picked, \
+         without the judge. Ties between option scores go to the lowest slot.\n\
+         - **judge acc. / consist.**: the judge on the human options of the same questions, its \
+         ceiling; consistency is the share of stories with every question right.\n\
+         - **chance**: what a judge picking uniformly among the four options scores (25%).\n\
+         - **coverage**: dataset questions with an ending of the model; **scored**, **empty**: \
+         its endings scored and empty; **not scored**: endings of unknown questions or a second \
+         ending for one question (listed in items.jsonl).\n\
+         - **Dissim. micro / macro**: Dissimilarity, 1 − cos of the embedder's vectors of two \
+         endings of the same story, averaged over all pairs (micro) or first per story, then \
+         over stories (macro); a story with fewer than two scored endings has no pair.\n\
+         - Intervals: 95% bootstrap over items (IFSM, accuracy), stories (consistency, macro) \
+         or pairs (micro).\n",
+    );
+    if let Some(j) = &facts.judge {
+        s.push_str(&format!("- The judge (IFSM, the ceiling): `{j}`.\n"));
+    }
+    if let Some(e) = &facts.embedder {
+        s.push_str(&format!("- The embedder (Dissimilarity): `{e}`.\n"));
     }
     s
 }

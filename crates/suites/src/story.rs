@@ -525,6 +525,27 @@ pub fn judged_counts(items: &[Item]) -> BTreeMap<String, JudgedCounts> {
     out
 }
 
+/// Per group, judged endings the judge scored exactly as an option in a lower slot: ties go to
+/// the lowest slot, so such an ending is not picked (most likely the ending is that option's
+/// text). Scoring judges only (a letter judge has no scores).
+pub fn lower_ties(items: &[Item]) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for it in items.iter().filter(|i| i.status == Status::Scored) {
+        let (Some(v), Some(gold)) = (it.judge.as_ref().and_then(Outcome::verdict), it.gold_label)
+        else {
+            continue;
+        };
+        let tied = match (v.judge_pick, v.judge_scores.get(gold)) {
+            (Some(p), Some(ending)) if p < gold => v.judge_scores.get(p) == Some(ending),
+            _ => false,
+        };
+        if tied {
+            *out.entry(it.group.clone()).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
 /// Metrics and status counts per result group, from items alone (in row order): what `scorekit
 /// story` and `scorekit merge` both report.
 pub fn summarize(

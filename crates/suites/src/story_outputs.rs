@@ -96,7 +96,26 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     }
     let table = report::story::table(&results, &coverage);
     let letter = settings.letter_protocol();
-    let report = report::story::report(doc, letter.as_ref(), &results, &coverage, &table);
+    let facts = report::story::StoryFacts {
+        lower_ties: story::lower_ties(items),
+        agreement: doc
+            .metrics
+            .get(AGREEMENT_KEY)
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        judge: settings.judge.clone(),
+        embedder: settings.embedder.clone(),
+    };
+    let warnings = report::story::warnings(&results, &coverage, &facts);
+    let report = report::story::report(
+        doc,
+        letter.as_ref(),
+        &results,
+        &coverage,
+        &table,
+        &warnings,
+        &facts,
+    );
+    let table = report::story::terminal(&results, &table, &warnings);
     Ok(Outputs {
         report,
         table,
