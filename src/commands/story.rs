@@ -20,6 +20,7 @@ use scorekit_suites::story_calibration::ask::FrameJudge;
 use scorekit_suites::story_calibration::label_set::{self, LabelSet};
 use scorekit_suites::story_calibration::labels;
 use scorekit_suites::story_calibration::memo::Memo;
+use scorekit_suites::story_calibration::summary::CalibrationSummary;
 use scorekit_suites::story_checks;
 use scorekit_suites::story_outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
 use scorekit_suites::story_plan::{LetterPlan, Models};
@@ -124,7 +125,12 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     score(&mut run, &scoring, judge.as_ref(), embedder.as_ref(), &args)?;
     let done = run.finish(&mut doc, files)?;
     if let Some(n) = args.label_sample {
+        let rates = CalibrationSummary::read(&doc)?.and_then(|c| {
+            let counts = c.dataset.map(|d| d.counts).or(c.human.map(|h| h.counts))?;
+            Some((counts.q0()?, counts.q1()?))
+        });
         let sample = LabelSample {
+            rates,
             questions: &questions,
             scope: &scope,
             n,
@@ -409,6 +415,9 @@ fn calibration_labels(
 
 /// What `--label-sample N` draws from.
 struct LabelSample<'a> {
+    /// The judge's q0 and q1 on the run's calibration (the dataset's, else the labels'), for
+    /// the number of labels it would take.
+    rates: Option<(f64, f64)>,
     questions: &'a [Question],
     scope: &'a [&'a str],
     n: usize,
@@ -433,6 +442,12 @@ fn write_label_sample(
         s.scope.len(),
         path.display()
     );
+    if let Some((q0, q1)) = s.rates {
+        eprintln!(
+            "{}",
+            scorekit_report::ifsm_corrected::LabelsNeeded::of(q0, q1).sentence()
+        );
+    }
     Ok(())
 }
 

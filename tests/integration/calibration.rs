@@ -319,7 +319,7 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
     let ann_says = |i: usize| picked[i] != (i % 7 == 3);
     let ann = labels_file(&s, "ann.jsonl", "ann", 40, &ann_says);
     let ann_yes = (0..40).filter(|&i| ann_says(i)).count();
-    story(
+    let err = story(
         &s,
         "labels",
         &[
@@ -331,6 +331,11 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
             "--seed",
             "3",
         ],
+    );
+    // The sample's stderr says how many labels would settle the judge.
+    assert!(
+        err.contains("to_label.jsonl: 100 ending(s)") && err.contains("Labels needed"),
+        "{err}"
     );
     let out = s.root.join("labels");
     let m = read_json(&out.join("metrics.json"));

@@ -335,8 +335,96 @@ pub fn section<'a>(
                  reports J).\n"
             ));
         }
+        s.push_str(&format!(
+            "  - {}\n",
+            LabelsNeeded::of(c.q0, c.q1).sentence()
+        ));
     }
     s
+}
+
+/// z = Φ⁻¹(0.975), as the suites' estimators use it.
+const Z95: f64 = 1.959_963_984_540_054_3;
+
+/// How many human labels would settle a judge, from its error rates q0, q1 (a planning figure:
+/// the rates as measured taken for the truth, a balanced sample, θ = 0.5, the worst case for
+/// an interval's width).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LabelsNeeded {
+    /// Labelled endings (half following) that bring J's Agresti–Caffo interval above 0; `None`
+    /// when J ≤ 0 (no number of labels shows a judge worse than chance to be informative).
+    pub j_above_zero: Option<usize>,
+    /// Labelled endings per model for a PPI++ estimate of ±5 points, the judge's verdicts on
+    /// the model's other endings doing the rest.
+    pub ppi_pm5: usize,
+    /// The same with the labels alone.
+    pub alone_pm5: usize,
+}
+
+impl LabelsNeeded {
+    /// The figures for a judge of specificity `q0` and sensitivity `q1`.
+    pub fn of(q0: f64, q1: f64) -> LabelsNeeded {
+        let theta = 0.5;
+        let j = q0 + q1 - 1.0;
+        let lower = |m: usize| {
+            // Half the labels positives, half negatives, counted at the measured rates.
+            let half = m as f64 / 2.0;
+            let s0 = (q0 * half + 1.0) / (half + 2.0);
+            let s1 = (q1 * half + 1.0) / (half + 2.0);
+            let se = (s0 * (1.0 - s0) / (half + 2.0) + s1 * (1.0 - s1) / (half + 2.0)).sqrt();
+            s0 + s1 - 1.0 - Z95 * se
+        };
+        let j_above_zero = (j > 0.0).then(|| {
+            // The lower bound grows with m: double, then halve the bracket.
+            let (mut lo, mut hi) = (2usize, 2usize);
+            while lower(hi) <= 0.0 && hi < 1 << 40 {
+                lo = hi;
+                hi *= 2;
+            }
+            while hi - lo > 2 {
+                let mid = (lo + hi) / 2 / 2 * 2;
+                if lower(mid) > 0.0 {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+            hi
+        });
+        let width = 0.05 / Z95;
+        let var = theta * (1.0 - theta);
+        // PPI++ with many unlabelled endings and λ tuned: Var = θ(1 − θ)(1 − ρ²)/n, ρ the
+        // correlation of the label and the verdict: Cov = θ(1 − θ)·J, Var(verdict) = p(1 − p)
+        // with p = J·θ + 1 − q0.
+        let p = j * theta + 1.0 - q0;
+        let rho2 = if j > 0.0 && p > 0.0 && p < 1.0 {
+            (var * j * j / (p * (1.0 - p))).min(1.0)
+        } else {
+            0.0
+        };
+        LabelsNeeded {
+            j_above_zero,
+            ppi_pm5: (var * (1.0 - rho2) / (width * width)).ceil() as usize,
+            alone_pm5: (var / (width * width)).ceil() as usize,
+        }
+    }
+
+    /// One sentence for report.md and stderr.
+    pub fn sentence(&self) -> String {
+        let j = match self.j_above_zero {
+            Some(m) => format!(
+                "about {m} labelled endings (half of them following) would bring J's interval \
+                 above 0"
+            ),
+            None => "no number of labels brings J's interval above 0 (J ≤ 0)".to_string(),
+        };
+        format!(
+            "Labels needed, taking these rates for the truth: {j}; about {} labelled endings per \
+             model give a PPI++ estimate of ±5 points ({} with the labels alone; θ = 0.5, the \
+             widest case).",
+            self.ppi_pm5, self.alone_pm5
+        )
+    }
 }
 
 /// report.md's first section: per model raw IFSM and the headline estimate with its method,
@@ -442,4 +530,34 @@ pub fn ppi_section<'a>(rows: impl IntoIterator<Item = (&'a str, Option<&'a PpiIf
          endings. Empty endings count as not following, outside the sample.\n",
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_needed_follow_the_formulas() {
+        // Labels alone: z²·0.25/0.05² = 384.1 → 385.
+        let perfect = LabelsNeeded::of(1.0, 1.0);
+        assert_eq!(perfect.alone_pm5, 385);
+        // A perfect judge: ρ = 1, the judge does all the work.
+        assert_eq!(perfect.ppi_pm5, 0);
+        // J = 0.6 (q0 = 0.7, q1 = 0.9): p = 0.6; ρ² = 0.25·0.36/0.24 = 0.375.
+        let good = LabelsNeeded::of(0.7, 0.9);
+        assert_eq!(good.ppi_pm5, (384.1459 * 0.625_f64).ceil() as usize);
+        // A weaker judge needs more labels to show J > 0, and none suffice at J ≤ 0.
+        let weak = LabelsNeeded::of(0.55, 0.5);
+        assert!(weak.j_above_zero.unwrap() > good.j_above_zero.unwrap());
+        assert_eq!(LabelsNeeded::of(0.5, 0.5).j_above_zero, None);
+        // The figure is the smallest even m whose Agresti–Caffo lower bound is above 0.
+        let m = good.j_above_zero.unwrap();
+        let lower = |m: f64| {
+            let h = m / 2.0;
+            let (s0, s1) = ((0.7 * h + 1.0) / (h + 2.0), (0.9 * h + 1.0) / (h + 2.0));
+            s0 + s1 - 1.0 - Z95 * (s0 * (1.0 - s0) / (h + 2.0) + s1 * (1.0 - s1) / (h + 2.0)).sqrt()
+        };
+        assert!(lower(m as f64) > 0.0 && lower(m as f64 - 2.0) <= 0.0, "{m}");
+        assert!(weak.sentence().contains("±5 points"));
+    }
 }

@@ -307,8 +307,11 @@ pub fn warnings(
                 out.push(format!(
                     "This judge cannot measure IFSM on this dataset ({name} calibration): J = \
                      {:.3}, its 95% interval [{:.3}, {:.3}] reaches 0, so no corrected value is \
-                     given; choose a judge by its J (`scorekit judge eval`).",
-                    e.j, e.j_ci[0], e.j_ci[1]
+                     given; choose a judge by its J (`scorekit judge eval`). {}",
+                    e.j,
+                    e.j_ci[0],
+                    e.j_ci[1],
+                    ifsm_corrected::LabelsNeeded::of(e.q0, e.q1).sentence()
                 ));
             }
         }
