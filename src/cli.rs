@@ -10,9 +10,49 @@ use scorekit_suites::letter::ShotAnswers;
 use scorekit_suites::mint::checkers::Tolerance;
 use std::path::PathBuf;
 
+/// The headings that group the options in `--help`. Every option has one (a flattened struct
+/// names its own once, every other field its own), so none falls under clap's "Options" beside
+/// `--help`/`--version`, and none inherits a heading left over from a flattened struct.
+pub mod heading {
+    /// What is read: datasets, results, runs, and whether the network may be used to get them.
+    pub const INPUT: &str = "Input";
+    /// The judge of a story run or a judge command.
+    pub const JUDGE: &str = "Judge";
+    /// A Flan-T5 (letter) judge's prompt: demonstrations and option orders.
+    pub const LETTER: &str = "Letter-judge options";
+    /// The sentence embedder.
+    pub const EMBEDDER: &str = "Embedder";
+    /// The model `scorekit bench` measures.
+    pub const MODEL: &str = "Model";
+    /// The judge's calibration, human labels and the label sample.
+    pub const CALIBRATION: &str = "Calibration and labels";
+    /// How a suite scores (rules, re-checks, executions).
+    pub const SCORING: &str = "Scoring";
+    /// What `scorekit bench` times and how often.
+    pub const MEASUREMENT: &str = "Measurement";
+    /// The training recipe of `scorekit judge train`.
+    pub const TRAINING: &str = "Training";
+    /// What `scorekit doctor` checks.
+    pub const CHECKS: &str = "Checks";
+    /// Device, float types, int8, engines, batches.
+    pub const DEVICE: &str = "Device and precision";
+    /// Where results go and how they are printed, intervals and shards.
+    pub const OUTPUT: &str = "Output";
+}
+use heading::*;
+
 /// Offline scorer for LLM evaluation suites: Possible Stories, GRASP, MuSE and MINT.
 #[derive(Debug, Parser)]
-#[command(name = "scorekit", version, about, long_about = None, propagate_version = true)]
+// Help wraps at 100 columns at most (every subcommand inherits it), so it reads the same in any
+// terminal wider than that; tests/integration/help.rs snapshots it at 100.
+#[command(
+    name = "scorekit",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]
@@ -29,7 +69,10 @@ pub enum Command {
     Story(StoryArgs),
     /// Score GRASP responses: yes/no and open-ended answer accuracy per test.
     #[command(
-        after_help = "Example:\n  scorekit grasp --responses results.csv --test level1-binary --out out/grasp"
+        after_help = "Only the last turn of a response is scored: the text after its last `<SEP>` (`No<SEP>Yes`\n\
+                      answers yes; `Yes<SEP>` leaves an empty last turn, which is invalid).\n\
+                      A sample responses file: data/grasp/sample-responses.csv\n\n\
+                      Example:\n  scorekit grasp --responses results.csv --test level1-binary --out out/grasp"
     )]
     Grasp(GraspArgs),
     /// Score MuSE plans: Task Selection, Flow of Thought, Final Output.
@@ -79,15 +122,15 @@ pub enum Command {
 /// `scorekit doctor`.
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    /// Print the report as one JSON object.
-    #[arg(long)]
-    pub json: bool,
     /// Report as for an offline run (also HF_HUB_OFFLINE=1; the doctor never uses the network).
-    #[arg(long)]
+    #[arg(long, help_heading = CHECKS)]
     pub offline: bool,
     /// Also check the sha256 of every cached file of the shipped model manifests (reads them all).
-    #[arg(long)]
+    #[arg(long, help_heading = CHECKS)]
     pub verify: bool,
+    /// Print the report as one JSON object.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
 }
 
 /// `scorekit judge ...`.
@@ -108,118 +151,144 @@ pub enum JudgeCommand {
 /// `scorekit judge train`.
 #[derive(Debug, Args)]
 pub struct JudgeTrainArgs {
+    // Fields in the order of their help headings (the order clap shows them in).
     /// The checkpoint to start from: Hub id[@rev], manifest name or folder.
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", help_heading = INPUT)]
     pub base: String,
     /// Training questions, JSONL: Possible Stories or RACE lines (detected per line).
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true, help_heading = INPUT)]
     pub train: Vec<PathBuf>,
     /// Dev questions for evaluation, best-checkpoint choice and early stopping.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub dev: Option<PathBuf>,
-    /// Output folder (a Hugging Face model folder plus training.json and report.md).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    /// Never touch the network (also HF_HUB_OFFLINE=1).
+    #[arg(long, help_heading = INPUT)]
+    pub offline: bool,
     /// Epochs.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, help_heading = TRAINING)]
     pub epochs: u64,
     /// Optimiser steps in all (overrides --epochs).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = TRAINING,
+    )]
     pub max_steps: Option<u64>,
     /// Peak learning rate.
-    #[arg(long, default_value_t = 1e-5, value_parser = positive)]
+    #[arg(long, default_value_t = 1e-5, value_parser = positive, help_heading = TRAINING)]
     pub lr: f64,
     /// Questions per micro-batch.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = at_least_one)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 8,
+        value_parser = at_least_one,
+        help_heading = TRAINING,
+    )]
     pub batch_questions: usize,
     /// Micro-batches per optimiser step.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = at_least_one)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        value_parser = at_least_one,
+        help_heading = TRAINING,
+    )]
     pub grad_accum: usize,
     /// Decoupled weight decay (not on biases and LayerNorm weights).
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, help_heading = TRAINING)]
     pub weight_decay: f64,
     /// Share of the optimiser steps spent in linear warm-up.
-    #[arg(long, default_value_t = 0.0, value_parser = share)]
+    #[arg(long, default_value_t = 0.0, value_parser = share, help_heading = TRAINING)]
     pub warmup_ratio: f64,
     /// Clip gradients to this global L2 norm (0: no clipping).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, help_heading = TRAINING)]
     pub max_grad_norm: f64,
     /// Evaluate on --dev (and save a checkpoint) every N optimiser steps, and after each epoch.
-    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 200,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = TRAINING,
+    )]
     pub eval_every: u64,
     /// Stop after this many dev evaluations without a gain in accuracy.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = 3, help_heading = TRAINING)]
     pub patience: u64,
     /// Seed of the shuffles, dropout masks and a new head.
-    #[arg(long, default_value_t = 2022)]
+    #[arg(long, default_value_t = 2022, help_heading = TRAINING)]
     pub seed: u64,
     /// Take questions in file order (else a seeded shuffle per epoch).
-    #[arg(long)]
+    #[arg(long, help_heading = TRAINING)]
     pub no_shuffle: bool,
-    /// Dropout probability everywhere (default: the model's config.json).
-    #[arg(long, value_name = "P", value_parser = probability)]
+    /// Dropout probability everywhere [default: the base model's config.json]
+    #[arg(long, value_name = "P", value_parser = probability, help_heading = TRAINING)]
     pub dropout: Option<f64>,
-    /// Truncate pairs to this many tokens (default: the model's limit).
-    #[arg(long, value_name = "N")]
+    /// Truncate pairs to this many tokens [default: the model's own limit]
+    #[arg(long, value_name = "N", help_heading = TRAINING)]
     pub max_length: Option<usize>,
     /// auto, cpu, cuda, cuda:N, metal or metal:N.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help_heading = DEVICE)]
     pub device: scorekit_runtime::DeviceSpec,
-    /// Precision of the products (default: bf16-mixed on CUDA, f32 elsewhere; bf16-mixed is
-    /// ~1.45-1.6x faster on CPUs with AMX-BF16 or AVX512-BF16 for BERT-family judges, not
-    /// bit-exact; docs/judge.md).
-    #[arg(long, value_name = "P")]
+    /// Precision of the products (bf16-mixed is ~1.45-1.6x faster on CPUs with AMX-BF16 or
+    /// AVX512-BF16 for BERT-family judges, not bit-exact; docs/judge.md) [default: bf16-mixed on
+    /// CUDA, f32 elsewhere]
+    #[arg(long, value_name = "P", help_heading = DEVICE)]
     pub precision: Option<Precision>,
+    /// Output folder (a Hugging Face model folder plus training.json and report.md).
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub out: PathBuf,
     /// Continue the run in --out from its last checkpoint.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub resume: bool,
     /// Overwrite a finished run in --out.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub force: bool,
-    /// Never touch the network (also HF_HUB_OFFLINE=1).
-    #[arg(long)]
-    pub offline: bool,
     /// No progress bar.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub quiet: bool,
     /// Stop (as if killed) after N optimiser steps of this invocation, checkpoint written: for
     /// testing --resume.
-    #[arg(long, hide = true, value_name = "N")]
+    #[arg(long, hide = true, value_name = "N", help_heading = OUTPUT)]
     pub stop_after: Option<u64>,
 }
 
 /// `scorekit judge eval`.
 #[derive(Debug, Args)]
 pub struct JudgeEvalArgs {
-    /// The judge: Hub id[@rev], manifest name or folder.
-    #[arg(long, value_name = "MODEL")]
-    pub judge: String,
+    // Fields in the order of their help headings (the order clap shows them in).
     /// Questions, JSONL: Possible Stories or RACE lines.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub dataset: PathBuf,
+    /// The judge: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL", help_heading = JUDGE)]
+    pub judge: String,
     /// For a binary sequence-classification judge: the label that means "follows".
-    #[arg(long, value_name = "LABEL")]
+    #[arg(long, value_name = "LABEL", help_heading = JUDGE)]
     pub follow_label: Option<String>,
-    /// A letter judge's option orders: `reference` (the dataset's, as run_llm.py) or `cyclic`
-    /// (also every rotation of the options, the majority verdict reported apart).
-    #[arg(long, value_enum, default_value_t = OptionOrders::Reference)]
-    pub option_orders: OptionOrders,
-    /// A letter judge's demonstrations.
-    #[command(flatten)]
-    pub shots: ShotArgs,
     /// The judge's calibration (q0, q1 and J on the dataset).
     #[command(flatten)]
     pub calibration: CalibrationArgs,
-    /// Where results go.
+    /// A letter judge's demonstrations.
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub shots: ShotArgs,
+    /// A letter judge's option orders: `reference` (the dataset's, as run_llm.py) or `cyclic`
+    /// (also every rotation of the options, the majority verdict reported apart).
+    #[arg(long, value_enum, default_value_t = OptionOrders::Reference, help_heading = LETTER)]
+    pub option_orders: OptionOrders,
     /// Device and engine.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Where results go.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// A letter judge's k-shot prompt (run_llm.py: `random.seed(SEED)`, `random.sample(train, K)`).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = LETTER)]
 pub struct ShotArgs {
     /// Demonstrations before each question (0: zero-shot, the authors' 80.8% protocol).
     #[arg(long, value_name = "K", default_value_t = 0)]
@@ -247,6 +316,7 @@ pub enum OptionOrders {
 
 /// Flags shared by every scoring command: where results go and how intervals are computed.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = OUTPUT)]
 pub struct OutputArgs {
     /// Folder for metrics.json, items.jsonl and report.md (created if missing).
     #[arg(long, value_name = "DIR")]
@@ -275,10 +345,10 @@ pub struct OutputArgs {
 /// Float type of the weights and activations (`--dtype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DType {
-    /// 32-bit float (default on CPU).
+    /// 32-bit float (the default on the CPU).
     #[default]
     F32,
-    /// 16-bit float.
+    /// 16-bit float (the default on CUDA and Metal).
     F16,
     /// bfloat16.
     Bf16,
@@ -298,6 +368,7 @@ pub enum Amx {
 
 /// Flags shared by every command that runs a model.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = DEVICE)]
 pub struct ModelArgs {
     /// auto (CUDA or Metal when this build has it and a device is present, else the CPU), cpu,
     /// cuda, cuda:N, metal or metal:N.
@@ -309,17 +380,19 @@ pub struct ModelArgs {
     /// AMX tiles in scorekit's CPU products: auto or off (also SCOREKIT_AMX).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_AMX")]
     pub amx: Amx,
-    /// Floating-point type of the weights and activations.
+    /// Floating-point type of the weights and activations [default: f32 on the CPU, f16 on CUDA
+    /// or Metal]
+    // Resolved by `scorekit_runtime::select_dtype` (src/commands/model_runtime.rs).
     #[arg(long, value_enum)]
     pub dtype: Option<DType>,
     /// Token budget of one batch, padding counted.
     #[arg(long, value_name = "N", default_value_t = scorekit_runtime::DEFAULT_BATCH_TOKENS)]
     pub batch_tokens: usize,
-    /// Truncate inputs to this many tokens (default: the model's own limit).
+    /// Truncate inputs to this many tokens [default: the model's own limit]
     #[arg(long, value_name = "N")]
     pub max_length: Option<usize>,
     /// Never touch the network (also HF_HUB_OFFLINE=1).
-    #[arg(long)]
+    #[arg(long, help_heading = INPUT)]
     pub offline: bool,
     /// Int8 weights and activations in the encoders' matrix products (CPU with AVX-512 VNNI, f32
     /// models; for a T5 letter judge all its products, with --dtype bf16 allowed for the rest):
@@ -335,46 +408,47 @@ pub struct ModelArgs {
 /// `scorekit story`.
 #[derive(Debug, Args)]
 pub struct StoryArgs {
+    // Fields in the order of their help headings (the order clap shows them in).
     /// Possible Stories questions (dev.jsonl / test.jsonl), or a dataset name
     /// (`possible-stories:test`, `scorekit data list`).
-    #[arg(long, value_name = "FILE|NAME")]
+    #[arg(long, value_name = "FILE|NAME", help_heading = INPUT)]
     pub dataset: PathBuf,
     /// Generated endings, JSONL: {"question_id", "ending"} (optional "model", "instruction").
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub generations: PathBuf,
-    /// MRC judge: Hub id[@rev], manifest name or folder.
-    #[arg(long, value_name = "MODEL", default_value = "roberta-large-race")]
-    pub judge: String,
-    /// Sentence embedder: Hub id[@rev], manifest name or folder.
-    #[arg(long, value_name = "MODEL", default_value = "labse")]
-    pub embedder: String,
-    /// For a binary sequence-classification judge: the label that means "follows".
-    #[arg(long, value_name = "LABEL")]
-    pub follow_label: Option<String>,
-    /// A letter judge's demonstrations.
-    #[command(flatten)]
-    pub shots: ShotArgs,
-    /// A letter judge's option orders: `reference` (the dataset's, as run_llm.py) or `cyclic`
-    /// (also every rotation of the options; IFSM of the majority reported apart).
-    #[arg(long, value_enum, default_value_t = OptionOrders::Reference)]
-    pub option_orders: OptionOrders,
-    /// Skip IFSM (no judge).
-    #[arg(long, conflicts_with = "skip_embedder")]
-    pub skip_judge: bool,
-    /// Skip Dissimilarity (no embedder).
-    #[arg(long)]
-    pub skip_embedder: bool,
     /// A dataset question without an ending (per model; of the shard with --shard) is an
     /// error (exit 2) instead of a warning.
-    #[arg(long)]
+    #[arg(long, help_heading = INPUT)]
     pub require_complete: bool,
+    /// MRC judge: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL", default_value = "roberta-large-race", help_heading = JUDGE)]
+    pub judge: String,
+    /// For a binary sequence-classification judge: the label that means "follows".
+    #[arg(long, value_name = "LABEL", help_heading = JUDGE)]
+    pub follow_label: Option<String>,
+    /// Skip IFSM (no judge).
+    #[arg(long, conflicts_with = "skip_embedder", help_heading = JUDGE)]
+    pub skip_judge: bool,
+    /// Sentence embedder: Hub id[@rev], manifest name or folder.
+    #[arg(long, value_name = "MODEL", default_value = "labse", help_heading = EMBEDDER)]
+    pub embedder: String,
+    /// Skip Dissimilarity (no embedder).
+    #[arg(long, help_heading = EMBEDDER)]
+    pub skip_embedder: bool,
     /// The judge's calibration and the corrected IFSM.
     #[command(flatten)]
     pub calibration: CalibrationArgs,
     /// Write to_label.jsonl: N questions drawn uniformly at random (seeded by --seed) and every
     /// model's non-empty ending to them, shuffled, `follows` left null for a person to label.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = CALIBRATION)]
     pub label_sample: Option<usize>,
+    /// A letter judge's demonstrations.
+    #[command(flatten)]
+    pub shots: ShotArgs,
+    /// A letter judge's option orders: `reference` (the dataset's, as run_llm.py) or `cyclic`
+    /// (also every rotation of the options; IFSM of the majority reported apart).
+    #[arg(long, value_enum, default_value_t = OptionOrders::Reference, help_heading = LETTER)]
+    pub option_orders: OptionOrders,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -383,6 +457,7 @@ pub struct StoryArgs {
 
 /// The judge's calibration in the IFSM frame (docs/story.md), for the judge-corrected IFSM.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = CALIBRATION)]
 pub struct CalibrationArgs {
     /// Skip the dataset calibration (original options and distractor swaps on the dataset's
     /// questions; it needs `possible-stories:endings`).
@@ -401,28 +476,29 @@ pub struct CalibrationArgs {
 /// `scorekit grasp`.
 #[derive(Debug, Args)]
 pub struct GraspArgs {
+    // Fields in the order of their help headings (the order clap shows them in).
     /// Upstream results.csv (scene, prompt, video_file, gt, response) or JSONL with those fields;
     /// several files (one per model, same test) are laid out as the paper's Table 2.
-    #[arg(long, value_name = "FILE", num_args = 1.., required = true)]
+    #[arg(long, value_name = "FILE", num_args = 1.., required = true, help_heading = INPUT)]
     pub responses: Vec<PathBuf>,
-    /// Model names of the --responses files, comma-separated, in the same order (default: each
-    /// file's folder name, or its file name).
-    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    /// Model names of the --responses files, comma-separated, in the same order [default: each
+    /// file's folder name, else its file name]
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', help_heading = INPUT)]
     pub labels: Option<Vec<String>>,
-    /// Test type (default: read test_config.yaml beside the responses).
-    #[arg(long, value_enum)]
+    /// Test type [default: test_name of the test_config.yaml beside the responses]
+    #[arg(long, value_enum, help_heading = INPUT)]
     pub test: Option<TestKind>,
+    /// Keep a scene the test does not know as its own group instead of stopping (exit 2).
+    #[arg(long, help_heading = INPUT)]
+    pub allow_unknown_scenes: bool,
     /// Level 2: also report paired P/IP accuracy (not the paper's metric).
-    #[arg(long)]
+    #[arg(long, help_heading = SCORING)]
     pub pairwise: bool,
     /// Map answers the strict rule marks invalid to labels by embedding similarity.
-    #[arg(long)]
+    #[arg(long, help_heading = SCORING)]
     pub semantic: bool,
-    /// Keep a scene the test does not know as its own group instead of stopping (exit 2).
-    #[arg(long)]
-    pub allow_unknown_scenes: bool,
     /// Embedder for --semantic.
-    #[arg(long, value_name = "MODEL", default_value = "labse")]
+    #[arg(long, value_name = "MODEL", default_value = "labse", help_heading = EMBEDDER)]
     pub embedder: String,
     #[command(flatten)]
     pub model: ModelArgs,
@@ -450,25 +526,26 @@ pub enum PlanFormat {
 #[derive(Debug, Args)]
 pub struct MuseArgs {
     /// MuSE queries.json, or the dataset name `muse` (`muse:queries`).
-    #[arg(long, value_name = "FILE|NAME")]
+    #[arg(long, value_name = "FILE|NAME", help_heading = INPUT)]
     pub queries: PathBuf,
-    /// Gold flow annotation (default: the reviewed annotation shipped with scorekit).
-    #[arg(long, value_name = "FILE")]
+    /// Gold flow annotation [default: the reviewed annotation shipped with scorekit,
+    /// data/muse/flow.reviewed.json]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub flow: Option<PathBuf>,
     /// Plans, JSONL, one per query, keyed by idx.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub plans: PathBuf,
     /// Format of the plans.
-    #[arg(long, value_enum, default_value_t = PlanFormat::Auto)]
+    #[arg(long, value_enum, default_value_t = PlanFormat::Auto, help_heading = INPUT)]
     pub plan_format: PlanFormat,
     /// Extra task-name aliases (JSON object: name -> MuSE task).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub aliases: Option<PathBuf>,
     /// Human or model Final Output verdicts per idx (JSONL {"idx", "output_ok"}).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub output_verdicts: Option<PathBuf>,
     /// Embedder for matching unknown task names.
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", help_heading = EMBEDDER)]
     pub embedder: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
@@ -479,63 +556,77 @@ pub struct MuseArgs {
 /// `scorekit mint`.
 #[derive(Debug, Args)]
 pub struct MintArgs {
+    // Fields in the order of their help headings (the order clap shows them in).
     /// Folder of MINT outputs in the upstream layout (searched for **/results.jsonl), or a
     /// dataset name (`mint:gpt-3.5-turbo-0613`, `scorekit data list`).
-    #[arg(long, value_name = "DIR|NAME")]
+    #[arg(long, value_name = "DIR|NAME", help_heading = INPUT)]
     pub outputs: PathBuf,
+    /// Never touch the network when --outputs names a dataset (also HF_HUB_OFFLINE=1).
+    #[arg(long, help_heading = INPUT)]
+    pub offline: bool,
     /// Re-score reasoning instances with native checkers.
-    #[arg(long)]
+    #[arg(long, help_heading = SCORING)]
     pub recheck: bool,
     /// Also run code solutions against their tests with python3 (implies --recheck).
-    #[arg(long)]
+    #[arg(long, help_heading = SCORING)]
     pub exec_code: bool,
     /// Seconds allowed per code execution.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = SCORING,
+    )]
     pub exec_timeout: u64,
     /// Address-space limit per program of --exec-code, in MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 2048)]
+    #[arg(long, value_name = "MIB", default_value_t = 2048, help_heading = SCORING)]
     pub exec_memory: u64,
-    /// Programs of --exec-code run at once (default: the number of cores).
-    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    /// Programs of --exec-code run at once [default: the number of cores]
+    #[arg(long, value_name = "N", value_parser = at_least_one, help_heading = SCORING)]
     pub jobs: Option<usize>,
     /// Numeric tolerance of the GSM8K/MATH/HotpotQA re-check: `head` (5 % of |ref|, upstream
     /// HEAD) or `pre` (5 % of ref, the checker behind the stored flags).
-    #[arg(long, value_name = "RULE", value_enum, default_value_t = Tolerance::Head)]
+    #[arg(
+        long,
+        value_name = "RULE",
+        value_enum,
+        default_value_t = Tolerance::Head,
+        help_heading = SCORING,
+    )]
     pub tolerance: Tolerance,
-    /// Print the time of each phase (walk, read and parse, re-check, aggregate, bootstrap,
-    /// write) and the peak memory to stderr.
-    #[arg(long)]
-    pub timings: bool,
-    /// Never touch the network when --outputs names a dataset (also HF_HUB_OFFLINE=1).
-    #[arg(long)]
-    pub offline: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Print the time of each phase (walk, read and parse, re-check, aggregate, bootstrap,
+    /// write) and the peak memory to stderr.
+    #[arg(long, help_heading = OUTPUT)]
+    pub timings: bool,
 }
 
 /// `scorekit embed`.
 #[derive(Debug, Args)]
 pub struct EmbedArgs {
+    // Fields in the order of their help headings (the order clap shows them in).
     /// JSONL ({"id", "text"}) or plain text, one sentence per line.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub input: PathBuf,
-    /// Output: .npy, .safetensors or .jsonl (by extension).
-    #[arg(long, value_name = "FILE")]
-    pub output: PathBuf,
     /// Embedding model: Hub id[@rev], manifest name or folder.
-    #[arg(long, value_name = "MODEL", default_value = "labse")]
+    #[arg(long, value_name = "MODEL", default_value = "labse", help_heading = EMBEDDER)]
     pub model: String,
-    /// Overwrite --output if it exists.
-    #[arg(long)]
-    pub force: bool,
-    /// No progress bars.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Embed only shard I of N of the sentences (by their id; 0-based).
-    #[arg(long, value_name = "I/N", default_value = "0/1")]
-    pub shard: scorekit_core::shard::Shard,
     #[command(flatten)]
     pub runtime: ModelArgs,
+    /// Output: .npy, .safetensors or .jsonl (by extension).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub output: PathBuf,
+    /// Overwrite --output if it exists.
+    #[arg(long, help_heading = OUTPUT)]
+    pub force: bool,
+    /// No progress bars.
+    #[arg(long, help_heading = OUTPUT)]
+    pub quiet: bool,
+    /// Embed only shard I of N of the sentences (by their id; 0-based).
+    #[arg(long, value_name = "I/N", default_value = "0/1", help_heading = OUTPUT)]
+    pub shard: scorekit_core::shard::Shard,
 }
 
 /// `scorekit models`.
@@ -554,7 +645,7 @@ pub enum ModelsAction {
         /// Hub id[@rev], manifest name or folder.
         model: String,
         /// No progress bars.
-        #[arg(long)]
+        #[arg(long, help_heading = OUTPUT)]
         quiet: bool,
     },
     /// List the models in the cache and the shipped manifests.
@@ -591,13 +682,13 @@ pub enum DataAction {
         spec: String,
         /// Take the files from this copy of the upstream repository (by upstream path), not
         /// from the network.
-        #[arg(long, value_name = "DIR")]
+        #[arg(long, value_name = "DIR", help_heading = INPUT)]
         from: Option<PathBuf>,
         /// Never touch the network (also HF_HUB_OFFLINE=1): only report what is missing.
-        #[arg(long)]
+        #[arg(long, help_heading = INPUT)]
         offline: bool,
         /// No progress bars.
-        #[arg(long)]
+        #[arg(long, help_heading = OUTPUT)]
         quiet: bool,
     },
     /// Re-check cached files: sha256, or the git blob id of files pinned by blob.
@@ -615,52 +706,55 @@ pub enum DataAction {
 /// `scorekit bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Embedding model to measure.
-    #[arg(long, value_name = "MODEL", default_value = "labse")]
-    pub model: String,
-    /// Measure this MRC judge instead of the embedder: (passage, question + option) pairs of a
-    /// Possible Stories dataset (`--input`, default `possible-stories:dev`), 4 per question.
-    #[arg(long, value_name = "MODEL")]
-    pub judge: Option<String>,
+    // Fields in the order of their help headings (the order clap shows them in).
     /// Corpus: JSONL ({"text"} or Possible Stories endings), plain text, or a dataset name
-    /// (default `possible-stories:endings`, through the data cache).
-    #[arg(long, value_name = "FILE")]
+    /// (through the data cache) [default: possible-stories:endings; with --judge,
+    /// possible-stories:dev]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub input: Option<PathBuf>,
-    /// Timed repeats (of each cell of a grid).
-    #[arg(long, default_value_t = 3)]
-    pub repeats: usize,
-    /// Untimed batches run before each cell's timed repeats (a grid; default 2).
-    #[arg(long, value_name = "N")]
-    pub warmup: Option<usize>,
     /// Measure synthetic sentences of exactly these token lengths ([CLS] and [SEP] counted),
     /// built from the model's own vocabulary, instead of the corpus: a grid axis.
-    #[arg(long, value_name = "N,...", value_delimiter = ',')]
+    #[arg(long, value_name = "N,...", value_delimiter = ',', help_heading = INPUT)]
     pub synthetic: Vec<usize>,
-    /// Write the grid here: bench.json, bench.csv, report.md, the SVG charts and the measured
-    /// sentences (corpus.jsonl or synthetic-N.jsonl, which scripts/bench/peers.py reads).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    /// Use only the first N sentences of the corpus (with --judge: the first N questions).
+    #[arg(long, value_name = "N", help_heading = INPUT)]
+    pub limit: Option<usize>,
     /// Add the cells of this file (scripts/bench/peers.py's output, or another bench.json of
     /// the same model and corpus) as rows, with ratio columns, joined by their axes.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = INPUT)]
     pub compare: Option<PathBuf>,
-    /// Use only the first N sentences of the corpus (with --judge: the first N questions).
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
-    /// Write the embeddings (with --judge: the scores, N×1) of the last repeat to this .npy file
-    /// (for accuracy checks).
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<PathBuf>,
-    /// Print the results as one JSON object.
-    #[arg(long)]
-    pub json: bool,
+    /// Embedding model to measure.
+    #[arg(long, value_name = "MODEL", default_value = "labse", help_heading = MODEL)]
+    pub model: String,
+    /// Measure this MRC judge instead of the embedder: (passage, question + option) pairs of a
+    /// Possible Stories dataset (`--input`), 4 per question.
+    #[arg(long, value_name = "MODEL", help_heading = MODEL)]
+    pub judge: Option<String>,
+    /// Timed repeats (of each cell of a grid).
+    #[arg(long, default_value_t = 3, help_heading = MEASUREMENT)]
+    pub repeats: usize,
+    /// Untimed batches run before each cell's timed repeats (giving it makes a grid) [default: 2]
+    #[arg(long, value_name = "N", help_heading = MEASUREMENT)]
+    pub warmup: Option<usize>,
     #[command(flatten)]
     pub runtime: BenchModelArgs,
+    /// Write the grid here: bench.json, bench.csv, report.md, the SVG charts and the measured
+    /// sentences (corpus.jsonl or synthetic-N.jsonl, which scripts/bench/peers.py reads).
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
+    pub out: Option<PathBuf>,
+    /// Write the embeddings (with --judge: the scores, N×1) of the last repeat to this .npy file
+    /// (for accuracy checks).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub save: Option<PathBuf>,
+    /// Print the results as one JSON object.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
 }
 
 /// The model flags of `scorekit bench`: those of [`ModelArgs`], with `--batch-tokens`,
 /// `--max-length` and `--dtype` taking comma lists (each one axis of the grid).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = DEVICE)]
 pub struct BenchModelArgs {
     /// auto (CUDA or Metal when this build has it and a device is present, else the CPU), cpu,
     /// cuda, cuda:N, metal or metal:N.
@@ -672,7 +766,8 @@ pub struct BenchModelArgs {
     /// AMX tiles in scorekit's CPU products: auto or off (also SCOREKIT_AMX).
     #[arg(long, value_enum, default_value = "auto", env = "SCOREKIT_AMX")]
     pub amx: Amx,
-    /// Floating-point types of the weights and activations, comma-separated (an axis).
+    /// Floating-point types of the weights and activations, comma-separated (an axis) [default:
+    /// f32 on the CPU, f16 on CUDA or Metal]
     #[arg(long, value_enum, value_name = "DTYPE,...", value_delimiter = ',')]
     pub dtype: Vec<DType>,
     /// Token budgets of one batch, padding counted, comma-separated (an axis).
@@ -683,12 +778,12 @@ pub struct BenchModelArgs {
         default_values_t = [scorekit_runtime::DEFAULT_BATCH_TOKENS]
     )]
     pub batch_tokens: Vec<usize>,
-    /// Truncate inputs to these many tokens, comma-separated (an axis; default: the model's own
-    /// limit).
+    /// Truncate inputs to these many tokens, comma-separated (an axis) [default: the model's own
+    /// limit]
     #[arg(long, value_name = "N,...", value_delimiter = ',')]
     pub max_length: Vec<usize>,
     /// Never touch the network (also HF_HUB_OFFLINE=1).
-    #[arg(long)]
+    #[arg(long, help_heading = INPUT)]
     pub offline: bool,
     /// Int8 products (CPU with AVX-512 VNNI, f32 models): one int8 cell; in a grid, int8 rows
     /// next to the f32 ones.
@@ -733,25 +828,25 @@ pub struct CompareArgs {
     /// Output folders of runs of one suite on the same benchmark inputs, usually two or more;
     /// a run with several result groups (story's models, MINT's configurations) contributes
     /// each group as a system, so one such run is enough.
-    #[arg(long, value_name = "DIR", num_args = 1.., required = true)]
+    #[arg(long, value_name = "DIR", num_args = 1.., required = true, help_heading = INPUT)]
     pub runs: Vec<PathBuf>,
-    /// Names of the runs, comma-separated, one per --runs folder (default: the folders' names).
-    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    /// Names of the runs, comma-separated, one per --runs folder [default: the folders' names]
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', help_heading = INPUT)]
     pub labels: Option<Vec<String>>,
     /// Folder for metrics.json, report.md and tables.tex.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     pub out: PathBuf,
     /// Overwrite results already in --out.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub force: bool,
     /// Print metrics.json on stdout instead of the human tables.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
     /// Bootstrap resamples for the intervals (0 disables them).
-    #[arg(long, value_name = "N", default_value_t = 1000)]
+    #[arg(long, value_name = "N", default_value_t = 1000, help_heading = OUTPUT)]
     pub bootstrap: usize,
     /// Seed of the bootstrap (results are deterministic for a seed).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = OUTPUT)]
     pub seed: u64,
 }
 
@@ -759,13 +854,13 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// Output folders of the shards.
-    #[arg(long, value_name = "DIR", num_args = 1.., required = true)]
+    #[arg(long, value_name = "DIR", num_args = 1.., required = true, help_heading = INPUT)]
     pub parts: Vec<PathBuf>,
     /// Folder for the merged results.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     pub out: PathBuf,
     /// Overwrite results already in --out.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub force: bool,
 }
 

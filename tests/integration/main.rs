@@ -13,6 +13,7 @@ mod datasets;
 mod doctor;
 mod grasp;
 mod handover;
+mod help;
 mod judge_cli;
 mod layers;
 mod letter;
