@@ -773,3 +773,60 @@ fn scene_names_are_checked_mapped_and_counted() {
         (&serde_json::json!("B"), &serde_json::json!(true))
     );
 }
+
+/// The shipped sample responses (16 rows of level1-binary): the run says on stdout and in
+/// report.md that it holds a sliver of the test, with the counts; a gold side without any row
+/// shows n/a, not 0.0.
+#[test]
+fn a_run_of_a_few_rows_warns_with_the_counts_and_empty_sides_show_na() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let sample = repo().join("data/grasp/sample-responses.csv");
+    let o = ok(&[
+        "grasp",
+        "--responses",
+        sample.to_str().unwrap(),
+        "--test",
+        "level1-binary",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("warning: the responses hold 16 of the 4352 rows this test expects"),
+        "{stdout}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("**Warning**: the responses hold 16 of the 4352 rows"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("default  "),
+        "a broken line continuation: {report}"
+    );
+
+    // Two Color rows, both gold yes: Color (neg.) has no row.
+    let csv = dir.path().join("two.csv");
+    let prompt = "Is the ball red?";
+    std::fs::write(
+        &csv,
+        format!(
+            "scene,prompt,video_file,gt,response\nColor,{prompt},a.mp4,yes,Yes\nColor,{prompt},b.mp4,yes,No\n"
+        ),
+    )
+    .unwrap();
+    let o = ok(&[
+        "grasp",
+        "--responses",
+        csv.to_str().unwrap(),
+        "--test",
+        "level1-binary",
+        "--out",
+        dir.path().join("two").to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let neg = stdout.lines().find(|l| l.contains("Color (neg.)")).unwrap();
+    // | Test | Yes | No | ? | Acc | ...: the Acc cell.
+    assert_eq!(neg.split('|').nth(5).map(str::trim), Some("n/a"), "{neg}");
+}

@@ -291,7 +291,12 @@ pub fn tables(s: &Summary) -> String {
                     c.correct.to_string(),
                     c.wrong.to_string(),
                     c.invalid.to_string(),
-                    percent(c.accuracy),
+                    // No row of this label: no accuracy (metrics.json keeps upstream's 0).
+                    if c.n == 0 {
+                        "n/a".into()
+                    } else {
+                        percent(c.accuracy)
+                    },
                     String::new(),
                     String::new(),
                     String::new(),
@@ -342,7 +347,12 @@ pub fn tables(s: &Summary) -> String {
                     c.yes.to_string(),
                     c.no.to_string(),
                     c.invalid.to_string(),
-                    percent(acc.value),
+                    // No row of this gold label: no accuracy (metrics.json keeps upstream's 0).
+                    if acc.n == 0 {
+                        "n/a".into()
+                    } else {
+                        percent(acc.value)
+                    },
                     percent(g.accuracy.value),
                     ci(&g.accuracy),
                 ]);
@@ -389,6 +399,25 @@ pub fn tables(s: &Summary) -> String {
     out
 }
 
+/// The warning for a run holding less than half of the rows its test expects (the scenes'
+/// expected counts added up), with the counts; `None` otherwise.
+pub fn short_run_warning(scenes: &[SceneRows]) -> Option<String> {
+    let expected: usize = scenes.iter().filter_map(|s| s.expected).sum();
+    let rows: usize = scenes
+        .iter()
+        .filter(|s| s.expected.is_some())
+        .map(|s| s.rows)
+        .sum();
+    (expected > 0 && rows * 2 < expected).then(|| {
+        format!(
+            "the responses hold {rows} of the {expected} rows this test expects ({}%, at \
+             upstream's default of 128 videos per scene folder): the accuracies are over the rows \
+             present only (\"Rows per scene\" in report.md)",
+            percent(rows as f64 / expected as f64)
+        )
+    })
+}
+
 /// Rows of one scene: expected by the test's config and present in the input.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SceneRows {
@@ -411,7 +440,7 @@ pub fn scenes_report(
         "
 ## Rows per scene
 
-Expected: rows the test's config produces with upstream's default          of 128 videos per scene folder (not checked against the released videos).
+Expected: rows the test's config produces with upstream's default of 128 videos per scene folder (not checked against the released videos).
 
 ",
     );

@@ -110,6 +110,11 @@ pub(super) fn outputs_from(
     if let Some((s, reread)) = &semantic {
         add_semantic(doc, &settings, &summary, s, reread, &mut report, &mut table);
     }
+    // A run of a few rows is a test of the tool, not of the model: say so where it is read.
+    if let Some(w) = report::grasp::short_run_warning(&scenes_rows) {
+        report = report.replacen("\n\n", &format!("\n\n**Warning**: {w}.\n\n"), 1);
+        table.push_str(&format!("\nwarning: {w}\n"));
+    }
     let main = report::grasp::main_table(&summary);
     let mut files = report::table::table_files("GRASP table", &main);
     files.push((
