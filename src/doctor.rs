@@ -274,6 +274,7 @@ fn data() -> scorekit_core::Result<Data> {
     }
     Ok(Data {
         cache: root,
+        calibration_cache: scorekit_suites::story_calibration::cache::default_root(),
         datasets,
     })
 }

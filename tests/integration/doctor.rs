@@ -184,3 +184,35 @@ fn metrics_json_names_the_binary_that_ran() {
     assert_eq!(m["binary"]["build"], "cpu", "{m}");
     assert!(m["binary"].get("handed_over").is_none(), "{m}");
 }
+
+/// The judge calibrations' cache follows a moved data cache, and doctor shows it.
+#[test]
+fn the_calibration_cache_follows_scorekit_data_and_doctor_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("shared-data");
+    let o = crate::common::scorekit()
+        .arg("doctor")
+        .env("SCOREKIT_DATA", &data)
+        .env_remove("SCOREKIT_CALIBRATION_CACHE")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.contains("calibration cache"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains(&data.join("calibration").display().to_string()),
+        "{line}"
+    );
+    // An explicit SCOREKIT_CALIBRATION_CACHE wins.
+    let own = dir.path().join("own");
+    let o = crate::common::scorekit()
+        .arg("doctor")
+        .env("SCOREKIT_DATA", &data)
+        .env("SCOREKIT_CALIBRATION_CACHE", &own)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&own.display().to_string()), "{out}");
+}

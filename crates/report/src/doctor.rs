@@ -155,6 +155,8 @@ pub struct ModelEntry {
 pub struct Data {
     /// `$SCOREKIT_DATA`, else the XDG cache folder.
     pub cache: PathBuf,
+    /// The judge calibrations' cache (`$SCOREKIT_CALIBRATION_CACHE`, else beside the data).
+    pub calibration_cache: Option<PathBuf>,
     /// Each pinned dataset and what the cache holds of it.
     pub datasets: Vec<DataEntry>,
 }
@@ -350,6 +352,13 @@ impl Report {
         }
         let mut data = Section::new("data");
         data.row("cache", self.data.cache.display().to_string());
+        data.row(
+            "calibration cache",
+            self.data.calibration_cache.as_ref().map_or_else(
+                || "none (no SCOREKIT_CALIBRATION_CACHE, SCOREKIT_DATA or HOME)".into(),
+                |p| p.display().to_string(),
+            ),
+        );
         for d in &self.data.datasets {
             data.row(
                 format!("{} @ {}", d.name, short(&d.commit)),

@@ -25,7 +25,11 @@ pub fn default_root() -> Option<PathBuf> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
+    // Beside the benchmark data when its cache is moved (`SCOREKIT_DATA`, the data crate's
+    // `CACHE_ENV`): a cluster that puts the data on shared storage gets the calibrations there
+    // too, not in a small home folder.
     env("SCOREKIT_CALIBRATION_CACHE")
+        .or_else(|| env("SCOREKIT_DATA").map(|d| d.join("calibration")))
         .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("scorekit/calibration")))
         .or_else(|| env("HOME").map(|d| d.join(".cache/scorekit/calibration")))
 }
