@@ -848,3 +848,30 @@ fn a_finished_out_folder_is_refused_before_the_models_load() {
     assert!(err.contains("already holds results"), "{err}");
     assert!(!err.contains("/no/such/judge"), "{err}");
 }
+
+/// A sentence encoder given as the judge (the real all-MiniLM-L6-v2, a `BertModel`) is named as
+/// such, before any scoring, not reported as a weight file missing a tensor.
+#[test]
+fn a_sentence_encoder_as_the_judge_says_it_has_no_judge_head() {
+    let s = setup("bert_mc");
+    let minilm = crate::common::repo().join("fixtures-cache/all-MiniLM-L6-v2");
+    let o = scorekit()
+        .args(["story", "--dataset"])
+        .arg(&s.dataset)
+        .arg("--generations")
+        .arg(&s.gens)
+        .arg("--judge")
+        .arg(&minilm)
+        .args(["--skip-embedder", "--quiet", "--no-calibration", "--out"])
+        .arg(s.root.join("encoder"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("BertModel")
+            && err.contains("no multiple-choice or sequence-classification head"),
+        "{err}"
+    );
+    assert!(!err.contains("missing tensor"), "{err}");
+}

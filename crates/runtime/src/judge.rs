@@ -333,9 +333,21 @@ fn head_of(dir: &Path, config: &Map<String, Value>, follow_label: Option<&str>) 
         false
     } else if class.ends_with("ForSequenceClassification") {
         true
-    } else {
+    } else if class.is_empty() {
         // Without a class name, the user's flag says which head to expect.
         follow_label.is_some()
+    } else {
+        // A named class without either head (a sentence encoder's `BertModel`, say) would load
+        // as far as the head's missing tensors, which reads like a corrupt file: name the
+        // problem, as transformers does.
+        return Err(Error::usage(format!(
+            "judge {}: config.json's architectures names {class}, which has no multiple-choice or \
+             sequence-classification head (a sentence encoder or a base model, not a judge). A \
+             judge is a ...ForMultipleChoice model (such as the RoBERTa-large RACE judge, \
+             `scorekit models list`), a ...ForSequenceClassification model with \
+             --follow-label, or a Flan-T5 letter judge",
+            dir.display()
+        )));
     };
     if !classifier {
         if let Some(label) = follow_label {
@@ -471,5 +483,18 @@ mod tests {
             }
         );
         assert!(head_of(dir, &sc, Some("maybe")).is_err());
+        // A sentence encoder given as the judge: its class is named, not a missing tensor.
+        let encoder: Map<String, Value> =
+            serde_json::from_str(r#"{"architectures":["BertModel"]}"#).unwrap();
+        let e = head_of(dir, &encoder, None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = e.to_string();
+        assert!(
+            e.contains("BertModel") && e.contains("no multiple-choice"),
+            "{e}"
+        );
+        // No class name: the flag decides, as before.
+        let bare: Map<String, Value> = serde_json::from_str("{}").unwrap();
+        assert_eq!(head_of(dir, &bare, None).unwrap(), Head::MultipleChoice);
     }
 }
