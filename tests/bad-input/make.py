@@ -93,6 +93,7 @@ w("story/generations-truncated.jsonl", '{"question_id": "%s", "ending": "The end
 w("story/generations-id-number.jsonl", '{"question_id": 5, "ending": "The end."}\n')
 w("story/generations-ending-null.jsonl", '{"question_id": "%s", "ending": null}\n' % qid)
 w("story/generations-empty.jsonl", "\n\n")
+w("story/generations-ending-misspelled.jsonl", '{"question_id": "%s", "endng": "The end."}\n' % qid)
 w("story/dataset-gold-out-of-range.jsonl", ds[0] + "\n" + ds[1].replace('"gold_label": ', '"gold_label": 7, "x": ', 1) + "\n")
 
 w("mint/stray-only.txt", "a results folder with no results.jsonl in it\n")

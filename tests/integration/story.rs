@@ -581,7 +581,8 @@ fn wrong_types_exit_2_with_file_line_and_field() {
     let cases = [
         ("{\"question_id\": \"q\", \"ending\": null}\n", "bad.jsonl:1: field \"ending\": expected a string, found null"),
         ("{\"question_id\": \"q\", \"ending\": \"e\"}\n{\"question_id\": 5, \"ending\": \"e\"}\n", "bad.jsonl:2: field \"question_id\": expected a string, found a number"),
-        ("{\"question_id\": \"q\"}\n", "bad.jsonl:1: field \"ending\": missing"),
+        ("{\"question_id\": \"q\"}\n", "bad.jsonl:1: field \"ending\": missing (keys found: question_id)"),
+        ("{\"question_id\": \"q\", \"endng\": \"e\"}\n", "bad.jsonl:1: field \"ending\": missing (keys found: question_id, endng; did you mean \"endng\"?)"),
         ("{\"question_id\": \"q\", \"ending\": \"e\", \"model\": [1]}\n", "bad.jsonl:1: field \"model\": expected a string"),
     ];
     for (text, want) in cases {

@@ -29,6 +29,49 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// "missing (keys found: a, b; did you mean \"endng\"?)": the keys of the record (the first
+/// ten) and, where one is a likely misspelling of `field`, that one.
+fn missing_message(field: &str, object: &Map<String, Value>) -> String {
+    if object.is_empty() {
+        return "missing (the record has no keys)".into();
+    }
+    let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    let mut shown = keys.iter().take(10).copied().collect::<Vec<_>>().join(", ");
+    if keys.len() > 10 {
+        shown.push_str(&format!(", ... ({} in all)", keys.len()));
+    }
+    // A misspelling: within a third of the field's length in edits (at least one), or the
+    // same name in another case or with other separators.
+    let fold = |s: &str| s.to_lowercase().replace(['-', ' '], "_");
+    let nearest = keys
+        .iter()
+        .map(|k| (edit_distance(field, k), *k))
+        .filter(|(d, k)| *d <= (field.chars().count() / 3).max(1) || fold(k) == fold(field))
+        .min();
+    match nearest {
+        Some((_, k)) => format!("missing (keys found: {shown}; did you mean {k:?}?)"),
+        None => format!("missing (keys found: {shown})"),
+    }
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 impl Record {
     /// An error located at this record, about one field.
     pub fn field_error(&self, field: &str, message: impl Into<String>) -> InputError {
@@ -55,11 +98,13 @@ impl Record {
         Ok(self.object()?.get(field).filter(|v| !v.is_null()))
     }
 
-    /// A field that must be present (null counts as missing only if `allow_null`).
+    /// A field that must be present (null counts as missing only if `allow_null`). A missing
+    /// one names the keys the record has and the likely misspelling among them.
     pub fn require(&self, field: &str) -> Result<&Value, InputError> {
-        self.object()?
+        let object = self.object()?;
+        object
             .get(field)
-            .ok_or_else(|| self.field_error(field, "missing"))
+            .ok_or_else(|| self.field_error(field, missing_message(field, object)))
     }
 
     /// A required string field.
@@ -150,10 +195,29 @@ mod tests {
             r.i64("n").unwrap_err().to_string(),
             "gen.jsonl:17: field \"n\": expected an integer, found the number 1.5"
         );
-        assert_eq!(
-            r.str("missing").unwrap_err().to_string(),
-            "gen.jsonl:17: field \"missing\": missing"
+        let e = r.str("missing").unwrap_err().to_string();
+        assert!(
+            e.starts_with("gen.jsonl:17: field \"missing\": missing (keys found: "),
+            "{e}"
         );
+        let endng = Record {
+            file: "gen.jsonl".into(),
+            line: 3,
+            row: 3,
+            value: serde_json::json!({"question_id": "q", "endng": "x", "model": "m"}),
+        };
+        assert_eq!(
+            endng.str("ending").unwrap_err().to_string(),
+            "gen.jsonl:3: field \"ending\": missing (keys found: question_id, endng, model; did \
+             you mean \"endng\"?)"
+        );
+        // No likely misspelling: the keys alone.
+        let e = endng.str("gold_label").unwrap_err().to_string();
+        assert!(
+            e.ends_with("missing (keys found: question_id, endng, model)"),
+            "{e}"
+        );
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(r.opt_str("ending").unwrap(), None);
         assert_eq!(r.str("ok").unwrap(), "x");
     }

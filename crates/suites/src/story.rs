@@ -809,7 +809,10 @@ mod tests {
             "gen.jsonl:5: field \"ending\": expected a string, found a number"
         );
         let e = parse_generations(&[rec(2, json!({"ending": "x"}))]).unwrap_err();
-        assert_eq!(e.to_string(), "gen.jsonl:2: field \"question_id\": missing");
+        assert_eq!(
+            e.to_string(),
+            "gen.jsonl:2: field \"question_id\": missing (keys found: ending)"
+        );
         let e = parse_generations(&[rec(
             2,
             json!({"question_id": "q", "ending": "x", "model": 1}),
