@@ -21,6 +21,7 @@ mod merge;
 mod mint;
 mod mint_hostile;
 mod muse;
+mod newcomer;
 mod resume;
 mod runtime;
 mod semantic;
