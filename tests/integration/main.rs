@@ -27,4 +27,5 @@ mod runtime;
 mod semantic;
 mod spm;
 mod story;
+mod summaries;
 mod train;

@@ -276,9 +276,9 @@ pub fn report(
 /// What the warnings of a story run rest on beyond its metrics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StoryFacts {
-    /// Per group, judged endings that scored exactly as an option in a lower slot: ties go to
-    /// the lowest slot, so such an ending is never picked.
-    pub lower_ties: BTreeMap<String, usize>,
+    /// Per group, judged endings that copy another option of their question and were not
+    /// picked (the judge scores the two alike; the tie goes to the lowest slot or to rounding).
+    pub option_copies: BTreeMap<String, usize>,
     /// The dataset calibration's rates against the human labels', when both ran.
     pub agreement: Option<ifsm_corrected::CalibrationAgreement>,
     /// The judge as named on the command line, when it ran.
@@ -349,12 +349,13 @@ pub fn warnings(
             percent(ifsm.value),
             percent(chance)
         );
-        let ties = facts.lower_ties.get(name).copied().unwrap_or(0);
-        if ties > 0 {
+        let copies = facts.option_copies.get(name).copied().unwrap_or(0);
+        if copies > 0 {
             line.push_str(&format!(
-                " In {ties} of its {} judged endings the judge scored the ending exactly as an \
-                 option in a lower slot (the same text, most likely), and ties go to the lowest \
-                 slot: those endings are never picked.",
+                " {copies} of its {} endings are the text of another option of their question \
+                 and were not picked: the judge scores the two alike, and the tie goes to the \
+                 lower slot (or to rounding), so a copied option is rarely picked \
+                 (`ending_is_option` in items.jsonl).",
                 m.items
             ));
         }

@@ -455,6 +455,10 @@ pub struct Item {
     /// Mean of those pairs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dissimilarity_mean: Option<f64>,
+    /// The other option of its question whose text the ending is (surrounding whitespace aside):
+    /// the judge scores the two alike, so the pick between them is a tie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending_is_option: Option<usize>,
     /// The human label of this ending (`--calibration-labels` naming its model; the labellers'
     /// majority): the labelled sample of the model's prediction-powered IFSM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -525,21 +529,16 @@ pub fn judged_counts(items: &[Item]) -> BTreeMap<String, JudgedCounts> {
     out
 }
 
-/// Per group, judged endings the judge scored exactly as an option in a lower slot: ties go to
-/// the lowest slot, so such an ending is not picked (most likely the ending is that option's
-/// text). Scoring judges only (a letter judge has no scores).
-pub fn lower_ties(items: &[Item]) -> BTreeMap<String, usize> {
+/// Per group, judged endings that copy another option of their question and were not picked:
+/// the judge scores the copy and the option alike, and the tie goes to the lowest slot (or to
+/// rounding), so such endings are rarely picked.
+pub fn option_copies(items: &[Item]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for it in items.iter().filter(|i| i.status == Status::Scored) {
-        let (Some(v), Some(gold)) = (it.judge.as_ref().and_then(Outcome::verdict), it.gold_label)
-        else {
+        let Some(v) = it.judge.as_ref().and_then(Outcome::verdict) else {
             continue;
         };
-        let tied = match (v.judge_pick, v.judge_scores.get(gold)) {
-            (Some(p), Some(ending)) if p < gold => v.judge_scores.get(p) == Some(ending),
-            _ => false,
-        };
-        if tied {
+        if it.ending_is_option.is_some() && !v.follow {
             *out.entry(it.group.clone()).or_insert(0) += 1;
         }
     }

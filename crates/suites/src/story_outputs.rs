@@ -97,7 +97,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     let table = report::story::table(&results, &coverage);
     let letter = settings.letter_protocol();
     let facts = report::story::StoryFacts {
-        lower_ties: story::lower_ties(items),
+        option_copies: story::option_copies(items),
         agreement: doc
             .metrics
             .get(AGREEMENT_KEY)

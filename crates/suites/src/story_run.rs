@@ -146,6 +146,10 @@ fn item(
         judge: verdict,
         dissimilarity_pairs: pairs.cloned(),
         dissimilarity_mean: mean,
+        ending_is_option: q.filter(|_| c.status == Status::Scored).and_then(|q| {
+            let ending = g.ending.trim();
+            (0..q.options.len()).find(|&k| k != q.gold && q.options[k].trim() == ending)
+        }),
         // Only a scored ending was judged: the label of an ending belongs to its judged item.
         human_follows: (c.status == Status::Scored)
             .then(|| {
