@@ -54,22 +54,33 @@ fn setup(judge_name: &str) -> Setup {
 
 /// `scorekit story` (judge only) into `root/out`; panics unless it succeeds. Returns stderr.
 fn story(s: &Setup, out: &str, extra: &[&str]) -> String {
-    let out = s.root.join(out);
-    let mut c = scorekit();
-    c.args(["story", "--dataset"])
-        .arg(&s.dataset)
-        .arg("--generations")
-        .arg(&s.gens)
-        .arg("--judge")
-        .arg(&s.judge)
-        .arg("--out")
-        .arg(&out)
-        .args(["--skip-embedder", "--quiet", "--bootstrap", "200"])
-        .args(extra)
-        .env("SCOREKIT_CALIBRATION_CACHE", &s.cache);
-    let o = c.output().unwrap();
+    let o = story_with(s, &s.gens, &s.judge, out, extra);
     assert!(o.status.success(), "{}", stderr(&o));
     stderr(&o)
+}
+
+/// `scorekit story` of `gens` with `judge` (no embedder) into `root/out`, whatever its exit.
+fn story_with(
+    s: &Setup,
+    gens: &Path,
+    judge: &Path,
+    out: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    scorekit()
+        .args(["story", "--dataset"])
+        .arg(&s.dataset)
+        .arg("--generations")
+        .arg(gens)
+        .arg("--judge")
+        .arg(judge)
+        .arg("--out")
+        .arg(s.root.join(out))
+        .args(["--skip-embedder", "--quiet", "--bootstrap", "200"])
+        .args(extra)
+        .env("SCOREKIT_CALIBRATION_CACHE", &s.cache)
+        .output()
+        .unwrap()
 }
 
 fn lines(p: &Path) -> Vec<Value> {
@@ -569,20 +580,14 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
     assert_eq!(m["groups"]["gold"]["ifsm_ppi"]["n_labeled"], 36);
 
     // The sample is a label file once labelled; unlabelled, it is refused naming the field.
-    let o = scorekit()
-        .args(["story", "--dataset"])
-        .arg(&s.dataset)
-        .args(["--generations"])
-        .arg(&s.gens)
-        .arg("--judge")
-        .arg(&s.judge)
-        .arg("--calibration-labels")
-        .arg(out.join("to_label.jsonl"))
-        .arg("--out")
-        .arg(s.root.join("refused"))
-        .args(["--skip-embedder", "--quiet"])
-        .output()
-        .unwrap();
+    let unlabelled = out.join("to_label.jsonl");
+    let o = story_with(
+        &s,
+        &s.gens,
+        &s.judge,
+        "refused",
+        &["--calibration-labels", unlabelled.to_str().unwrap()],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("to_label.jsonl:1: field \"follows\""),
@@ -768,18 +773,7 @@ fn empty_endings_scale_the_corrected_ifsm_instead_of_biasing_it() {
     ] {
         let file = write(&s.root, &format!("{name}.jsonl"), gens);
         let out = s.root.join(name);
-        let mut c = scorekit();
-        c.args(["story", "--dataset"])
-            .arg(&s.dataset)
-            .arg("--generations")
-            .arg(&file)
-            .arg("--judge")
-            .arg(&s.judge)
-            .arg("--out")
-            .arg(&out)
-            .args(["--skip-embedder", "--quiet", "--bootstrap", "200"])
-            .env("SCOREKIT_CALIBRATION_CACHE", &s.cache);
-        let o = c.output().unwrap();
+        let o = story_with(&s, &file, &s.judge, name, &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         runs.push(
             read_json(&out.join("metrics.json"))["groups"]["m"]["ifsm_corrected"]["dataset"]
@@ -828,21 +822,7 @@ fn empty_endings_scale_the_corrected_ifsm_instead_of_biasing_it() {
 fn a_finished_out_folder_is_refused_before_the_models_load() {
     let s = setup("bert_mc");
     story(&s, "done", &["--no-calibration"]);
-    let o = scorekit()
-        .args(["story", "--dataset"])
-        .arg(&s.dataset)
-        .arg("--generations")
-        .arg(&s.gens)
-        .args([
-            "--judge",
-            "/no/such/judge",
-            "--skip-embedder",
-            "--quiet",
-            "--out",
-        ])
-        .arg(s.root.join("done"))
-        .output()
-        .unwrap();
+    let o = story_with(&s, &s.gens, Path::new("/no/such/judge"), "done", &[]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(err.contains("already holds results"), "{err}");
@@ -855,17 +835,7 @@ fn a_finished_out_folder_is_refused_before_the_models_load() {
 fn a_sentence_encoder_as_the_judge_says_it_has_no_judge_head() {
     let s = setup("bert_mc");
     let minilm = crate::common::repo().join("fixtures-cache/all-MiniLM-L6-v2");
-    let o = scorekit()
-        .args(["story", "--dataset"])
-        .arg(&s.dataset)
-        .arg("--generations")
-        .arg(&s.gens)
-        .arg("--judge")
-        .arg(&minilm)
-        .args(["--skip-embedder", "--quiet", "--no-calibration", "--out"])
-        .arg(s.root.join("encoder"))
-        .output()
-        .unwrap();
+    let o = story_with(&s, &s.gens, &minilm, "encoder", &["--no-calibration"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(

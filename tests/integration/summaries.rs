@@ -87,21 +87,26 @@ fn story_prints_the_headline_and_the_warnings_and_report_md_explains_itself() {
     let gens = gens_of(&["gold", "end"]);
     let gens = write(root, "gen.jsonl", gens);
     let out = root.join("story");
-    let stdout = stdout_of(&[
-        "story",
-        "--dataset",
-        dataset.to_str().unwrap(),
-        "--generations",
-        gens.to_str().unwrap(),
-        "--judge",
-        judge.to_str().unwrap(),
-        "--skip-embedder",
-        "--quiet",
-        "--bootstrap",
-        "200",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let story = |gens: &Path, out: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "story",
+            "--dataset",
+            dataset.to_str().unwrap(),
+            "--generations",
+            gens.to_str().unwrap(),
+            "--judge",
+            judge.to_str().unwrap(),
+            "--skip-embedder",
+            "--quiet",
+            "--bootstrap",
+            "200",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        stdout_of(&args)
+    };
+    let stdout = story(&gens, &out, &[]);
     assert!(stdout.contains("Headline IFSM"), "{stdout}");
     assert!(stdout.contains("warning: end:"), "{stdout}");
     check("story-stdout.txt", &stdout, root);
@@ -114,20 +119,7 @@ fn story_prints_the_headline_and_the_warnings_and_report_md_explains_itself() {
     // Copies of another option: the warning counts them from the items.
     let gens = write(root, "first.jsonl", gens_of(&["first"]));
     let out = root.join("first");
-    let stdout = stdout_of(&[
-        "story",
-        "--dataset",
-        dataset.to_str().unwrap(),
-        "--generations",
-        gens.to_str().unwrap(),
-        "--judge",
-        judge.to_str().unwrap(),
-        "--skip-embedder",
-        "--quiet",
-        "--no-calibration",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let stdout = story(&gens, &out, &["--no-calibration"]);
     let items: Vec<serde_json::Value> = std::fs::read_to_string(out.join("items.jsonl"))
         .unwrap()
         .lines()

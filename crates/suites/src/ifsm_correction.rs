@@ -124,20 +124,15 @@ fn clipped(x: f64) -> Option<Clipped> {
     }
 }
 
-/// Lee et al.'s estimate for raw rate `p` over `n` judged items; None when the calibration
-/// lacks positives or negatives (or n == 0, or `p` is not a rate in [0, 1]).
-pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfsm> {
-    if n == 0 || !(0.0..=1.0).contains(&p) {
-        return None;
-    }
-    let r = judge_resolution(cal)?;
-    let mut out = CorrectedIfsm {
+/// An entry with the judge's resolution and the counts, before any estimate.
+fn no_estimate(r: &Resolution, n_judged: usize, n_empty: usize) -> CorrectedIfsm {
+    CorrectedIfsm {
         value: None,
         ci: None,
         unclipped: None,
         clipped: None,
-        n_judged: n,
-        n_empty: 0,
+        n_judged,
+        n_empty,
         informative: r.informative,
         j: r.j,
         j_ci: r.j_ci,
@@ -145,7 +140,17 @@ pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfs
         m0: r.m0,
         q1: r.q1,
         m1: r.m1,
-    };
+    }
+}
+
+/// Lee et al.'s estimate for raw rate `p` over `n` judged items; None when the calibration
+/// lacks positives or negatives (or n == 0, or `p` is not a rate in [0, 1]).
+pub fn correct(p: f64, n: usize, cal: &CalibrationCounts) -> Option<CorrectedIfsm> {
+    if n == 0 || !(0.0..=1.0).contains(&p) {
+        return None;
+    }
+    let r = judge_resolution(cal)?;
+    let mut out = no_estimate(&r, n, 0);
     if !r.informative {
         return Some(out);
     }
@@ -181,16 +186,7 @@ pub fn correct_with_empty(
             value: Some(0.0),
             ci: Some([0.0, 0.0]),
             unclipped: Some(0.0),
-            clipped: None,
-            n_judged: 0,
-            n_empty,
-            informative: r.informative,
-            j: r.j,
-            j_ci: r.j_ci,
-            q0: r.q0,
-            m0: r.m0,
-            q1: r.q1,
-            m1: r.m1,
+            ..no_estimate(&r, 0, n_empty)
         });
     }
     let mut out = correct(p_judged, n_judged, cal)?;

@@ -146,19 +146,27 @@ fn attached(
     a: (RunCalibration, &str),
     b: (RunCalibration, &str),
 ) -> (Vec<Comparison>, Vec<String>) {
-    let systems = systems();
-    let mut comparisons = compare_all(&systems, &STORY, 50, 3);
+    attached_to(&systems(), (&a.0, a.1), (&b.0, b.1))
+}
+
+/// `systems` compared and attached, A from run `a`, B from run `b` (one group each, named "").
+fn attached_to(
+    systems: &[System],
+    a: (&RunCalibration, &str),
+    b: (&RunCalibration, &str),
+) -> (Vec<Comparison>, Vec<String>) {
+    let mut comparisons = compare_all(systems, &STORY, 50, 3);
     let runs = [
         RunInfo {
             label: a.1,
-            calibration: &a.0,
+            calibration: a.0,
         },
         RunInfo {
             label: b.1,
-            calibration: &b.0,
+            calibration: b.0,
         },
     ];
-    let notes = attach(&mut comparisons, &systems, &[0, 1], &["", ""], &runs);
+    let notes = attach(&mut comparisons, systems, &[0, 1], &["", ""], &runs);
     (comparisons, notes)
 }
 
@@ -316,19 +324,8 @@ fn headline_run(method: &str) -> RunCalibration {
 #[test]
 fn labels_on_the_same_questions_give_the_paired_ppi_difference_and_the_headline() {
     let systems = labelled_systems();
-    let mut comparisons = compare_all(&systems, &STORY, 50, 3);
     let (a, b) = (headline_run("ppi"), headline_run("ppi"));
-    let runs = [
-        RunInfo {
-            label: "a",
-            calibration: &a,
-        },
-        RunInfo {
-            label: "b",
-            calibration: &b,
-        },
-    ];
-    let notes = attach(&mut comparisons, &systems, &[0, 1], &["", ""], &runs);
+    let (comparisons, notes) = attached_to(&systems, (&a, "a"), (&b, "b"));
     assert!(notes.is_empty(), "{notes:?}");
     let c = comparisons.iter().find(|c| c.metric == "ifsm").unwrap();
     let got = c.corrected.as_ref().unwrap();
@@ -363,20 +360,8 @@ fn labels_on_the_same_questions_give_the_paired_ppi_difference_and_the_headline(
 
 #[test]
 fn headlines_of_different_methods_are_not_compared_and_a_note_says_why() {
-    let systems = systems();
-    let mut comparisons = compare_all(&systems, &STORY, 50, 3);
     let (a, b) = (headline_run("ppi"), headline_run("dataset"));
-    let runs = [
-        RunInfo {
-            label: "a",
-            calibration: &a,
-        },
-        RunInfo {
-            label: "b",
-            calibration: &b,
-        },
-    ];
-    let notes = attach(&mut comparisons, &systems, &[0, 1], &["", ""], &runs);
+    let (comparisons, notes) = attached_to(&systems(), (&a, "a"), (&b, "b"));
     assert!(
         notes
             .iter()
