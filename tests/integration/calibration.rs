@@ -515,6 +515,16 @@ fn human_labels_give_ppi_per_model_a_pooled_correction_and_a_uniform_label_sampl
         );
     }
     assert_eq!(ifsm["corrected"]["headline"]["method"], "ppi");
+    // Both headlines are PPI: the systems are ranked by them, gold first.
+    let ranking = &cm["headline_ranking"];
+    assert_eq!(ranking["ranked"], true);
+    assert_eq!(ranking["systems"][0]["system"], "gold");
+    assert_eq!(ranking["systems"][1]["system"], "wrong");
+    let md = text(&cmp.join("report.md"));
+    assert!(
+        md.contains("## Headline IFSM") && md.contains("Ranked by the estimate"),
+        "{md}"
+    );
 
     let report = text(&out.join("report.md"));
     assert!(

@@ -89,6 +89,62 @@ pub struct HeadlineDifference {
     pub ci: Option<[f64; 2]>,
 }
 
+/// A system's headline IFSM (story runs), for the ranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadlineRow {
+    /// The system.
+    pub system: String,
+    /// `ppi`, `labels`, `dataset` or `raw`.
+    pub method: String,
+    /// The estimate.
+    pub value: f64,
+    /// Its 95% interval.
+    pub ci: Option<[f64; 2]>,
+}
+
+/// report.md's headline section: the systems by their headline IFSM, ranked when `ranked`
+/// (every headline uses one method), else as given with the reason. Empty without rows.
+pub fn headline_section(rows: &[HeadlineRow], ranked: bool) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut t = super::Table::new(&["rank", "system", "headline IFSM %", "method"]);
+    for (i, r) in rows.iter().enumerate() {
+        let value = match r.ci {
+            Some([lo, hi]) => format!(
+                "{} [{}, {}]",
+                super::percent(r.value),
+                super::percent(lo),
+                super::percent(hi)
+            ),
+            None => super::percent(r.value),
+        };
+        let rank = if ranked {
+            (i + 1).to_string()
+        } else {
+            "-".into()
+        };
+        t.row(&[rank, r.system.clone(), value, r.method.clone()]);
+    }
+    let mut s = String::from("## Headline IFSM\n\n");
+    s.push_str(&t.render());
+    if ranked {
+        s.push_str(&format!(
+            "\nRanked by the estimate each run reports first, all by one method (`{}`; \
+             docs/story.md, \"Three estimates\"); the pairwise tests of these values are in \
+             \"Judge-corrected IFSM differences\" (headline rows).\n\n",
+            rows[0].method
+        ));
+    } else {
+        s.push_str(
+            "\nNot ranked: the systems' headlines use different methods, whose values answer \
+             different questions (docs/story.md, \"Three estimates\"); compare them on a method \
+             they share.\n\n",
+        );
+    }
+    s
+}
+
 /// The corrected differences of one IFSM comparison, one per calibration frame the two systems
 /// share (a frame they do not share is absent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -279,12 +335,14 @@ pub fn report(
     comparisons: &[Comparison],
     resamples: usize,
     corrected_notes: &[String],
+    headlines: (&[HeadlineRow], bool),
 ) -> String {
     let suite = &doc.suite;
     let mut s = format!("# Comparison of {} systems ({suite})\n\n", board.rows.len());
     s.push_str("## Leaderboard\n\n");
     s.push_str(&leaderboard_table(suite, board).markdown());
     s.push_str("\nEach system on all of its own items; intervals: 95% bootstrap. Rates in %.\n\n");
+    s.push_str(&headline_section(headlines.0, headlines.1));
     s.push_str("## Systems\n\n");
     for r in &board.rows {
         s.push_str(&format!("- {}: {}\n", r.system, r.run));
@@ -491,7 +549,14 @@ mod tests {
     #[test]
     fn without_calibration_nothing_corrected_is_rendered_or_serialised() {
         let c = [comparison("ifsm", None)];
-        let md = report(&MetricsDoc::new("story"), &board(), &c, 100, &[]);
+        let md = report(
+            &MetricsDoc::new("story"),
+            &board(),
+            &c,
+            100,
+            &[],
+            (&[], false),
+        );
         assert!(!md.contains("Judge-corrected"));
         assert!(corrected_table("story", &c).is_none());
         assert!(!serde_json::to_string(&c[0]).unwrap().contains("corrected"));
@@ -520,7 +585,14 @@ mod tests {
                 }),
             }),
         )];
-        let md = report(&MetricsDoc::new("story"), &board(), &c, 100, &[]);
+        let md = report(
+            &MetricsDoc::new("story"),
+            &board(),
+            &c,
+            100,
+            &[],
+            (&[], false),
+        );
         assert!(md.contains("## Judge-corrected IFSM differences"), "{md}");
         // The table pads its columns; compare with single spaces.
         let flat = md.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -542,7 +614,36 @@ mod tests {
             &plain,
             100,
             std::slice::from_ref(&note),
+            (&[], false),
         );
         assert!(md.ends_with(&format!("\n{note}\n")), "{md}");
+    }
+}
+
+#[cfg(test)]
+mod headline_tests {
+    use super::*;
+
+    #[test]
+    fn the_headline_section_ranks_one_method_and_says_why_not_for_several() {
+        let row = |system: &str, method: &str, value: f64| HeadlineRow {
+            system: system.into(),
+            method: method.into(),
+            value,
+            ci: Some([value - 0.05, value + 0.05]),
+        };
+        let ranked = headline_section(&[row("B", "ppi", 0.6), row("A", "ppi", 0.3)], true);
+        let flat = ranked.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("| 1 | B | 60.0 [55.0, 65.0] | ppi |"),
+            "{ranked}"
+        );
+        assert!(flat.contains("Ranked by the estimate"), "{ranked}");
+        let mixed = headline_section(&[row("A", "ppi", 0.3), row("B", "raw", 0.6)], false);
+        assert!(
+            mixed.contains("Not ranked") && mixed.contains("| -"),
+            "{mixed}"
+        );
+        assert!(headline_section(&[], false).is_empty());
     }
 }

@@ -12,7 +12,7 @@ use crate::ifsm_correction::{corrected_difference_with_empty, entry_counts, Cali
 use crate::settings::StorySettings;
 use scorekit_core::error::{InputError, Result};
 use scorekit_report::compare::{Comparison, CorrectedDifferences};
-use scorekit_report::compare::{HeadlineDifference, PpiDifference};
+use scorekit_report::compare::{HeadlineDifference, HeadlineRow, PpiDifference};
 use scorekit_report::ifsm_corrected::{Headline, IfsmCorrected, PpiIfsm};
 use scorekit_report::MetricsDoc;
 use serde_json::Value;
@@ -56,8 +56,8 @@ pub struct FrameCalibration {
 /// prediction-powered estimate.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroupEstimates {
-    /// `ifsm_headline.method`.
-    pub headline: Option<String>,
+    /// `ifsm_headline`.
+    pub headline: Option<Headline>,
     /// `ifsm_ppi`.
     pub ppi: Option<PpiIfsm>,
 }
@@ -107,12 +107,10 @@ pub fn story_calibration(doc: &MetricsDoc) -> Result<RunCalibration> {
         };
         let headline = match parse("ifsm_headline")? {
             Some(v) => Some(
-                serde_json::from_value::<Headline>(v)
-                    .map_err(|e| InputError {
-                        field: Some(field("ifsm_headline")),
-                        ..InputError::file(&file, format!("not a headline entry: {e}"))
-                    })?
-                    .method,
+                serde_json::from_value::<Headline>(v).map_err(|e| InputError {
+                    field: Some(field("ifsm_headline")),
+                    ..InputError::file(&file, format!("not a headline entry: {e}"))
+                })?,
             ),
             None => None,
         };
@@ -255,8 +253,8 @@ pub fn attach(
             )
         });
         let methods = (
-            ga.and_then(|g| g.headline.as_deref()),
-            gb.and_then(|g| g.headline.as_deref()),
+            ga.and_then(|g| g.headline.as_ref().map(|h| h.method.as_str())),
+            gb.and_then(|g| g.headline.as_ref().map(|h| h.method.as_str())),
         );
         match methods {
             (Some(ma), Some(mb)) if ma == mb => {
@@ -286,6 +284,40 @@ pub fn attach(
         }
     }
     notes
+}
+
+/// Each system's headline (`systems[i]` from run `run_of[i]`, its group `group_of[i]`), ranked
+/// by value when every system's headline uses one method, else in the order given.
+pub fn headline_rows(
+    systems: &[System],
+    run_of: &[usize],
+    group_of: &[&str],
+    runs: &[RunInfo],
+) -> (Vec<HeadlineRow>, bool) {
+    let mut rows: Vec<HeadlineRow> = systems
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (name, _))| {
+            let h = runs[run_of[i]]
+                .calibration
+                .groups
+                .get(group_of[i])?
+                .headline
+                .as_ref()?;
+            Some(HeadlineRow {
+                system: name.clone(),
+                method: h.method.clone(),
+                value: h.value,
+                ci: h.ci,
+            })
+        })
+        .collect();
+    let one_method = rows.windows(2).all(|w| w[0].method == w[1].method);
+    if one_method {
+        rows.sort_by(|a, b| b.value.total_cmp(&a.value));
+    }
+    let ranked = one_method && !rows.is_empty();
+    (rows, ranked)
 }
 
 /// A − B on the headline's method: the PPI difference, Lee et al.'s under the labels' or the

@@ -134,6 +134,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
     let group_of: Vec<&str> = origin.iter().map(|(_, g)| g.as_str()).collect();
     let corrected_notes =
         corrected::attach(&mut comparisons, &systems, &run_of, &group_of, &run_infos);
+    let (headlines, ranked) = corrected::headline_rows(&systems, &run_of, &group_of, &run_infos);
     let board = Leaderboard {
         metrics: suite.metrics.to_vec(),
         rows: systems
@@ -163,7 +164,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
         .iter()
         .map(|b| json!({"what": b.what, "value": b.shown}))
         .collect();
-    let metrics = json!({
+    let mut metrics = json!({
         "suite": "compare",
         "scorekit_version": env!("CARGO_PKG_VERSION"),
         "compared_suite": suite.name,
@@ -178,10 +179,20 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
         "leaderboard": leaderboard,
         "comparisons": comparisons,
     });
+    if !headlines.is_empty() {
+        metrics["headline_ranking"] = json!({"ranked": ranked, "systems": headlines});
+    }
     let mut metrics_json = serde_json::to_string_pretty(&metrics)
         .map_err(|e| Error::Internal(anyhow::anyhow!("cannot serialise metrics: {e}")))?;
     metrics_json.push('\n');
-    let report_md = report::report(doc, &board, &comparisons, args.bootstrap, &corrected_notes);
+    let report_md = report::report(
+        doc,
+        &board,
+        &comparisons,
+        args.bootstrap,
+        &corrected_notes,
+        (&headlines, ranked),
+    );
     let tex = report::tables_tex(suite.name, &board, &comparisons);
 
     let dir = OutputDir::prepare(&args.out, args.force)?;

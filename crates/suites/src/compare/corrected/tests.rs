@@ -311,7 +311,11 @@ fn headline_run(method: &str) -> RunCalibration {
     groups.insert(
         String::new(),
         GroupEstimates {
-            headline: Some(method.to_string()),
+            headline: Some(scorekit_report::ifsm_corrected::Headline {
+                method: method.to_string(),
+                value: 0.5,
+                ci: Some([0.4, 0.6]),
+            }),
             ppi: None,
         },
     );
@@ -387,4 +391,48 @@ fn ppi_estimates_on_different_questions_differ_unpaired_with_their_variances_add
     assert!((d.value - 0.1).abs() < 1e-15);
     assert!((d.ci[1] - d.value - 0.1).abs() < 1e-12, "{d:?}");
     assert!(unpaired_ppi(None, Some(&p(0.5, 0.1))).is_none());
+}
+
+#[test]
+fn headlines_rank_the_systems_only_when_they_share_a_method() {
+    let systems = systems();
+    let run = |method: &str, value: f64| {
+        let mut r = headline_run(method);
+        r.groups
+            .get_mut("")
+            .unwrap()
+            .headline
+            .as_mut()
+            .unwrap()
+            .value = value;
+        r
+    };
+    let (a, b) = (run("dataset", 0.3), run("dataset", 0.6));
+    let infos = [
+        RunInfo {
+            label: "a",
+            calibration: &a,
+        },
+        RunInfo {
+            label: "b",
+            calibration: &b,
+        },
+    ];
+    let (rows, ranked) = headline_rows(&systems, &[0, 1], &["", ""], &infos);
+    assert!(ranked);
+    assert_eq!((rows[0].system.as_str(), rows[0].value), ("B", 0.6));
+    let c = run("ppi", 0.9);
+    let infos = [
+        RunInfo {
+            label: "a",
+            calibration: &a,
+        },
+        RunInfo {
+            label: "c",
+            calibration: &c,
+        },
+    ];
+    let (rows, ranked) = headline_rows(&systems, &[0, 1], &["", ""], &infos);
+    assert!(!ranked);
+    assert_eq!(rows[0].system, "A", "as given");
 }
