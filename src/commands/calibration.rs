@@ -159,6 +159,65 @@ pub fn judge_identity(
     })
 }
 
+/// `path` among `doc`'s inputs; its sha256.
+fn record_input(doc: &mut MetricsDoc, path: &Path) -> Result<String> {
+    doc.add_input(path)?;
+    Ok(doc
+        .inputs
+        .last()
+        .map(|f| f.sha256.clone())
+        .unwrap_or_default())
+}
+
+/// The endings file the negatives' fillers come from, pulled through `scorekit data` and
+/// recorded in `doc`, with its sha256.
+fn endings(
+    doc: &mut MetricsDoc,
+    offline: bool,
+    quiet: bool,
+) -> Result<(Vec<scorekit_io::Record>, String)> {
+    let arg = scorekit_data::resolve_arg(
+        Path::new(ENDINGS),
+        &scorekit_data::Options { offline, quiet },
+    )
+    .map_err(|e| {
+        Error::usage(format!(
+            "the judge's dataset calibration needs {ENDINGS} (its negatives' fillers): {e}; \
+             or pass --no-calibration to report raw IFSM only"
+        ))
+    })?;
+    let sha = record_input(doc, &arg.path)?;
+    doc.datasets.extend(arg.dataset.map(|d| d.record()));
+    Ok((read_jsonl(&arg.path)?, sha))
+}
+
+/// The label files recorded in `doc`, named and identified for the run's settings: the file's
+/// sha256, or of several files the sha256 of their sha256s (one a line, in order).
+fn label_source<'a>(
+    doc: &mut MetricsDoc,
+    paths: &[PathBuf],
+    set: &'a LabelSet,
+) -> Result<LabelSource<'a>> {
+    let shas = paths
+        .iter()
+        .map(|p| record_input(doc, p))
+        .collect::<Result<Vec<String>>>()?;
+    let sha256 = match shas.as_slice() {
+        [one] => one.clone(),
+        many => {
+            use sha2::Digest;
+            let text: String = many.iter().map(|s| format!("{s}\n")).collect();
+            format!("{:x}", sha2::Sha256::digest(text.as_bytes()))
+        }
+    };
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    Ok(LabelSource {
+        set,
+        path: names.join(" "),
+        sha256,
+    })
+}
+
 /// Run the calibration step for `scope` (dataset indices): the endings file pulled through
 /// `scorekit data` when the dataset calibration runs (and recorded in `doc`), the labels given.
 #[allow(clippy::too_many_arguments)]
@@ -173,59 +232,13 @@ pub fn run(
     step: &mut JudgeStep,
 ) -> Result<Outcome> {
     let endings = if flags.dataset {
-        let arg = scorekit_data::resolve_arg(
-            Path::new(ENDINGS),
-            &scorekit_data::Options {
-                offline: flags.offline,
-                quiet: step.quiet,
-            },
-        )
-        .map_err(|e| {
-            Error::usage(format!(
-                "the judge's dataset calibration needs {ENDINGS} (its negatives' fillers): {e}; \
-                 or pass --no-calibration to report raw IFSM only"
-            ))
-        })?;
-        doc.add_input(&arg.path)?;
-        let sha = doc
-            .inputs
-            .last()
-            .map(|f| f.sha256.clone())
-            .unwrap_or_default();
-        doc.datasets.extend(arg.dataset.map(|d| d.record()));
-        Some((read_jsonl(&arg.path)?, sha))
+        Some(endings(doc, flags.offline, step.quiet)?)
     } else {
         None
     };
-    let label_source = match labels {
-        Some((paths, set)) => {
-            let mut shas = Vec::new();
-            for path in paths {
-                doc.add_input(path)?;
-                shas.push(
-                    doc.inputs
-                        .last()
-                        .map(|f| f.sha256.clone())
-                        .unwrap_or_default(),
-                );
-            }
-            let sha256 = match shas.as_slice() {
-                [one] => one.clone(),
-                many => {
-                    use sha2::Digest;
-                    let text: String = many.iter().map(|s| format!("{s}\n")).collect();
-                    format!("{:x}", sha2::Sha256::digest(text.as_bytes()))
-                }
-            };
-            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            Some(LabelSource {
-                set,
-                path: names.join(" "),
-                sha256,
-            })
-        }
-        None => None,
-    };
+    let label_source = labels
+        .map(|(paths, set)| label_source(doc, paths, set))
+        .transpose()?;
     let request = Request {
         questions,
         scope,

@@ -17,7 +17,7 @@ use scorekit_suites::run::Run;
 use scorekit_suites::settings::{JudgeNames, StorySettings};
 use scorekit_suites::story::{self, Generation, Item, Question};
 use scorekit_suites::story_calibration::ask::FrameJudge;
-use scorekit_suites::story_calibration::label_set::{self, LabelSet};
+use scorekit_suites::story_calibration::label_set::{self, HumanLabels, LabelSet};
 use scorekit_suites::story_calibration::labels;
 use scorekit_suites::story_calibration::memo::Memo;
 use scorekit_suites::story_calibration::summary::CalibrationSummary;
@@ -34,33 +34,17 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     let dataset = settings::dataset(&args.dataset, args.model.offline, args.output.quiet)?;
     args.dataset = dataset.path.clone();
     let out = &settings::run_options(&args.output)?;
-    let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
-    let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
-    let checked = story::check(&questions, &generations);
-    warn(story_checks::unscored_warnings(
-        &args.generations.display().to_string(),
-        &generations,
-        &checked,
-    ));
+    let (questions, generations, checked) = read_inputs(&args)?;
 
     let rt = ModelRuntime::new(&args.model, out.quiet)?;
     let mut doc = MetricsDoc::new("story");
     doc.add_input(&args.dataset)?;
     doc.add_input(&args.generations)?;
     doc.datasets.extend(dataset.dataset.map(|d| d.record()));
-    let labels = calibration_labels(&args, &questions, &generations, &checked)?;
-    let human = labels
-        .as_ref()
-        .map(|set| label_set::by_model(&set.labels, &questions))
-        .unwrap_or_default();
+    let (labels, human) = calibration_labels(&args, &questions, &generations, &checked)?;
     let (checked, in_scope) = story_run::shard_part(&questions, &generations, checked, out.shard);
-    // Coverage: per group, the dataset questions of this run (its shard's) without an ending.
     let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
-    let missing = missing_in_scope(&scope, &checked, &generations);
-    warn(story_checks::missing_warnings(&missing, scope.len()));
-    if args.require_complete {
-        story_checks::require_complete(&missing, scope.len())?;
-    }
+    let missing = coverage(&args, &scope, &checked, &generations)?;
 
     let Resolved {
         judge_model,
@@ -125,21 +109,45 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
     score(&mut run, &scoring, judge.as_ref(), embedder.as_ref(), &args)?;
     let done = run.finish(&mut doc, files)?;
     if let Some(n) = args.label_sample {
-        let rates = CalibrationSummary::read(&doc)?.and_then(|c| {
-            let counts = c.dataset.map(|d| d.counts).or(c.human.map(|h| h.counts))?;
-            Some((counts.q0()?, counts.q1()?))
-        });
         let sample = LabelSample {
-            rates,
             questions: &questions,
             scope: &scope,
             n,
             seed: out.seed,
         };
-        write_label_sample(&out.out, &done.items, &generations, &sample)?;
+        write_label_sample(&out.out, &doc, &done.items, &generations, &sample)?;
     }
     done.print();
     Ok(())
+}
+
+/// The dataset's questions, the generations and their checks (unscored ones warned about).
+fn read_inputs(args: &StoryArgs) -> Result<(Vec<Question>, Vec<Generation>, Vec<story::Checked>)> {
+    let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
+    let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
+    let checked = story::check(&questions, &generations);
+    warn(story_checks::unscored_warnings(
+        &args.generations.display().to_string(),
+        &generations,
+        &checked,
+    ));
+    Ok((questions, generations, checked))
+}
+
+/// Coverage: per group, the dataset questions of this run (its shard's) without an ending,
+/// warned about, and refused with `--require-complete`.
+fn coverage<'a>(
+    args: &StoryArgs,
+    scope: &[&'a str],
+    checked: &[story::Checked],
+    generations: &[Generation],
+) -> Result<std::collections::BTreeMap<String, Vec<&'a str>>> {
+    let missing = missing_in_scope(scope, checked, generations);
+    warn(story_checks::missing_warnings(&missing, scope.len()));
+    if args.require_complete {
+        story_checks::require_complete(&missing, scope.len())?;
+    }
+    Ok(missing)
 }
 
 /// The models that run, resolved before any long work (so a missing one fails at once), and
@@ -379,13 +387,14 @@ impl StoryModels for ModelSteps<'_> {
 
 /// `--calibration-labels`, read and checked against the dataset and the generations (a label
 /// naming a model must label that model's ending) and combined across labellers, before any
-/// model loads (and refused without a judge, like `--label-sample`).
+/// model loads (and refused without a judge, like `--label-sample`); with the labels that name
+/// a model, by model and question (the PPI sample the items carry).
 fn calibration_labels(
     args: &StoryArgs,
     questions: &[Question],
     generations: &[Generation],
     checked: &[story::Checked],
-) -> Result<Option<LabelSet>> {
+) -> Result<(Option<LabelSet>, HumanLabels)> {
     if args.skip_judge {
         for (set, flag) in [
             (
@@ -403,21 +412,19 @@ fn calibration_labels(
         }
     }
     if args.calibration.calibration_labels.is_empty() {
-        return Ok(None);
+        return Ok((None, HumanLabels::new()));
     }
-    calibration::read_labels(
+    let set = calibration::read_labels(
         &args.calibration.calibration_labels,
         questions,
         Some((generations, checked)),
-    )
-    .map(Some)
+    )?;
+    let human = label_set::by_model(&set.labels, questions);
+    Ok((Some(set), human))
 }
 
 /// What `--label-sample N` draws from.
 struct LabelSample<'a> {
-    /// The judge's q0 and q1 on the run's calibration (the dataset's, else the labels'), for
-    /// the number of labels it would take.
-    rates: Option<(f64, f64)>,
     questions: &'a [Question],
     scope: &'a [&'a str],
     n: usize,
@@ -425,9 +432,11 @@ struct LabelSample<'a> {
 }
 
 /// `--label-sample N`: to_label.jsonl in `out`, N questions of the run's scope drawn uniformly
-/// and every model's judged ending to them, shuffled, `follows` null.
+/// and every model's judged ending to them, shuffled, `follows` null; and, from the run's
+/// calibration in `doc`, how many labels would settle the judge.
 fn write_label_sample(
     out: &std::path::Path,
+    doc: &MetricsDoc,
     items: &[Item],
     generations: &[Generation],
     s: &LabelSample,
@@ -442,7 +451,7 @@ fn write_label_sample(
         s.scope.len(),
         path.display()
     );
-    if let Some((q0, q1)) = s.rates {
+    if let Some((q0, q1)) = CalibrationSummary::read(doc)?.and_then(|c| c.rates()) {
         eprintln!(
             "{}",
             scorekit_report::ifsm_corrected::LabelsNeeded::of(q0, q1).sentence()

@@ -13,7 +13,7 @@ use crate::story_calibration::memo::Memo;
 use crate::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use scorekit_core::error::Result;
 use scorekit_core::shard::Shard;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The model steps of a story run: the judge's (as the calibration asks it) and the embedder's.
 pub trait StoryModels: FrameJudge {
@@ -38,7 +38,7 @@ pub struct Scoring<'a> {
     /// The calibration's answers to the human options (empty without a calibration).
     pub memo: &'a Memo,
     /// Human labels of the models' endings: model → question id → follows.
-    pub human: &'a BTreeMap<String, BTreeMap<String, bool>>,
+    pub human: &'a crate::story_calibration::label_set::HumanLabels,
 }
 
 /// The chunks of the run's scored generations that still have an unfinished item.

@@ -217,12 +217,12 @@ fn agreement(answers: &[&Answers]) -> Option<LabelAgreement> {
     })
 }
 
+/// Human labels by model and question id: the PPI sample the story items carry.
+pub type HumanLabels = BTreeMap<String, BTreeMap<String, bool>>;
+
 /// The combined labels that name a model, as the PPI sample: model → question id → follows.
-pub fn by_model(
-    labels: &[Label],
-    questions: &[Question],
-) -> BTreeMap<String, BTreeMap<String, bool>> {
-    let mut out: BTreeMap<String, BTreeMap<String, bool>> = BTreeMap::new();
+pub fn by_model(labels: &[Label], questions: &[Question]) -> HumanLabels {
+    let mut out = HumanLabels::new();
     for l in labels {
         if let Some(m) = &l.model {
             out.entry(m.clone())

@@ -95,6 +95,17 @@ impl CalibrationSummary {
         CalibrationSummary { dataset, human }
     }
 
+    /// The judge's (q0, q1) by the dataset calibration, else by the labels' (for planning how
+    /// many labels would settle it); `None` without a calibration of both sides.
+    pub fn rates(&self) -> Option<(f64, f64)> {
+        let counts = self
+            .dataset
+            .as_ref()
+            .map(|d| d.counts)
+            .or(self.human.as_ref().map(|h| h.counts))?;
+        Some((counts.q0()?, counts.q1()?))
+    }
+
     /// The summary `doc` records (`None`: no calibration ran).
     pub fn read(doc: &MetricsDoc) -> Result<Option<Self>> {
         doc.metrics
