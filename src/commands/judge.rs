@@ -12,11 +12,11 @@ use scorekit_core::progress::bar;
 use scorekit_report::judge::{self as render, Bootstrap, EvalCalibration, EvalLetter};
 use scorekit_report::{ModelRef, OutputDir};
 use scorekit_runtime::judge::{AnyJudge, JUDGE_FILES};
-use scorekit_runtime::judge_train::{
-    self, QuestionPairs, RecipeSettings, TrainData, TrainSettings, Trained,
-};
+use scorekit_runtime::judge_train::{self, QuestionPairs, TrainData, TrainSettings, Trained};
 use scorekit_runtime::letter_judge::is_letter_judge;
+use scorekit_runtime::train::model::Dropouts;
 use scorekit_runtime::train::run::Policy;
+use scorekit_runtime::train::trainer::Recipe;
 use scorekit_runtime::ResolveOptions;
 use scorekit_suites::ifsm_correction::judge_resolution;
 use scorekit_suites::judge_eval::{self, EvalItem, EvalRecord};
@@ -70,7 +70,7 @@ fn train_settings(
         quiet,
         stop_after,
     } = a;
-    let recipe = RecipeSettings {
+    let recipe = Recipe {
         lr,
         batch_questions,
         grad_accum,
@@ -81,7 +81,7 @@ fn train_settings(
         max_steps,
         shuffle: !no_shuffle,
         seed,
-        dropout,
+        dropouts: dropout.map(Dropouts::all),
         precision,
     };
     let settings = TrainSettings {

@@ -96,8 +96,8 @@ fn train_as_reference(name: &str, refdir: &Path, dtype: DType, precision: Precis
         max_steps: None,
         shuffle: false,
         seed: 2022,
-        dropouts: Dropouts::all(0.0),
-        precision,
+        dropouts: Some(Dropouts::all(0.0)),
+        precision: Some(precision),
     };
     let max_grad_norm = recipe.max_grad_norm;
     let mut logs: Vec<StepLog> = Vec::new();

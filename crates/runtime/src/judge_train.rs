@@ -9,13 +9,12 @@ use crate::judge::{PairTokenizer, JUDGE_FILES};
 use crate::{device_name, select_device};
 use anyhow::{anyhow, Context};
 use candle_core::DType;
-use scorekit_core::error::{Error, Result};
+use scorekit_core::error::Result;
 use scorekit_core::fs::{atomic_write, write_atomically};
 use scorekit_report::judge::QuestionFile;
 use scorekit_train::model::{Dropouts, McModel};
 use scorekit_train::run::{self, Ending, Policy, RunDir, RECORD_FILE};
-use scorekit_train::trainer::{default_precision, Example, Recipe, Trainer};
-use scorekit_train::Precision;
+use scorekit_train::trainer::{Example, Recipe, Trainer};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -41,69 +40,11 @@ pub struct TrainSettings {
     pub resolve: ResolveOptions,
     /// Truncate pairs to this many tokens (default: the model's limit).
     pub max_length: Option<usize>,
-    /// The recipe.
-    pub recipe: RecipeSettings,
+    /// The recipe as asked: dropouts and precision left `None` default to the base's and the
+    /// device's.
+    pub recipe: Recipe,
     /// Evaluations, checkpoints, stopping.
     pub policy: Policy,
-}
-
-/// The recipe as asked: dropout and precision default to the base's and the device's.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecipeSettings {
-    /// Peak learning rate.
-    pub lr: f64,
-    /// Questions per micro-batch.
-    pub batch_questions: usize,
-    /// Micro-batches per optimiser step.
-    pub grad_accum: usize,
-    /// Decoupled weight decay.
-    pub weight_decay: f64,
-    /// Share of the steps spent warming up.
-    pub warmup_ratio: f64,
-    /// Global gradient norm limit (0: none).
-    pub max_grad_norm: f64,
-    /// Epochs, unless `max_steps`.
-    pub epochs: u64,
-    /// Optimiser steps in all.
-    pub max_steps: Option<u64>,
-    /// Seeded shuffle per epoch (else file order).
-    pub shuffle: bool,
-    /// Seed of the shuffles, dropout masks and a new head.
-    pub seed: u64,
-    /// Dropout probability everywhere (default: the base's config.json).
-    pub dropout: Option<f64>,
-    /// Precision of the products (default: [`default_precision`] of the device).
-    pub precision: Option<Precision>,
-}
-
-impl RecipeSettings {
-    /// The one recipe check the flags' own parsers cannot make.
-    pub fn check(&self) -> Result<()> {
-        if self.max_steps.is_none() && self.epochs == 0 {
-            return Err(Error::usage(
-                "nothing to train: --epochs is 0 and no --max-steps",
-            ));
-        }
-        Ok(())
-    }
-
-    /// The recipe for `model` on `device`.
-    fn recipe(&self, model: &McModel, device: &candle_core::Device) -> Recipe {
-        Recipe {
-            lr: self.lr,
-            batch_questions: self.batch_questions,
-            grad_accum: self.grad_accum,
-            weight_decay: self.weight_decay,
-            warmup_ratio: self.warmup_ratio,
-            max_grad_norm: self.max_grad_norm,
-            epochs: self.epochs,
-            max_steps: self.max_steps,
-            shuffle: self.shuffle,
-            seed: self.seed,
-            dropouts: self.dropout.map_or(model.config_dropouts, Dropouts::all),
-            precision: self.precision.unwrap_or_else(|| default_precision(device)),
-        }
-    }
 }
 
 /// One question as the judge reads it: a (passage, question + option) pair per option.
@@ -182,9 +123,9 @@ pub fn train(s: &TrainSettings, data: &TrainData) -> Result<Trained> {
         Some((qs, _)) => Some(encode(&tok, qs)?),
         None => None,
     };
-    let recipe = s.recipe.recipe(&model, &device);
-    let mut trainer = Trainer::new(&model, recipe.clone(), examples.len())
+    let mut trainer = Trainer::new(&model, s.recipe.clone(), examples.len())
         .map_err(|e| anyhow!("optimiser: {e}"))?;
+    let recipe = trainer.recipe.clone();
     let identity = serde_json::to_value(Identity {
         recipe: &recipe,
         base_sha256: &base_ref.sha256,
@@ -231,7 +172,7 @@ pub fn train(s: &TrainSettings, data: &TrainData) -> Result<Trained> {
         },
         max_length: tok.max_length,
         device: device_name(&device),
-        precision: recipe.precision,
+        precision: recipe.precision_of(&model),
         encoder_dropout: "applied with the recipe's probabilities (scorekit's seeded masks)",
         total_steps: trainer.schedule.total,
         warmup_steps: trainer.schedule.warmup,
@@ -255,7 +196,7 @@ pub fn train(s: &TrainSettings, data: &TrainData) -> Result<Trained> {
             },
         },
     };
-    write_folder(&dir, &base.dir, &model, s.recipe.dropout, &record)?;
+    write_folder(&dir, &base.dir, &model, s.recipe.dropouts, &record)?;
     Ok(Trained::Finished {
         steps: record.steps_done,
         kept_step: record.kept.step,
@@ -294,7 +235,7 @@ fn write_folder(
     dir: &RunDir,
     base: &Path,
     model: &McModel,
-    dropout: Option<f64>,
+    dropouts: Option<Dropouts>,
     record: &TrainingRecord,
 ) -> Result<()> {
     let out = dir.path();
@@ -311,10 +252,12 @@ fn write_folder(
         "architectures".into(),
         Value::from(vec![mc_class(&model.cfg.model_type)]),
     );
-    if let Some(p) = dropout {
-        for k in ["hidden_dropout_prob", "attention_probs_dropout_prob"] {
-            fields.insert(k.into(), Value::from(p));
-        }
+    if let Some(d) = dropouts {
+        fields.insert("hidden_dropout_prob".into(), Value::from(d.hidden));
+        fields.insert(
+            "attention_probs_dropout_prob".into(),
+            Value::from(d.attention),
+        );
     }
     atomic_write(&out.join("config.json"), pretty(&config)?.as_bytes())?;
     for f in TOKENIZER_FILES {

@@ -27,7 +27,8 @@ pub struct Example {
     pub label: usize,
 }
 
-/// What `scorekit judge train` was asked to do.
+/// What `scorekit judge train` was asked to do: built from the flags, filled in by
+/// [`Trainer::new`] (dropouts and precision left to the model) and recorded in training.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recipe {
     /// Peak learning rate.
@@ -50,14 +51,37 @@ pub struct Recipe {
     pub shuffle: bool,
     /// Seed of the shuffles, dropout masks and new heads.
     pub seed: u64,
-    /// Dropout probabilities.
-    pub dropouts: Dropouts,
-    /// The precision of the products. Absent from runs recorded before bf16 trained: f32.
-    #[serde(default)]
-    pub precision: Precision,
+    /// Dropout probabilities (`--dropout P`: [`Dropouts::all`]); `None`: the model's
+    /// config.json ([`Recipe::dropouts_of`]). Written filled in.
+    pub dropouts: Option<Dropouts>,
+    /// The precision of the products (`--precision`); `None`: [`default_precision`] of the
+    /// model's device ([`Recipe::precision_of`]). Written filled in; absent from runs recorded
+    /// before bf16 trained (they trained in f32).
+    pub precision: Option<Precision>,
 }
 
 impl Recipe {
+    /// The one recipe check the flags' own parsers cannot make.
+    pub fn check(&self) -> scorekit_core::error::Result<()> {
+        if self.max_steps.is_none() && self.epochs == 0 {
+            return Err(scorekit_core::error::Error::usage(
+                "nothing to train: --epochs is 0 and no --max-steps",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The dropouts `model` trains with: as asked, else its config.json's.
+    pub fn dropouts_of(&self, model: &McModel) -> Dropouts {
+        self.dropouts.unwrap_or(model.config_dropouts)
+    }
+
+    /// The precision `model` trains in: as asked, else the default of its device.
+    pub fn precision_of(&self, model: &McModel) -> Precision {
+        self.precision
+            .unwrap_or_else(|| default_precision(model.device()))
+    }
+
     /// Optimiser steps per epoch for `n` questions.
     pub fn steps_per_epoch(&self, n: usize) -> u64 {
         let batches = n.div_ceil(self.batch_questions.max(1));
@@ -141,8 +165,11 @@ pub struct Trainer<'m> {
 }
 
 impl<'m> Trainer<'m> {
-    /// A fresh run over `n` questions.
-    pub fn new(model: &'m McModel, recipe: Recipe, n: usize) -> Result<Self> {
+    /// A fresh run over `n` questions; the recipe's dropouts and precision left unasked are
+    /// filled in from `model` ([`Recipe::dropouts_of`], [`Recipe::precision_of`]).
+    pub fn new(model: &'m McModel, mut recipe: Recipe, n: usize) -> Result<Self> {
+        recipe.dropouts = Some(recipe.dropouts_of(model));
+        recipe.precision = Some(recipe.precision_of(model));
         let opt = AdamW::new(
             model.named_vars(),
             AdamWParams {
@@ -206,12 +233,13 @@ impl<'m> Trainer<'m> {
         let k = micro.len() as f64;
         let mut grads: Vec<Option<Tensor>> = vec![None; self.opt.slots.len()];
         let mut loss_sum = 0f64;
+        let dropouts = self.recipe.dropouts_of(self.model);
         let mut train = Train {
-            hidden: self.recipe.dropouts.hidden,
-            attention: self.recipe.dropouts.attention,
+            hidden: dropouts.hidden,
+            attention: dropouts.attention,
             rng: SplitMix::new(self.pos.rng),
             grads: GradSink::default(),
-            precision: self.recipe.precision,
+            precision: self.recipe.precision_of(self.model),
         };
         for qs in micro {
             let loss = self.loss(data, qs, &mut train)?;
@@ -269,7 +297,7 @@ impl<'m> Trainer<'m> {
             &p.token_type_ids,
             &p.attention_mask,
             choices,
-            Some((train, &self.recipe.dropouts)),
+            Some((train, &self.recipe.dropouts_of(self.model))),
         )?;
         candle_nn::loss::cross_entropy(&logits, &labels)
     }

@@ -53,7 +53,7 @@ pub fn compare_all(
                     // Neither system has the metric (a story run without the judge, say).
                     continue;
                 }
-                out.push(compare(
+                out.push(compare_pair(
                     m.name,
                     m.kind,
                     a_name,
@@ -93,7 +93,7 @@ pub fn leaderboard_values(
 /// Compare systems `a` and `b` on one metric. `resamples` and `seed` drive the bootstrap of the
 /// difference; the same seed gives the same interval, and swapping A and B negates it.
 #[allow(clippy::too_many_arguments)] // the names and the two value maps are the comparison
-pub fn compare(
+pub fn compare_pair(
     metric: &str,
     kind: MetricKind,
     a_name: &str,
@@ -263,7 +263,7 @@ mod tests {
             ("q4", 0.0),
             ("y", 0.0),
         ]);
-        let c = compare("acc", MetricKind::Binary, "A", &a, "B", &b, 200, 1);
+        let c = compare_pair("acc", MetricKind::Binary, "A", &a, "B", &b, 200, 1);
         assert_eq!(c.n_paired, 4);
         assert_eq!((c.a_only, c.b_only), (2, 1));
         assert_eq!((c.unpaired_a, c.unpaired_b), (1, 1));
@@ -282,8 +282,8 @@ mod tests {
         let b: Values = (0..60)
             .map(|i| (format!("{i}"), f64::from(i % 2 == 0)))
             .collect();
-        let ab = compare("m", MetricKind::Binary, "A", &a, "B", &b, 500, 9);
-        let ba = compare("m", MetricKind::Binary, "B", &b, "A", &a, 500, 9);
+        let ab = compare_pair("m", MetricKind::Binary, "A", &a, "B", &b, 500, 9);
+        let ba = compare_pair("m", MetricKind::Binary, "B", &b, "A", &a, 500, 9);
         let (d, e) = (ab.diff.unwrap(), ba.diff.unwrap());
         assert_eq!(d.value, -e.value);
         assert!((d.ci_low + e.ci_high).abs() < 1e-12);
@@ -296,7 +296,7 @@ mod tests {
     fn continuous_metrics_use_the_sign_test_and_drop_ties() {
         let a = values(&[("s1", 0.5), ("s2", 0.4), ("s3", 0.3), ("s4", 0.2)]);
         let b = values(&[("s1", 0.1), ("s2", 0.1), ("s3", 0.1), ("s4", 0.2)]);
-        let c = compare("d", MetricKind::Continuous, "A", &a, "B", &b, 0, 0);
+        let c = compare_pair("d", MetricKind::Continuous, "A", &a, "B", &b, 0, 0);
         assert_eq!((c.a_only, c.b_only, c.n_paired), (3, 0, 4));
         assert!((c.p_value - 0.25).abs() < 1e-15);
         assert_eq!(c.test, SIGN_TEST);
@@ -310,7 +310,7 @@ mod tests {
     fn nothing_paired_gives_no_values() {
         let a = values(&[("a", 1.0)]);
         let b = values(&[("b", 1.0)]);
-        let c = compare("m", MetricKind::Binary, "A", &a, "B", &b, 100, 0);
+        let c = compare_pair("m", MetricKind::Binary, "A", &a, "B", &b, 100, 0);
         assert_eq!(c.n_paired, 0);
         assert!(c.diff.is_none() && c.a_value.is_none());
         assert_eq!(c.p_value, 1.0);

@@ -9,6 +9,7 @@
 use super::layout::{ConfigKey, FileKey};
 use super::tables::{add, fill_missing, ConfigStats};
 use super::Item;
+pub use scorekit_report::mint::RecheckRow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The 0/1 verdicts of one configuration's non-duplicate items, in item order, per group.
@@ -50,27 +51,6 @@ pub struct RecheckCounts {
     pub lost: usize,
     /// Items without a verdict but with a note saying why.
     pub unchecked: usize,
-}
-
-/// An item whose re-check differs from its stored flag, or that could not be re-checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecheckRow {
-    /// Configuration label.
-    pub config: String,
-    /// Task.
-    pub task: String,
-    /// Task id.
-    pub task_id: String,
-    /// File and line.
-    pub file: String,
-    /// 1-based line.
-    pub line: usize,
-    /// Stored flag.
-    pub stored: bool,
-    /// Re-check verdict.
-    pub rechecked: Option<bool>,
-    /// Note.
-    pub note: Option<String>,
 }
 
 struct ConfigAgg {
@@ -213,7 +193,7 @@ impl Aggregate {
                 line: it.line,
                 stored: it.success,
                 rechecked: it.rechecked,
-                note: it.recheck_note.clone(),
+                note: it.recheck_note.clone().unwrap_or_default(),
             });
         }
     }

@@ -7,7 +7,7 @@ use crate::mint::checkers::Tolerance;
 use crate::mint::{metrics, tables, Item};
 use crate::settings::MintSettings;
 use scorekit_core::error::Result;
-use scorekit_report::mint::{RecheckRow, RecheckTask};
+use scorekit_report::mint::RecheckTask;
 use scorekit_report::{self as report, MetricsDoc, Outputs, RunSettings};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -182,26 +182,13 @@ fn recheck_report(totals: &Totals, tolerance: Option<Tolerance>) -> (Value, Stri
                    "stored_true_rechecked_false": t.lost, "no_verdict": t.unchecked, "differing": ids}),
         );
     }
-    let csv_rows: Vec<RecheckRow> = rows
-        .iter()
-        .map(|i| RecheckRow {
-            config: i.config.clone(),
-            task: i.task.clone(),
-            task_id: i.task_id.clone(),
-            file: i.file.clone(),
-            line: i.line,
-            stored: i.stored,
-            rechecked: i.rechecked,
-            note: i.note.clone().unwrap_or_default(),
-        })
-        .collect();
     (
         Value::Object(json_per),
         report::mint::recheck_markdown(
             &tasks,
             tolerance.map(|t| (t.name(), t.rule())),
-            !csv_rows.is_empty(),
+            !rows.is_empty(),
         ),
-        report::mint::recheck_csv(&csv_rows),
+        report::mint::recheck_csv(rows),
     )
 }
