@@ -2,13 +2,16 @@
 //! settings the suites and the report read. Each `*Args` is destructured whole, so a new flag
 //! does not compile until it is handled here.
 
-use crate::cli::{GraspArgs, MintArgs, ModelArgs, OutputArgs};
+use crate::cli::{
+    CalibrationArgs, GraspArgs, MintArgs, ModelArgs, OptionOrders, OutputArgs, ShotArgs, StoryArgs,
+};
+use crate::commands::calibration::CalibrationFlags;
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
 use scorekit_suites::grasp::input as grasp_input;
 use scorekit_suites::mint::checkers::Tolerance;
 use scorekit_suites::mint::run::{MintOptions, PinnedPart};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The output flags every scoring command takes, as the suites' run loop reads them; `--out` is
 /// checked here, before any model loads (a finished run there needs `--force`).
@@ -111,4 +114,102 @@ pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
         out: run_options(&output)?,
     };
     Ok((settings, model))
+}
+
+/// The calibration flags of `story` and `judge eval` (with `--offline` for the endings file):
+/// what to calibrate on, and the label files.
+pub fn calibration(args: &CalibrationArgs, offline: bool) -> (CalibrationFlags, Vec<PathBuf>) {
+    let CalibrationArgs {
+        no_calibration,
+        recalibrate,
+        calibration_labels,
+    } = args;
+    let flags = CalibrationFlags {
+        dataset: !no_calibration,
+        recalibrate: *recalibrate,
+        offline,
+    };
+    (flags, calibration_labels.clone())
+}
+
+/// `scorekit story`'s flags, each handled here once (`StoryArgs` is destructured whole, so a
+/// new flag does not compile until it is): the dataset resolved, the models that run, the
+/// calibration, and the flags that need a judge refused without one.
+pub struct StoryFlags {
+    /// The dataset file, and the pinned dataset it came from when named.
+    pub dataset: scorekit_data::InputArg,
+    /// The generations file.
+    pub generations: PathBuf,
+    /// `--require-complete`.
+    pub require_complete: bool,
+    /// The judge, unless `--skip-judge`.
+    pub judge: Option<String>,
+    /// `--follow-label`.
+    pub follow_label: Option<String>,
+    /// The embedder, unless `--skip-embedder`.
+    pub embedder: Option<String>,
+    /// What to calibrate on.
+    pub calibration: CalibrationFlags,
+    /// `--calibration-labels`.
+    pub labels: Vec<PathBuf>,
+    /// `--label-sample N`.
+    pub label_sample: Option<usize>,
+    /// A letter judge's demonstrations.
+    pub shots: ShotArgs,
+    /// `--option-orders`.
+    pub option_orders: OptionOrders,
+    /// The model runtime's flags.
+    pub model: ModelArgs,
+    /// The output flags.
+    pub out: RunOptions,
+}
+
+/// Resolve `scorekit story`'s flags (see [`StoryFlags`]).
+pub fn story(args: StoryArgs) -> Result<StoryFlags> {
+    let StoryArgs {
+        dataset,
+        generations,
+        require_complete,
+        judge,
+        follow_label,
+        skip_judge,
+        embedder,
+        skip_embedder,
+        calibration: calibration_args,
+        label_sample,
+        shots,
+        option_orders,
+        model,
+        output,
+    } = args;
+    let (calibration, labels) = calibration(&calibration_args, model.offline);
+    if skip_judge {
+        for (set, flag) in [
+            (!labels.is_empty(), "--calibration-labels"),
+            (label_sample.is_some(), "--label-sample"),
+            (calibration.recalibrate, "--recalibrate"),
+        ] {
+            if set {
+                return Err(scorekit_core::error::Error::usage(format!(
+                    "{flag}: no judge runs (--skip-judge), so there is no verdict to calibrate"
+                )));
+            }
+        }
+    }
+    let out = run_options(&output)?;
+    Ok(StoryFlags {
+        dataset: self::dataset(&dataset, model.offline, out.quiet)?,
+        generations,
+        require_complete,
+        judge: (!skip_judge).then_some(judge),
+        follow_label,
+        embedder: (!skip_embedder).then_some(embedder),
+        calibration,
+        labels,
+        label_sample,
+        shots,
+        option_orders,
+        model,
+        out,
+    })
 }

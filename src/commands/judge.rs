@@ -200,19 +200,14 @@ fn calibrate_eval(
     shots: &str,
     dataset_sha256: &str,
 ) -> Result<Option<(Calibration, Vec<u8>)>> {
-    let c = &a.calibration;
-    if c.no_calibration && c.calibration_labels.is_empty() {
+    let (flags, label_files) = crate::settings::calibration(&a.calibration, a.model.offline);
+    if !flags.dataset && label_files.is_empty() {
         return Ok(None);
     }
     let cyclic = a.option_orders == OptionOrders::Cyclic;
-    let labels = (!c.calibration_labels.is_empty())
-        .then(|| calibration::read_labels(&c.calibration_labels, questions, None))
+    let labels = (!label_files.is_empty())
+        .then(|| calibration::read_labels(&label_files, questions, None))
         .transpose()?;
-    let flags = calibration::CalibrationFlags {
-        dataset: !c.no_calibration,
-        recalibrate: c.recalibrate,
-        offline: a.model.offline,
-    };
     let identity = calibration::judge_identity(judge, model_ref, rt, shots, cyclic, dataset_sha256);
     let mut doc = scorekit_report::MetricsDoc::new(judge_eval::SUITE);
     let mut step = calibration::JudgeStep::new(judge, rt.batch_tokens, a.output.quiet);
@@ -220,9 +215,7 @@ fn calibrate_eval(
         &mut doc,
         questions,
         (0..questions.len()).collect(),
-        labels
-            .as_ref()
-            .map(|set| (c.calibration_labels.as_slice(), set)),
+        labels.as_ref().map(|set| (label_files.as_slice(), set)),
         &flags,
         calibration::protocol(judge, shots, cyclic),
         identity,

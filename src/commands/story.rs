@@ -2,9 +2,10 @@
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
 use crate::cli::StoryArgs;
-use crate::commands::calibration::{self, CalibrationFlags, JudgeStep};
+use crate::commands::calibration::{self, JudgeStep};
 use crate::commands::model_runtime::ModelRuntime;
 use crate::settings;
+use crate::settings::StoryFlags;
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
@@ -30,17 +31,17 @@ use serde_json::json;
 use std::collections::HashSet;
 
 /// Run `scorekit story`.
-pub fn run(mut args: StoryArgs) -> Result<()> {
-    let dataset = settings::dataset(&args.dataset, args.model.offline, args.output.quiet)?;
-    args.dataset = dataset.path.clone();
-    let out = &settings::run_options(&args.output)?;
+pub fn run(args: StoryArgs) -> Result<()> {
+    let args = settings::story(args)?;
+    let out = &args.out;
     let (questions, generations, checked) = read_inputs(&args)?;
 
     let rt = ModelRuntime::new(&args.model, out.quiet)?;
     let mut doc = MetricsDoc::new("story");
-    doc.add_input(&args.dataset)?;
+    doc.add_input(&args.dataset.path)?;
     doc.add_input(&args.generations)?;
-    doc.datasets.extend(dataset.dataset.map(|d| d.record()));
+    doc.datasets
+        .extend(args.dataset.dataset.as_ref().map(|d| d.record()));
     let (labels, human) = calibration_labels(&args, &questions, &generations, &checked)?;
     let (checked, in_scope) = story_run::shard_part(&questions, &generations, checked, out.shard);
     let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
@@ -66,7 +67,7 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
         &mut doc,
         &mut settings,
     )?;
-    let embedder = load_embedder(embedder_model.as_ref(), &rt, &args, &mut doc, &mut settings)?;
+    let embedder = load_embedder(embedder_model.as_ref(), &rt, &mut doc, &mut settings)?;
     doc.metrics
         .insert("dataset_questions".into(), json!(questions.len()));
     set_scope(&mut doc, &scope, &missing);
@@ -122,8 +123,8 @@ pub fn run(mut args: StoryArgs) -> Result<()> {
 }
 
 /// The dataset's questions, the generations and their checks (unscored ones warned about).
-fn read_inputs(args: &StoryArgs) -> Result<(Vec<Question>, Vec<Generation>, Vec<story::Checked>)> {
-    let questions = story::parse_questions(&read_jsonl(&args.dataset)?)?;
+fn read_inputs(args: &StoryFlags) -> Result<(Vec<Question>, Vec<Generation>, Vec<story::Checked>)> {
+    let questions = story::parse_questions(&read_jsonl(&args.dataset.path)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
     let checked = story::check(&questions, &generations);
     warn(story_checks::unscored_warnings(
@@ -137,7 +138,7 @@ fn read_inputs(args: &StoryArgs) -> Result<(Vec<Question>, Vec<Generation>, Vec<
 /// Coverage: per group, the dataset questions of this run (its shard's) without an ending,
 /// warned about, and refused with `--require-complete`.
 fn coverage<'a>(
-    args: &StoryArgs,
+    args: &StoryFlags,
     scope: &[&'a str],
     checked: &[story::Checked],
     generations: &[Generation],
@@ -163,12 +164,16 @@ struct Resolved {
     shots: String,
 }
 
-fn resolve_models(args: &StoryArgs, rt: &ModelRuntime) -> Result<Resolved> {
-    let judge_model = (!args.skip_judge)
-        .then(|| rt.resolve(&args.judge, scorekit_runtime::judge::JUDGE_FILES))
+fn resolve_models(args: &StoryFlags, rt: &ModelRuntime) -> Result<Resolved> {
+    let judge_model = args
+        .judge
+        .as_ref()
+        .map(|j| rt.resolve(j, scorekit_runtime::judge::JUDGE_FILES))
         .transpose()?;
-    let embedder_model = (!args.skip_embedder)
-        .then(|| rt.resolve_embedder(&args.embedder))
+    let embedder_model = args
+        .embedder
+        .as_ref()
+        .map(|e| rt.resolve_embedder(e))
         .transpose()?;
     let (cyclic, shots) = crate::commands::letter::letter_options(
         args.option_orders,
@@ -191,7 +196,7 @@ fn score(
     scoring: &Scoring,
     judge: Option<&AnyJudge>,
     embedder: Option<&Embedder>,
-    args: &StoryArgs,
+    args: &StoryFlags,
 ) -> Result<()> {
     let models = Models {
         scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
@@ -199,7 +204,7 @@ fn score(
         embedder: embedder.is_some(),
     };
     let plans = story_run::plan(scoring, models, |row| run.is_finished(&row));
-    let progress = bar(story_run::work(&plans) as u64, "score", args.output.quiet);
+    let progress = bar(story_run::work(&plans) as u64, "score", args.out.quiet);
     let mut steps = ModelSteps {
         models,
         judge,
@@ -228,7 +233,7 @@ fn score(
 fn load_judge(
     model: Option<&ResolvedModel>,
     rt: &ModelRuntime,
-    args: &StoryArgs,
+    args: &StoryFlags,
     cyclic: bool,
     doc: &mut MetricsDoc,
     settings: &mut StorySettings,
@@ -247,7 +252,7 @@ fn load_judge(
     let model_ref = model.model_ref()?;
     eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
     doc.models.push(model_ref.clone());
-    judge_settings(settings, &judge, args, cyclic);
+    judge_settings(settings, &judge, args, &model.spec, cyclic);
     Ok((Some(judge), Some(model_ref)))
 }
 
@@ -255,7 +260,6 @@ fn load_judge(
 fn load_embedder(
     model: Option<&ResolvedModel>,
     rt: &ModelRuntime,
-    args: &StoryArgs,
     doc: &mut MetricsDoc,
     settings: &mut StorySettings,
 ) -> Result<Option<Embedder>> {
@@ -264,7 +268,7 @@ fn load_embedder(
     };
     let (embedder, model_ref) = rt.load_embedder(model)?;
     doc.models.push(model_ref);
-    settings.set_embedder(args.embedder.clone(), embedder.engine().to_string());
+    settings.set_embedder(model.spec.clone(), embedder.engine().to_string());
     Ok(Some(embedder))
 }
 
@@ -286,13 +290,13 @@ struct CalibrationJudge<'a> {
 fn calibrate(
     doc: &mut MetricsDoc,
     settings: &mut StorySettings,
-    args: &StoryArgs,
+    args: &StoryFlags,
     questions: &[Question],
     in_scope: Vec<usize>,
     labels: Option<&LabelSet>,
     j: CalibrationJudge,
 ) -> Result<(Memo, Files)> {
-    if args.calibration.no_calibration && labels.is_none() {
+    if !args.calibration.dataset && labels.is_none() {
         return Ok((Memo::default(), Vec::new()));
     }
     let identity = calibration::judge_identity(
@@ -303,16 +307,18 @@ fn calibrate(
         j.cyclic,
         &doc.inputs[0].sha256,
     );
-    let flags = CalibrationFlags {
-        dataset: !args.calibration.no_calibration,
-        recalibrate: args.calibration.recalibrate,
-        offline: args.model.offline,
-    };
-    let labels = labels.map(|set| (args.calibration.calibration_labels.as_slice(), set));
-    let mut step = JudgeStep::new(j.judge, args.model.batch_tokens, args.output.quiet);
+    let labels = labels.map(|set| (args.labels.as_slice(), set));
+    let mut step = JudgeStep::new(j.judge, args.model.batch_tokens, args.out.quiet);
     let protocol = calibration::protocol(j.judge, j.shots, j.cyclic);
     let outcome = calibration::run(
-        doc, questions, in_scope, labels, &flags, protocol, identity, &mut step,
+        doc,
+        questions,
+        in_scope,
+        labels,
+        &args.calibration,
+        protocol,
+        identity,
+        &mut step,
     )?;
     settings.calibration = Some(outcome.settings);
     outcome.summary.write(doc);
@@ -326,9 +332,15 @@ fn calibrate(
 }
 
 /// What metrics.json records of the judge that runs.
-fn judge_settings(settings: &mut StorySettings, judge: &AnyJudge, args: &StoryArgs, cyclic: bool) {
+fn judge_settings(
+    settings: &mut StorySettings,
+    judge: &AnyJudge,
+    args: &StoryFlags,
+    spec: &str,
+    cyclic: bool,
+) {
     let names = JudgeNames {
-        spec: args.judge.clone(),
+        spec: spec.to_string(),
         arch: judge.arch().to_string(),
         engine: judge.engine().to_string(),
     };
@@ -387,38 +399,18 @@ impl StoryModels for ModelSteps<'_> {
 
 /// `--calibration-labels`, read and checked against the dataset and the generations (a label
 /// naming a model must label that model's ending) and combined across labellers, before any
-/// model loads (and refused without a judge, like `--label-sample`); with the labels that name
+/// model loads (settings refuses them without a judge); with the labels that name
 /// a model, by model and question (the PPI sample the items carry).
 fn calibration_labels(
-    args: &StoryArgs,
+    args: &StoryFlags,
     questions: &[Question],
     generations: &[Generation],
     checked: &[story::Checked],
 ) -> Result<(Option<LabelSet>, HumanLabels)> {
-    if args.skip_judge {
-        for (set, flag) in [
-            (
-                !args.calibration.calibration_labels.is_empty(),
-                "--calibration-labels",
-            ),
-            (args.label_sample.is_some(), "--label-sample"),
-            (args.calibration.recalibrate, "--recalibrate"),
-        ] {
-            if set {
-                return Err(Error::usage(format!(
-                    "{flag}: no judge runs (--skip-judge), so there is no verdict to calibrate"
-                )));
-            }
-        }
-    }
-    if args.calibration.calibration_labels.is_empty() {
+    if args.labels.is_empty() {
         return Ok((None, HumanLabels::new()));
     }
-    let set = calibration::read_labels(
-        &args.calibration.calibration_labels,
-        questions,
-        Some((generations, checked)),
-    )?;
+    let set = calibration::read_labels(&args.labels, questions, Some((generations, checked)))?;
     let human = label_set::by_model(&set.labels, questions);
     Ok((Some(set), human))
 }
