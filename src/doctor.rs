@@ -274,7 +274,7 @@ fn data() -> scorekit_core::Result<Data> {
     }
     Ok(Data {
         cache: root,
-        calibration_cache: scorekit_suites::story_calibration::cache::default_root(),
+        calibration_cache: scorekit_suites::story::calibration::cache::default_root(),
         datasets,
     })
 }

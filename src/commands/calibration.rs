@@ -1,6 +1,6 @@
 //! The judge's calibration as `story` and `judge eval` run it: the loaded judge as the suites'
 //! model step ([`JudgeStep`]), the endings and label files read, the cache key's inputs named,
-//! and `story_calibration::pipeline` called. What is calibrated and how is the suite's.
+//! and `story::calibration::pipeline` called. What is calibrated and how is the suite's.
 
 use crate::commands::model_runtime::ModelRuntime;
 use indicatif::ProgressBar;
@@ -9,14 +9,14 @@ use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
 use scorekit_report::{MetricsDoc, ModelRef};
 use scorekit_runtime::judge::AnyJudge;
-use scorekit_suites::story::{Checked, Generation, Question};
-use scorekit_suites::story_calibration::ask::{FrameJudge, Protocol};
-use scorekit_suites::story_calibration::cache;
-use scorekit_suites::story_calibration::label_set::{self, LabelSet};
-use scorekit_suites::story_calibration::labels;
-use scorekit_suites::story_calibration::pipeline::{
+use scorekit_suites::story::calibration::ask::{FrameJudge, Protocol};
+use scorekit_suites::story::calibration::cache;
+use scorekit_suites::story::calibration::label_set::{self, LabelSet};
+use scorekit_suites::story::calibration::labels;
+use scorekit_suites::story::calibration::pipeline::{
     self, DatasetSource, LabelSource, Outcome, Request,
 };
+use scorekit_suites::story::{Checked, Generation, Question};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 

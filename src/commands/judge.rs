@@ -21,9 +21,9 @@ use scorekit_runtime::ResolveOptions;
 use scorekit_suites::ifsm_correction::judge_resolution;
 use scorekit_suites::judge_eval::{self, EvalItem, EvalRecord};
 use scorekit_suites::settings::CalibrationSettings;
+use scorekit_suites::story::calibration::summary::CalibrationSummary;
+use scorekit_suites::story::outputs::CALIBRATION_FILE;
 use scorekit_suites::story::Question;
-use scorekit_suites::story_calibration::summary::CalibrationSummary;
-use scorekit_suites::story_outputs::CALIBRATION_FILE;
 
 pub use crate::commands::judge_questions::read_questions;
 

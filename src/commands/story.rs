@@ -16,17 +16,16 @@ use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::ResolvedModel;
 use scorekit_suites::run::Run;
 use scorekit_suites::settings::{JudgeNames, StorySettings};
+use scorekit_suites::story::calibration::ask::FrameJudge;
+use scorekit_suites::story::calibration::label_set::{self, HumanLabels, LabelSet};
+use scorekit_suites::story::calibration::labels;
+use scorekit_suites::story::calibration::memo::Memo;
+use scorekit_suites::story::calibration::summary::CalibrationSummary;
+use scorekit_suites::story::outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
+use scorekit_suites::story::pipeline::{Scoring, StoryModels};
+use scorekit_suites::story::plan::{LetterPlan, Models};
+use scorekit_suites::story::suite::Story;
 use scorekit_suites::story::{self, Generation, Item, Question};
-use scorekit_suites::story_calibration::ask::FrameJudge;
-use scorekit_suites::story_calibration::label_set::{self, HumanLabels, LabelSet};
-use scorekit_suites::story_calibration::labels;
-use scorekit_suites::story_calibration::memo::Memo;
-use scorekit_suites::story_calibration::summary::CalibrationSummary;
-use scorekit_suites::story_checks;
-use scorekit_suites::story_outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
-use scorekit_suites::story_plan::{LetterPlan, Models};
-use scorekit_suites::story_run::{self, Scoring, StoryModels};
-use scorekit_suites::story_suite::Story;
 use serde_json::json;
 use std::collections::HashSet;
 
@@ -43,7 +42,8 @@ pub fn run(args: StoryArgs) -> Result<()> {
     doc.datasets
         .extend(args.dataset.dataset.as_ref().map(|d| d.record()));
     let (labels, human) = calibration_labels(&args, &questions, &generations, &checked)?;
-    let (checked, in_scope) = story_run::shard_part(&questions, &generations, checked, out.shard);
+    let (checked, in_scope) =
+        story::pipeline::shard_part(&questions, &generations, checked, out.shard);
     let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
     let missing = coverage(&args, &scope, &checked, &generations)?;
 
@@ -127,7 +127,7 @@ fn read_inputs(args: &StoryFlags) -> Result<(Vec<Question>, Vec<Generation>, Vec
     let questions = story::parse_questions(&read_jsonl(&args.dataset.path)?)?;
     let generations = story::parse_generations(&read_jsonl(&args.generations)?)?;
     let checked = story::check(&questions, &generations);
-    warn(story_checks::unscored_warnings(
+    warn(story::checks::unscored_warnings(
         &args.generations.display().to_string(),
         &generations,
         &checked,
@@ -144,9 +144,9 @@ fn coverage<'a>(
     generations: &[Generation],
 ) -> Result<std::collections::BTreeMap<String, Vec<&'a str>>> {
     let missing = missing_in_scope(scope, checked, generations);
-    warn(story_checks::missing_warnings(&missing, scope.len()));
+    warn(story::checks::missing_warnings(&missing, scope.len()));
     if args.require_complete {
-        story_checks::require_complete(&missing, scope.len())?;
+        story::checks::require_complete(&missing, scope.len())?;
     }
     Ok(missing)
 }
@@ -203,8 +203,12 @@ fn score(
         letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
         embedder: embedder.is_some(),
     };
-    let plans = story_run::plan(scoring, models, |row| run.is_finished(&row));
-    let progress = bar(story_run::work(&plans) as u64, "score", args.out.quiet);
+    let plans = story::pipeline::plan(scoring, models, |row| run.is_finished(&row));
+    let progress = bar(
+        story::pipeline::work(&plans) as u64,
+        "score",
+        args.out.quiet,
+    );
     let mut steps = ModelSteps {
         models,
         judge,
@@ -218,7 +222,7 @@ fn score(
         .map(|g| g.row)
         .filter(|row| run.is_finished(row))
         .collect();
-    story_run::score(
+    story::pipeline::score(
         scoring,
         &plans,
         &mut steps,

@@ -4,7 +4,7 @@
 use crate::grasp::suite::Grasp;
 use crate::mint::suite::Mint;
 use crate::muse::suite::Muse;
-use crate::story_suite::Story;
+use crate::story::suite::Story;
 use crate::suite::{registered, Registered};
 
 /// Every registered suite.

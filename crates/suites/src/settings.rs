@@ -91,7 +91,7 @@ pub struct CalibrationSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetCalibrationSettings {
-    /// The protocol's version (`story_calibration::PROTOCOL`).
+    /// The protocol's version (`story::calibration::PROTOCOL`).
     pub protocol: String,
     /// sha256 of the judge, its settings, the dataset, the endings file and the protocol: runs
     /// with the same key share one calibration (its cache key).

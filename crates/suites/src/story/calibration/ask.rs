@@ -1,7 +1,7 @@
 //! Asking the judge a batch of frames: its model step comes in through [`FrameJudge`], which the
 //! binary implements over its loaded judge, so this crate stays free of the model runtime.
 //!
-//! Inputs are deduplicated as a story run's are (`story_plan`): a scoring judge scores each
+//! Inputs are deduplicated as a story run's are (`story::plan`): a scoring judge scores each
 //! (question, option text) pair once, so a question's negatives add one pair (the filler) to its
 //! positive's four; a letter judge is asked each distinct prompt once.
 
@@ -24,7 +24,7 @@ pub trait FrameJudge {
 pub enum Protocol<'a> {
     /// Scores each option on its own; the pick is the argmax (ties: the lowest slot).
     Scoring,
-    /// Answers a prompt with a letter (run_llm.py's protocol, `story_plan::letter_prompt`).
+    /// Answers a prompt with a letter (run_llm.py's protocol, `story::plan::letter_prompt`).
     Letter {
         /// The demonstrations block ("" for zero-shot).
         shots: &'a str,

@@ -23,14 +23,14 @@ impl Suite for Story {
         item.row
     }
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
-        crate::story_outputs::outputs(doc, items)
+        crate::story::outputs::outputs(doc, items)
     }
     fn combine(doc: &mut MetricsDoc, parts: &[&MetricsDoc]) -> Result<()> {
-        crate::story_outputs::combine_scopes(doc, parts);
-        crate::story_outputs::combine_calibrations(doc, parts)
+        crate::story::outputs::combine_scopes(doc, parts);
+        crate::story::outputs::combine_calibrations(doc, parts)
     }
     fn part_files(parts: &[PathBuf]) -> Result<Vec<(String, Vec<u8>)>> {
-        crate::story_outputs::merge_calibration_files(parts)
+        crate::story::outputs::merge_calibration_files(parts)
     }
     const METRICS: &'static [MetricSpec] = &observe::STORY;
     fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {

@@ -6,6 +6,24 @@
 //! the judge's pick on the gold options and on the options with the generated ending, and the
 //! dissimilarity of every pair the item belongs to. Pairs never cross stories, so a shard that
 //! holds whole stories (shard key = passage id) computes all of its pairs itself.
+//!
+//! Here: the records (questions, generations and their checks), the verdicts, Dissimilarity and
+//! the metrics of a group. Beside it, the suite's pipeline in the shape every suite has:
+//! - [`checks`]: the input warnings and `--require-complete`;
+//! - [`plan`]: chunks of whole stories, de-duplicated model inputs;
+//! - [`pipeline`]: a run's scoring through the models the binary lends (`StoryModels`);
+//! - [`calibration`]: the judge's calibration in the IFSM frame, its cache and the human labels;
+//! - [`estimates`]: PPI++ per model and the calibrations' agreement;
+//! - [`outputs`]: metrics.json, report.md and the files, for a run and for `merge`;
+//! - [`suite`]: the `Suite` implementation.
+
+pub mod calibration;
+pub mod checks;
+pub mod estimates;
+pub mod outputs;
+pub mod pipeline;
+pub mod plan;
+pub mod suite;
 
 use scorekit_core::error::InputError;
 use scorekit_io::Record;

@@ -2,15 +2,15 @@
 //! ones need no model (an empty ending is Not-Follow without the judge); scored ones go through
 //! the models chunk by chunk (whole stories, fixed by the input alone), each
 //! chunk's items handed on as soon as it is done, so a killed run loses at most the chunk in
-//! flight and a resumed run computes every chunk exactly as an uninterrupted one (`story_plan`).
+//! flight and a resumed run computes every chunk exactly as an uninterrupted one (`story::plan`).
 //!
 //! The models come in through [`StoryModels`], which the binary implements over its runtime:
 //! this crate stays free of candle.
 
+use crate::story::calibration::ask::FrameJudge;
+use crate::story::calibration::memo::Memo;
+use crate::story::plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use crate::story::{Checked, Generation, Item, Outcome, PairValue, Question, Status};
-use crate::story_calibration::ask::FrameJudge;
-use crate::story_calibration::memo::Memo;
-use crate::story_plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use scorekit_core::error::Result;
 use scorekit_core::shard::Shard;
 use std::collections::HashMap;
@@ -38,7 +38,7 @@ pub struct Scoring<'a> {
     /// The calibration's answers to the human options (empty without a calibration).
     pub memo: &'a Memo,
     /// Human labels of the models' endings: model → question id → follows.
-    pub human: &'a crate::story_calibration::label_set::HumanLabels,
+    pub human: &'a crate::story::calibration::label_set::HumanLabels,
 }
 
 /// The chunks of the run's scored generations that still have an unfinished item.

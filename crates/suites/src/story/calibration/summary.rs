@@ -3,8 +3,8 @@
 
 use super::{counts, CalibrationItem, Kind, PROTOCOL};
 use crate::ifsm_correction::{correct_with_empty, CalibrationCounts};
+use crate::story::calibration::label_set::LabelAgreement;
 use crate::story::JudgedCounts;
-use crate::story_calibration::label_set::LabelAgreement;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::ifsm_corrected::IfsmCorrected;
 use scorekit_report::{Estimate, MetricsDoc};

@@ -4,10 +4,9 @@
 //! calibration.jsonl). The one place `scorekit story` and `scorekit merge` compute them.
 
 use crate::settings::StorySettings;
+use crate::story::calibration::summary::{self, CalibrationSummary};
+use crate::story::calibration::CalibrationItem;
 use crate::story::{self, Checked, Counts, Coverage, Generation, GroupMetrics, Item};
-use crate::story_calibration::summary::{self, CalibrationSummary};
-use crate::story_calibration::CalibrationItem;
-use crate::story_estimates;
 use scorekit_core::error::{InputError, Result};
 use scorekit_report::ifsm_corrected::Headline;
 use scorekit_report::{self as report, MetricsDoc, Outputs, RunSettings};
@@ -51,9 +50,9 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         if m.ifsm.is_none() {
             continue;
         }
-        m.ifsm_ppi = story_estimates::ppi(items, name, false);
+        m.ifsm_ppi = story::estimates::ppi(items, name, false);
         if m.ifsm_cyclic.is_some() {
-            m.ifsm_cyclic_ppi = story_estimates::ppi(items, name, true);
+            m.ifsm_cyclic_ppi = story::estimates::ppi(items, name, true);
         }
         m.ifsm_headline = Headline::choose(
             m.ifsm.as_ref(),
@@ -85,7 +84,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
     if let Some(c) = &calibration {
         c.write(doc);
         if let (Some(d), Some(h)) = (&c.dataset, &c.human) {
-            if let Some(a) = story_estimates::calibration_agreement(&d.counts, &h.counts) {
+            if let Some(a) = story::estimates::calibration_agreement(&d.counts, &h.counts) {
                 doc.metrics.insert(
                     AGREEMENT_KEY.into(),
                     serde_json::to_value(a)
