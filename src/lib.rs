@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod doctor;
 pub mod handover;
+pub mod lent;
 pub mod settings;
 
 pub use scorekit_core::{error, net, ordered, progress, shard, Error, InputError, Result};

@@ -116,9 +116,13 @@ pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
     Ok((settings, model))
 }
 
-/// The calibration flags of `story` and `judge eval` (with `--offline` for the endings file):
-/// what to calibrate on, and the label files.
-pub fn calibration(args: &CalibrationArgs, offline: bool) -> (CalibrationFlags, Vec<PathBuf>) {
+/// The calibration flags of `story` and `judge eval` (with `--offline` and `--quiet` for the
+/// endings file): what to calibrate on, and the label files.
+pub fn calibration(
+    args: &CalibrationArgs,
+    offline: bool,
+    quiet: bool,
+) -> (CalibrationFlags, Vec<PathBuf>) {
     let CalibrationArgs {
         no_calibration,
         recalibrate,
@@ -128,6 +132,7 @@ pub fn calibration(args: &CalibrationArgs, offline: bool) -> (CalibrationFlags, 
         dataset: !no_calibration,
         recalibrate: *recalibrate,
         offline,
+        quiet,
     };
     (flags, calibration_labels.clone())
 }
@@ -182,7 +187,7 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         model,
         output,
     } = args;
-    let (calibration, labels) = calibration(&calibration_args, model.offline);
+    let (calibration, labels) = calibration(&calibration_args, model.offline, output.quiet);
     if skip_judge {
         for (set, flag) in [
             (!labels.is_empty(), "--calibration-labels"),

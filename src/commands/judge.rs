@@ -7,8 +7,8 @@ use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs, OptionOrders};
 use crate::commands::calibration;
 use crate::commands::letter::{letter_options, letter_protocol};
 use crate::commands::model_runtime::ModelRuntime;
+use crate::lent::{self, Lent, Progress};
 use scorekit_core::error::Result;
-use scorekit_core::progress::bar;
 use scorekit_report::judge::{self as render, Bootstrap, EvalCalibration, EvalLetter};
 use scorekit_report::{ModelRef, OutputDir};
 use scorekit_runtime::judge::{AnyJudge, JUDGE_FILES};
@@ -20,6 +20,7 @@ use scorekit_runtime::train::trainer::Recipe;
 use scorekit_runtime::ResolveOptions;
 use scorekit_suites::ifsm_correction::judge_resolution;
 use scorekit_suites::judge_eval::{self, EvalItem, EvalRecord};
+use scorekit_suites::models::LentModels;
 use scorekit_suites::settings::CalibrationSettings;
 use scorekit_suites::story::calibration::summary::CalibrationSummary;
 use scorekit_suites::story::outputs::CALIBRATION_FILE;
@@ -163,24 +164,23 @@ fn judge_items(
     cyclic: bool,
     rt: &ModelRuntime,
 ) -> Result<Vec<EvalItem>> {
-    let items = match judge {
-        AnyJudge::Scoring(_) => {
-            let pairs = judge_eval::pairs(questions);
-            let progress = bar(pairs.len() as u64, "judge", rt.quiet);
-            let scores =
-                calibration::judge_scores(Some(judge), &pairs, rt.batch_tokens, &progress)?;
-            progress.finish_and_clear();
-            judge_eval::scored_items(questions, &scores)?
-        }
-        AnyJudge::Letter(_) => {
-            let rotations = judge_eval::rotations(questions, cyclic);
-            let prompts = judge_eval::letter_prompts(questions, shots, rotations);
-            let progress = bar(prompts.len() as u64, "judge", rt.quiet);
-            let answers =
-                calibration::judge_answers(Some(judge), &prompts, rt.batch_tokens, &progress)?;
-            progress.finish_and_clear();
-            judge_eval::answered_items(questions, &answers, rotations, cyclic)?
-        }
+    let mut lent = Lent::new(
+        Some(judge),
+        None,
+        rt.batch_tokens,
+        Progress::PerCall {
+            label: "judge",
+            quiet: rt.quiet,
+        },
+    );
+    let items = if lent.models().scoring_judge {
+        let scores = lent.score(&judge_eval::pairs(questions))?;
+        judge_eval::scored_items(questions, &scores)?
+    } else {
+        let rotations = judge_eval::rotations(questions, cyclic);
+        let prompts = judge_eval::letter_prompts(questions, shots, rotations);
+        let answers = lent.answer(&prompts)?;
+        judge_eval::answered_items(questions, &answers, rotations, cyclic)?
     };
     Ok(items)
 }
@@ -200,7 +200,8 @@ fn calibrate_eval(
     shots: &str,
     dataset_sha256: &str,
 ) -> Result<Option<(Calibration, Vec<u8>)>> {
-    let (flags, label_files) = crate::settings::calibration(&a.calibration, a.model.offline);
+    let (flags, label_files) =
+        crate::settings::calibration(&a.calibration, a.model.offline, a.output.quiet);
     if !flags.dataset && label_files.is_empty() {
         return Ok(None);
     }
@@ -208,16 +209,24 @@ fn calibrate_eval(
     let labels = (!label_files.is_empty())
         .then(|| calibration::read_labels(&label_files, questions, None))
         .transpose()?;
-    let identity = calibration::judge_identity(judge, model_ref, rt, shots, cyclic, dataset_sha256);
+    let identity = lent::judge_identity(judge, model_ref, rt, shots, cyclic, dataset_sha256);
     let mut doc = scorekit_report::MetricsDoc::new(judge_eval::SUITE);
-    let mut step = calibration::JudgeStep::new(judge, rt.batch_tokens, a.output.quiet);
+    let mut step = Lent::new(
+        Some(judge),
+        None,
+        rt.batch_tokens,
+        Progress::PerCall {
+            label: "calibrate",
+            quiet: a.output.quiet,
+        },
+    );
     let outcome = calibration::run(
         &mut doc,
         questions,
         (0..questions.len()).collect(),
         labels.as_ref().map(|set| (label_files.as_slice(), set)),
         &flags,
-        calibration::protocol(judge, shots, cyclic),
+        lent::protocol(judge, shots, cyclic),
         identity,
         &mut step,
     )?;
@@ -242,14 +251,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let model = rt.resolve(&a.judge, JUDGE_FILES)?;
     let letter_judge = is_letter_judge(&model.dir);
     let (cyclic, shots) = letter_options(a.option_orders, &a.shots, Some(letter_judge))?;
-    let judge = AnyJudge::load(
-        &model.dir,
-        &rt.device,
-        rt.dtype,
-        rt.max_length,
-        a.follow_label.as_deref(),
-        &rt.engine,
-    )?;
+    let judge = lent::load_judge(&model.dir, &rt, rt.max_length, a.follow_label.as_deref())?;
     let model_ref = model.model_ref()?;
     eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
     let items = judge_items(&judge, &questions, &shots, cyclic, &rt)?;
@@ -264,7 +266,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
         &dataset.sha256,
     )?;
     let (calibration, calibration_items) = calibrated.unzip();
-    let letter = matches!(judge, AnyJudge::Letter(_)).then(|| {
+    let letter = letter_judge.then(|| {
         let p = letter_protocol(&a.shots);
         EvalLetter {
             judge_prompt: p.prompt,

@@ -11,7 +11,7 @@ pub mod embed;
 pub mod grasp;
 pub mod judge;
 pub mod judge_questions;
-mod letter;
+pub mod letter;
 pub mod merge;
 pub mod mint;
 pub mod model_runtime;

@@ -2,28 +2,27 @@
 //! ceiling beside it) and Dissimilarity (sentence embeddings), one result group per model.
 
 use crate::cli::StoryArgs;
-use crate::commands::calibration::{self, JudgeStep};
+use crate::commands::calibration;
 use crate::commands::model_runtime::ModelRuntime;
+use crate::lent::{self, Lent, Progress};
 use crate::settings;
 use crate::settings::StoryFlags;
-use indicatif::ProgressBar;
-use scorekit_core::error::{Error, Result};
+use scorekit_core::error::Result;
 use scorekit_core::progress::bar;
 use scorekit_io::read_jsonl;
 use scorekit_report::{MetricsDoc, ModelRef};
 use scorekit_runtime::embedder::Embedder;
-use scorekit_runtime::judge::{AnyJudge, Head};
+use scorekit_runtime::judge::AnyJudge;
 use scorekit_runtime::ResolvedModel;
 use scorekit_suites::run::Run;
-use scorekit_suites::settings::{JudgeNames, StorySettings};
-use scorekit_suites::story::calibration::ask::FrameJudge;
+use scorekit_suites::settings::StorySettings;
 use scorekit_suites::story::calibration::label_set::{self, HumanLabels, LabelSet};
 use scorekit_suites::story::calibration::labels;
 use scorekit_suites::story::calibration::memo::Memo;
 use scorekit_suites::story::calibration::summary::CalibrationSummary;
 use scorekit_suites::story::outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
-use scorekit_suites::story::pipeline::{Scoring, StoryModels};
-use scorekit_suites::story::plan::{LetterPlan, Models};
+use scorekit_suites::story::pipeline::Scoring;
+use scorekit_suites::story::plan::LetterPlan;
 use scorekit_suites::story::suite::Story;
 use scorekit_suites::story::{self, Generation, Item, Question};
 use serde_json::json;
@@ -198,24 +197,19 @@ fn score(
     embedder: Option<&Embedder>,
     args: &StoryFlags,
 ) -> Result<()> {
-    let models = Models {
-        scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
-        letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
-        embedder: embedder.is_some(),
-    };
+    let models = lent::models(judge, embedder.is_some());
     let plans = story::pipeline::plan(scoring, models, |row| run.is_finished(&row));
     let progress = bar(
         story::pipeline::work(&plans) as u64,
         "score",
         args.out.quiet,
     );
-    let mut steps = ModelSteps {
-        models,
+    let mut steps = Lent::new(
         judge,
         embedder,
-        batch_tokens: args.model.batch_tokens,
-        progress: &progress,
-    };
+        args.model.batch_tokens,
+        Progress::Shared(&progress),
+    );
     let finished: HashSet<usize> = scoring
         .generations
         .iter()
@@ -245,18 +239,16 @@ fn load_judge(
     let Some(model) = model else {
         return Ok((None, None));
     };
-    let judge = AnyJudge::load(
+    let judge = lent::load_judge(
         &model.dir,
-        &rt.device,
-        rt.dtype,
+        rt,
         args.model.max_length,
         args.follow_label.as_deref(),
-        &rt.engine,
     )?;
     let model_ref = model.model_ref()?;
     eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
     doc.models.push(model_ref.clone());
-    judge_settings(settings, &judge, args, &model.spec, cyclic);
+    lent::record_story_judge(settings, &judge, &model.spec, &args.shots, cyclic);
     Ok((Some(judge), Some(model_ref)))
 }
 
@@ -303,7 +295,7 @@ fn calibrate(
     if !args.calibration.dataset && labels.is_none() {
         return Ok((Memo::default(), Vec::new()));
     }
-    let identity = calibration::judge_identity(
+    let identity = lent::judge_identity(
         j.judge,
         j.model_ref,
         j.rt,
@@ -312,8 +304,16 @@ fn calibrate(
         &doc.inputs[0].sha256,
     );
     let labels = labels.map(|set| (args.labels.as_slice(), set));
-    let mut step = JudgeStep::new(j.judge, args.model.batch_tokens, args.out.quiet);
-    let protocol = calibration::protocol(j.judge, j.shots, j.cyclic);
+    let mut step = Lent::new(
+        Some(j.judge),
+        None,
+        args.model.batch_tokens,
+        Progress::PerCall {
+            label: "calibrate",
+            quiet: args.out.quiet,
+        },
+    );
+    let protocol = lent::protocol(j.judge, j.shots, j.cyclic);
     let outcome = calibration::run(
         doc,
         questions,
@@ -333,72 +333,6 @@ fn calibrate(
         scorekit_report::jsonl(&outcome.items)?,
     )];
     Ok((memo, files))
-}
-
-/// What metrics.json records of the judge that runs.
-fn judge_settings(
-    settings: &mut StorySettings,
-    judge: &AnyJudge,
-    args: &StoryFlags,
-    spec: &str,
-    cyclic: bool,
-) {
-    let names = JudgeNames {
-        spec: spec.to_string(),
-        arch: judge.arch().to_string(),
-        engine: judge.engine().to_string(),
-    };
-    match &judge {
-        AnyJudge::Scoring(j) => {
-            let head = match j.head() {
-                Head::MultipleChoice => "multiple_choice".to_string(),
-                Head::Binary { labels, follow } => {
-                    format!("binary, follow label {:?}", labels[*follow])
-                }
-            };
-            settings.set_scoring_judge(names, head, j.max_length());
-        }
-        AnyJudge::Letter(_) => {
-            let protocol = crate::commands::letter::letter_protocol(&args.shots);
-            settings.set_letter_judge(names, protocol, cyclic);
-        }
-    }
-}
-
-/// The runtime's models as the story run's model steps, on one progress bar.
-struct ModelSteps<'a> {
-    models: Models,
-    judge: Option<&'a AnyJudge>,
-    embedder: Option<&'a Embedder>,
-    batch_tokens: usize,
-    progress: &'a ProgressBar,
-}
-
-impl FrameJudge for ModelSteps<'_> {
-    fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>> {
-        calibration::judge_scores(self.judge, pairs, self.batch_tokens, self.progress)
-    }
-
-    fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>> {
-        calibration::judge_answers(self.judge, prompts, self.batch_tokens, self.progress)
-    }
-}
-
-impl StoryModels for ModelSteps<'_> {
-    fn models(&self) -> Models {
-        self.models
-    }
-
-    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        match self.embedder {
-            Some(e) => e.embed(texts, self.batch_tokens, self.progress),
-            None => Err(Error::Internal(anyhow::anyhow!("no embedder runs"))),
-        }
-    }
-
-    fn served(&mut self, n: usize) {
-        self.progress.inc(n as u64);
-    }
 }
 
 /// `--calibration-labels`, read and checked against the dataset and the generations (a label

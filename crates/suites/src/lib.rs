@@ -9,6 +9,7 @@ pub mod judge_eval;
 pub mod letter;
 pub mod merge;
 pub mod mint;
+pub mod models;
 pub mod muse;
 pub mod pyrandom;
 pub mod pystr;

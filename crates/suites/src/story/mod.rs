@@ -11,7 +11,7 @@
 //! the metrics of a group. Beside it, the suite's pipeline in the shape every suite has:
 //! - [`checks`]: the input warnings and `--require-complete`;
 //! - [`plan`]: chunks of whole stories, de-duplicated model inputs;
-//! - [`pipeline`]: a run's scoring through the models the binary lends (`StoryModels`);
+//! - [`pipeline`]: a run's scoring through the models the binary lends (`models::LentModels`);
 //! - [`calibration`]: the judge's calibration in the IFSM frame, its cache and the human labels;
 //! - [`estimates`]: PPI++ per model and the calibrations' agreement;
 //! - [`outputs`]: metrics.json, report.md and the files, for a run and for `merge`;

@@ -4,26 +4,16 @@
 //! chunk's items handed on as soon as it is done, so a killed run loses at most the chunk in
 //! flight and a resumed run computes every chunk exactly as an uninterrupted one (`story::plan`).
 //!
-//! The models come in through [`StoryModels`], which the binary implements over its runtime:
+//! The models come in lent as [`LentModels`], which the binary implements over its runtime:
 //! this crate stays free of candle.
 
-use crate::story::calibration::ask::FrameJudge;
+use crate::models::LentModels;
 use crate::story::calibration::memo::Memo;
 use crate::story::plan::{story_chunks, ChunkPlan, LetterPlan, Models};
 use crate::story::{Checked, Generation, Item, Outcome, PairValue, Question, Status};
 use scorekit_core::error::Result;
 use scorekit_core::shard::Shard;
 use std::collections::HashMap;
-
-/// The model steps of a story run: the judge's (as the calibration asks it) and the embedder's.
-pub trait StoryModels: FrameJudge {
-    /// Which models run.
-    fn models(&self) -> Models;
-    /// The embedding of each text.
-    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
-    /// `n` model inputs answered without the model (from the calibration's memo).
-    fn served(&mut self, n: usize);
-}
 
 /// The inputs of a story run's scoring.
 pub struct Scoring<'a> {
@@ -69,7 +59,7 @@ pub fn plan<'a>(
 pub fn score(
     s: &Scoring,
     plans: &[ChunkPlan],
-    models: &mut dyn StoryModels,
+    models: &mut dyn LentModels,
     is_done: impl Fn(usize) -> bool,
     mut emit: impl FnMut(Item) -> Result<()>,
 ) -> Result<()> {
@@ -104,7 +94,7 @@ pub fn score(
 fn verdicts(
     s: &Scoring,
     plan: &ChunkPlan,
-    models: &mut dyn StoryModels,
+    models: &mut dyn LentModels,
 ) -> Result<HashMap<usize, crate::story::JudgeVerdict>> {
     let m = models.models();
     if m.scoring_judge {

@@ -45,16 +45,7 @@ pub fn story_chunks<'a>(questions: &[Question], scored: &[&'a Checked]) -> Vec<V
     chunks
 }
 
-/// Which models run: a judge that scores options, one that answers with a letter, an embedder.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Models {
-    /// A multiple-choice or binary judge (scores per option).
-    pub scoring_judge: bool,
-    /// A letter judge (T5: generates the answer).
-    pub letter_judge: bool,
-    /// A sentence embedder (Dissimilarity).
-    pub embedder: bool,
-}
+pub use crate::models::Models;
 
 /// What a letter judge is asked per question: the demonstrations, and whether every rotation of
 /// the options (`--option-orders cyclic`) or only the dataset's order (the reference protocol).

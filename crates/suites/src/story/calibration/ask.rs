@@ -1,4 +1,4 @@
-//! Asking the judge a batch of frames: its model step comes in through [`FrameJudge`], which the
+//! Asking the judge a batch of frames: the judge comes in lent as [`LentModels`], which the
 //! binary implements over its loaded judge, so this crate stays free of the model runtime.
 //!
 //! Inputs are deduplicated as a story run's are (`story::plan`): a scoring judge scores each
@@ -7,17 +7,10 @@
 
 use super::frames::Frame;
 use crate::letter;
+pub use crate::models::LentModels;
 use crate::story::{argmax, Question};
 use scorekit_core::error::{Error, Result};
 use std::collections::HashMap;
-
-/// The judge's model step, as calibration needs it.
-pub trait FrameJudge {
-    /// A scoring judge's score of each (document, question + " " + option) pair.
-    fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>>;
-    /// A letter judge's decoded answer to each prompt.
-    fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>>;
-}
 
 /// How the judge reads a frame.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +44,7 @@ pub fn ask(
     frames: &[Frame],
     questions: &[Question],
     protocol: Protocol,
-    judge: &mut dyn FrameJudge,
+    judge: &mut dyn LentModels,
 ) -> Result<Vec<Picked>> {
     match protocol {
         Protocol::Scoring => ask_scoring(frames, questions, judge),
@@ -62,7 +55,7 @@ pub fn ask(
 fn ask_scoring(
     frames: &[Frame],
     questions: &[Question],
-    judge: &mut dyn FrameJudge,
+    judge: &mut dyn LentModels,
 ) -> Result<Vec<Picked>> {
     let mut index: HashMap<(usize, &str), usize> = HashMap::new();
     let mut pairs: Vec<(String, String)> = Vec::new();
@@ -101,7 +94,7 @@ fn ask_letter(
     questions: &[Question],
     shots: &str,
     cyclic: bool,
-    judge: &mut dyn FrameJudge,
+    judge: &mut dyn LentModels,
 ) -> Result<Vec<Picked>> {
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut prompts: Vec<String> = Vec::new();

@@ -22,7 +22,7 @@ pub mod summary;
 
 use crate::ifsm_correction::CalibrationCounts;
 use crate::story::Question;
-use ask::{FrameJudge, Picked, Protocol};
+use ask::{LentModels, Picked, Protocol};
 use cache::CalibrationCache;
 use frames::{Frame, FrameKind};
 use labels::Label;
@@ -188,7 +188,7 @@ pub fn calibrate(
     scope: &[usize],
     fillers: &[Option<String>],
     protocol: Protocol,
-    judge: &mut dyn FrameJudge,
+    judge: &mut dyn LentModels,
     cache: Option<CacheUse>,
 ) -> Result<Calibrated> {
     // `--recalibrate` reads nothing and appends afresh: the newest complete set wins later.
@@ -249,7 +249,7 @@ pub fn calibrate_labels(
     labels: &[Label],
     keep: impl Fn(&Question) -> bool,
     protocol: Protocol,
-    judge: &mut dyn FrameJudge,
+    judge: &mut dyn LentModels,
 ) -> Result<Vec<CalibrationItem>> {
     let frames = frames::label_frames(questions, labels, keep);
     let picked = ask::ask(&frames, questions, protocol, judge)?;

@@ -2,7 +2,7 @@
 //! run's questions, through the cache, and the human labels of its scope, with what metrics.json
 //! records of them. The caller loads the judge and reads the files; this decides the rest.
 
-use super::ask::{FrameJudge, Protocol};
+use super::ask::{LentModels, Protocol};
 use super::cache::{self, CalibrationCache};
 use super::label_set::LabelSet;
 use super::summary::CalibrationSummary;
@@ -67,7 +67,7 @@ pub struct Outcome {
 }
 
 /// Run the calibration step with `judge`.
-pub fn run(req: Request, judge: &mut dyn FrameJudge) -> Result<Outcome> {
+pub fn run(req: Request, judge: &mut dyn LentModels) -> Result<Outcome> {
     let mut settings = CalibrationSettings::default();
     let mut notes = Vec::new();
     let mut dataset_items = None;

@@ -1,4 +1,4 @@
-use super::ask::{FrameJudge, Protocol};
+use super::ask::{LentModels, Protocol};
 use super::cache::CalibrationCache;
 use super::*;
 use crate::story::Question;
@@ -10,7 +10,13 @@ struct LengthJudge {
     prompts_asked: usize,
 }
 
-impl FrameJudge for LengthJudge {
+impl LentModels for LengthJudge {
+    fn models(&self) -> crate::models::Models {
+        crate::models::Models {
+            scoring_judge: true,
+            ..Default::default()
+        }
+    }
     fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>> {
         self.pairs_asked += pairs.len();
         Ok(pairs.iter().map(|(_, qo)| qo.len() as f32).collect())
