@@ -126,6 +126,35 @@ pub fn load_judge(
     )
 }
 
+/// An embedder lent with the runtime it runs on, both owned (GRASP's `--semantic` embedder,
+/// loaded inside the run once its file was read).
+pub struct OwnedEmbedder {
+    rt: ModelRuntime,
+    embedder: Embedder,
+    label: &'static str,
+}
+
+impl OwnedEmbedder {
+    /// Lend `embedder` on `rt`, its progress bars labelled `label`.
+    pub fn new(rt: ModelRuntime, embedder: Embedder, label: &'static str) -> Self {
+        OwnedEmbedder {
+            rt,
+            embedder,
+            label,
+        }
+    }
+}
+
+impl LentModels for OwnedEmbedder {
+    fn models(&self) -> Models {
+        models(None, true)
+    }
+
+    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.rt.embed(&self.embedder, texts, self.label)
+    }
+}
+
 /// Which models a judge (if any) and an embedder make.
 pub fn models(judge: Option<&AnyJudge>, embedder: bool) -> Models {
     Models {

@@ -5,6 +5,7 @@
 
 use crate::cli::GraspArgs;
 use crate::commands::model_runtime::ModelRuntime;
+use crate::lent::OwnedEmbedder;
 use crate::settings;
 use scorekit_core::error::Result;
 use scorekit_suites::grasp::run::{self as grasp_run, SemanticModel};
@@ -24,7 +25,7 @@ pub fn run(args: GraspArgs) -> Result<()> {
             device: rt.device_name(),
             quantize: rt.quantize_setting(),
             tf32: rt.tf32,
-            embed: Box::new(move |texts: &[String]| rt.embed(&loaded, texts, "semantic")),
+            lent: Box::new(OwnedEmbedder::new(rt, loaded, "semantic")),
         })
     };
     let done = grasp_run::run(&settings, load, &mut |line| eprintln!("{line}"))?;

@@ -3,6 +3,7 @@
 
 use crate::cli::{MuseArgs, PlanFormat as CliFormat};
 use crate::commands::model_runtime::{quantize_setting, ModelRuntime};
+use crate::lent::{Lent, Progress};
 use crate::settings;
 use scorekit_core::error::Result;
 use scorekit_report::MetricsDoc;
@@ -43,14 +44,22 @@ pub fn run(args: MuseArgs) -> Result<()> {
         Some(spec) => {
             let rt = ModelRuntime::new(&model, out.quiet)?;
             let (loaded, model_ref) = rt.embedder(spec)?;
-            let mut embed = |t: &[String]| rt.embed(&loaded, t, "names");
+            let mut lent = Lent::new(
+                None,
+                Some(&loaded),
+                rt.batch_tokens,
+                Progress::PerCall {
+                    label: "names",
+                    quiet: rt.quiet,
+                },
+            );
             let names = NameEmbedder {
                 spec: spec.clone(),
                 model: model_ref,
                 dtype: format!("{:?}", rt.dtype).to_lowercase(),
                 quantize: quantize_setting(model.quantize),
                 tf32: model.tf32,
-                embed: &mut embed,
+                lent: &mut lent,
             };
             pipeline::run(&inputs, read, Some(names), doc, &out)?
         }

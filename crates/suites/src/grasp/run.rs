@@ -9,9 +9,10 @@
 
 use super::input::{locator, read_and_score, resolve_test, score_rows, ResolvedTest, Settings};
 use super::outputs::{outputs_from, outputs_with};
-use super::semantic::{self, EmbedFn, DEFAULT_THRESHOLDS};
+use super::semantic::{self, DEFAULT_THRESHOLDS};
 use super::suite::Grasp;
 use super::{shard_key, table2, Item, Row, SummaryOptions, Tally};
+use crate::models::LentModels;
 use crate::run::{self as run_loop, Done, Run};
 use crate::settings::GraspSettings;
 use scorekit_core::error::{Error, InputError, Result};
@@ -32,8 +33,8 @@ pub struct SemanticModel<'a> {
     pub quantize: Option<String>,
     /// TF32 products for f32 on CUDA, when on.
     pub tf32: bool,
-    /// Embeds texts, one vector per text, in input order.
-    pub embed: Box<EmbedFn<'a, Error>>,
+    /// The embedder, lent (one vector per text, in input order).
+    pub lent: Box<dyn LentModels + 'a>,
 }
 
 /// Run `scorekit grasp` as `s` asks and write its outputs to `s.out`. `load` loads the
@@ -222,7 +223,9 @@ fn read_semantic<'m>(
         rows.iter().map(|r| (r.row, r.response.as_str())).collect();
     let answer_of = |row: usize| responses.get(&row).copied().unwrap_or("").to_string();
     let th = DEFAULT_THRESHOLDS;
-    let desc_vecs = semantic::read_answers(items, &answer_of, th, &mut *model.embed)?;
+    let lent = &mut model.lent;
+    let desc_vecs =
+        semantic::read_answers(items, &answer_of, th, &mut |t: &[String]| lent.embed(t))?;
     let file = semantic::descriptions_file(&json!(model.model), &model.dtype, &desc_vecs);
     doc.models.push(model.model);
     recorded.semantic = true;
@@ -251,6 +254,23 @@ mod tests {
     use scorekit_core::shard::Shard;
     use serde_json::Value;
     use std::path::{Path, PathBuf};
+
+    use crate::models::Models;
+
+    /// An embedder that maps every text to one vector.
+    struct Flat;
+
+    impl LentModels for Flat {
+        fn models(&self) -> Models {
+            Models {
+                embedder: true,
+                ..Models::default()
+            }
+        }
+        fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+            Ok(vec![vec![1.0, 0.0]; texts.len()])
+        }
+    }
 
     fn settings(responses: Vec<PathBuf>, test: TestKind, out: &Path) -> Settings {
         Settings {
@@ -391,7 +411,7 @@ mod tests {
                 quantize: None,
                 tf32: false,
                 // Every text alike: the best label wins by no margin, so it stays invalid.
-                embed: Box::new(|texts: &[String]| Ok(vec![vec![1.0, 0.0]; texts.len()])),
+                lent: Box::new(Flat),
             })
         };
         let done = run(

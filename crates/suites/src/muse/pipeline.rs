@@ -6,6 +6,7 @@ use super::{
     parse_flow, parse_plan, parse_queries, score_query, semantic, AliasTable, FlowItem, Plan,
     PlanFormat, Query, REVIEWED_FLOW,
 };
+use crate::models::LentModels;
 use crate::muse::suite::Muse;
 use crate::run::{Done, Run};
 use crate::settings::MuseSettings;
@@ -59,8 +60,8 @@ pub struct NameEmbedder<'a> {
     pub quantize: Option<String>,
     /// Whether TF32 products were allowed.
     pub tf32: bool,
-    /// Embed texts, in order.
-    pub embed: &'a mut semantic::EmbedFn<'a, Error>,
+    /// The embedder, lent.
+    pub lent: &'a mut dyn LentModels,
 }
 
 /// Read and check every input file (any bad line stops the run here).
@@ -116,7 +117,9 @@ struct Matched {
 fn match_names(read: &mut Read, embedder: &mut NameEmbedder) -> Result<Matched> {
     let names = semantic::unknown_names(read.plans.values(), &read.aliases);
     let thresholds = semantic::DEFAULT_THRESHOLDS;
-    let (matches, desc_vecs) = semantic::match_names(&names, thresholds, embedder.embed)?;
+    let lent = &mut embedder.lent;
+    let (matches, desc_vecs) =
+        semantic::match_names(&names, thresholds, &mut |t: &[String]| lent.embed(t))?;
     semantic::apply(&mut read.aliases, &matches);
     let file = semantic::descriptions_file(&json!(embedder.model), &embedder.dtype, &desc_vecs);
     let by_name = matches.into_iter().map(|m| (m.name.clone(), m)).collect();
