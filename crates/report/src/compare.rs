@@ -401,29 +401,30 @@ pub fn corrected_table(suite: &str, comparisons: &[Comparison]) -> Option<DataTa
                 ci_high: hi,
             })
         };
-        if let Some(p) = &corrected.ppi {
-            t.push(vec![
+        // A row without a J: the PPI difference and the headline's.
+        let row = |what: String, value: Cell| {
+            vec![
                 Cell::Text(c.a.clone()),
                 Cell::Text(c.b.clone()),
-                Cell::Text(format!("PPI++ ({})", p.method)),
+                Cell::Text(what),
                 Cell::rate(c.diff.map(|d| d.value)),
                 Cell::Missing,
+                value,
+            ]
+        };
+        if let Some(p) = &corrected.ppi {
+            t.push(row(
+                format!("PPI++ ({})", p.method),
                 interval(p.value, p.ci),
-            ]);
+            ));
         }
         if let Some(h) = &corrected.headline {
-            t.push(vec![
-                Cell::Text(c.a.clone()),
-                Cell::Text(c.b.clone()),
-                Cell::Text(format!("headline ({})", h.method)),
-                Cell::rate(c.diff.map(|d| d.value)),
-                Cell::Missing,
-                match (h.value, h.ci) {
-                    (Some(v), Some(ci)) => interval(v, ci),
-                    (Some(v), None) => Cell::Rate(v),
-                    (None, _) => Cell::Text("none".into()),
-                },
-            ]);
+            let value = match (h.value, h.ci) {
+                (Some(v), Some(ci)) => interval(v, ci),
+                (Some(v), None) => Cell::Rate(v),
+                (None, _) => Cell::Text("none".into()),
+            };
+            t.push(row(format!("headline ({})", h.method), value));
         }
     }
     (!t.rows.is_empty()).then_some(t)
