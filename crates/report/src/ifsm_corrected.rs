@@ -6,13 +6,13 @@
 use super::{percent, Estimate, Table};
 use serde::{Deserialize, Serialize};
 
-/// The judge's resolution J = q0 + q1 − 1 with its unsmoothed 95% normal interval.
+/// The judge's resolution J = q0 + q1 − 1 (unsmoothed) with its 95% Agresti–Caffo interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Resolution {
     /// J = q0 + q1 − 1 (Youden's index of the judge).
     #[serde(rename = "J")]
     pub j: f64,
-    /// J ∓ z·se_J, unclipped (it may leave [−1, 1] when the calibration is small).
+    /// q̃0 + q̃1 − 1 ∓ z·se (Agresti–Caffo), unclipped (it may leave [−1, 1] on a small calibration).
     #[serde(rename = "J_ci")]
     pub j_ci: [f64; 2],
     /// The interval stays above 0: the judge's picks carry information about following.
@@ -62,7 +62,7 @@ pub struct CorrectedIfsm {
     /// J = q0 + q1 − 1, the factor by which the judge compresses differences between models.
     #[serde(rename = "J")]
     pub j: f64,
-    /// J's 95% normal interval (unsmoothed).
+    /// J's 95% Agresti–Caffo interval (one success and one failure added a side).
     #[serde(rename = "J_ci")]
     pub j_ci: [f64; 2],
     /// Specificity: share of the negatives the judge does not pick.
