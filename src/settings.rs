@@ -3,7 +3,8 @@
 //! does not compile until it is handled here.
 
 use crate::cli::{
-    CalibrationArgs, GraspArgs, MintArgs, ModelArgs, OptionOrders, OutputArgs, ShotArgs, StoryArgs,
+    CalibrationArgs, GraspArgs, JudgeEvalArgs, MintArgs, ModelArgs, OptionOrders, OutputArgs,
+    ShotArgs, StoryArgs,
 };
 use crate::commands::calibration::CalibrationFlags;
 use scorekit_core::error::Result;
@@ -216,5 +217,53 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         option_orders,
         model,
         out,
+    })
+}
+
+/// `scorekit judge eval`'s flags, each handled here once (`JudgeEvalArgs` destructured whole).
+pub struct JudgeEvalFlags {
+    /// The dataset (a judge-eval JSONL file).
+    pub dataset: PathBuf,
+    /// The judge as named.
+    pub judge: String,
+    /// `--follow-label`.
+    pub follow_label: Option<String>,
+    /// What to calibrate on.
+    pub calibration: CalibrationFlags,
+    /// `--calibration-labels`.
+    pub labels: Vec<PathBuf>,
+    /// A letter judge's demonstrations.
+    pub shots: ShotArgs,
+    /// `--option-orders`.
+    pub option_orders: OptionOrders,
+    /// The model runtime's flags.
+    pub model: ModelArgs,
+    /// The output flags.
+    pub out: RunOptions,
+}
+
+/// Resolve `scorekit judge eval`'s flags (see [`JudgeEvalFlags`]).
+pub fn judge_eval(args: JudgeEvalArgs) -> Result<JudgeEvalFlags> {
+    let JudgeEvalArgs {
+        dataset,
+        judge,
+        follow_label,
+        calibration: calibration_args,
+        shots,
+        option_orders,
+        model,
+        output,
+    } = args;
+    let (calibration, labels) = calibration(&calibration_args, model.offline, output.quiet);
+    Ok(JudgeEvalFlags {
+        dataset,
+        judge,
+        follow_label,
+        calibration,
+        labels,
+        shots,
+        option_orders,
+        model,
+        out: run_options(&output)?,
     })
 }

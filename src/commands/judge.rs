@@ -192,7 +192,7 @@ type Calibration = EvalCalibration<CalibrationSettings, CalibrationSummary>;
 /// without labels: the same frames, judge identity and cache as a story run's, so either reuses
 /// the other's finished calibration.
 fn calibrate_eval(
-    a: &JudgeEvalArgs,
+    a: &crate::settings::JudgeEvalFlags,
     questions: &[Question],
     judge: &AnyJudge,
     model_ref: &ModelRef,
@@ -200,14 +200,13 @@ fn calibrate_eval(
     shots: &str,
     dataset_sha256: &str,
 ) -> Result<Option<(Calibration, Vec<u8>)>> {
-    let (flags, label_files) =
-        crate::settings::calibration(&a.calibration, a.model.offline, a.output.quiet);
+    let (flags, label_files) = (&a.calibration, &a.labels);
     if !flags.dataset && label_files.is_empty() {
         return Ok(None);
     }
     let cyclic = a.option_orders == OptionOrders::Cyclic;
     let labels = (!label_files.is_empty())
-        .then(|| calibration::read_labels(&label_files, questions, None))
+        .then(|| calibration::read_labels(label_files, questions, None))
         .transpose()?;
     let identity = lent::judge_identity(judge, model_ref, rt, shots, cyclic, dataset_sha256);
     let mut doc = scorekit_report::MetricsDoc::new(judge_eval::SUITE);
@@ -217,7 +216,7 @@ fn calibrate_eval(
         rt.batch_tokens,
         Progress::PerCall {
             label: "calibrate",
-            quiet: a.output.quiet,
+            quiet: a.out.quiet,
         },
     );
     let outcome = calibration::run(
@@ -225,7 +224,7 @@ fn calibrate_eval(
         questions,
         (0..questions.len()).collect(),
         labels.as_ref().map(|set| (label_files.as_slice(), set)),
-        &flags,
+        flags,
         lent::protocol(judge, shots, cyclic),
         identity,
         &mut step,
@@ -244,7 +243,8 @@ fn calibrate_eval(
 
 /// `scorekit judge eval`.
 fn eval(a: JudgeEvalArgs) -> Result<()> {
-    let o = &a.output;
+    let a = crate::settings::judge_eval(a)?;
+    let o = &a.out;
     let (questions, mut files) = read_questions(std::slice::from_ref(&a.dataset), None)?;
     let dir = OutputDir::prepare(&o.out, o.force)?;
     let rt = ModelRuntime::new(&a.model, o.quiet)?;
