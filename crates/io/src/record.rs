@@ -45,31 +45,13 @@ fn missing_message(field: &str, object: &Map<String, Value>) -> String {
     let fold = |s: &str| s.to_lowercase().replace(['-', ' '], "_");
     let nearest = keys
         .iter()
-        .map(|k| (edit_distance(field, k), *k))
+        .map(|k| (strsim::levenshtein(field, k), *k))
         .filter(|(d, k)| *d <= (field.chars().count() / 3).max(1) || fold(k) == fold(field))
         .min();
     match nearest {
         Some((_, k)) => format!("missing (keys found: {shown}; did you mean {k:?}?)"),
         None => format!("missing (keys found: {shown})"),
     }
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 impl Record {
@@ -217,7 +199,6 @@ mod tests {
             e.ends_with("missing (keys found: question_id, endng, model)"),
             "{e}"
         );
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(r.opt_str("ending").unwrap(), None);
         assert_eq!(r.str("ok").unwrap(), "x");
     }

@@ -343,8 +343,11 @@ pub fn section<'a>(
     s
 }
 
-/// z = Φ⁻¹(0.975), as the suites' estimators use it.
-const Z95: f64 = 1.959_963_984_540_054_3;
+/// z = Φ⁻¹(0.975), correctly rounded (1.95996398454005423552…; scipy's `norm.ppf(0.975)` is
+/// one ulp below, which no reported digit can see): the one z of every 95% interval of the
+/// judge-corrected and prediction-powered IFSM (here for the planning figures; the suites'
+/// estimators re-export it).
+pub const Z95: f64 = 1.959_963_984_540_054_3;
 
 /// How many human labels would settle a judge, from its error rates q0, q1 (a planning figure:
 /// the rates as measured taken for the truth, a balanced sample, θ = 0.5, the worst case for

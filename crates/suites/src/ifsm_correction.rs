@@ -16,9 +16,9 @@ pub use scorekit_report::compare::CorrectedDifference;
 /// beside its rendering in report/, which cannot depend on this crate).
 pub use scorekit_report::ifsm_corrected::{Clipped, CorrectedIfsm};
 
-/// z = Φ⁻¹(0.975), correctly rounded (1.95996398454005423552…; scipy's `norm.ppf(0.975)` is
-/// one ulp below, which no reported digit can see).
-pub const Z95: f64 = 1.959_963_984_540_054_3;
+/// z = Φ⁻¹(0.975), correctly rounded (defined beside the report's planning figures, which
+/// cannot depend on this crate).
+pub use scorekit_report::ifsm_corrected::Z95;
 
 /// Calibration counts in the IFSM frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

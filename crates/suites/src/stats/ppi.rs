@@ -36,7 +36,7 @@ pub struct PpiMean {
     pub n_unlabeled: usize,
 }
 
-/// lam = None (power tuned). z given by the caller (the crate has Z95 = 1.959_963_984_540_054_3).
+/// lam = None (power tuned). z given by the caller (`ifsm_correction::Z95` for 95%).
 ///
 /// `None` when `y` is empty or `y` and `yhat` differ in length. Deliberate deviations from
 /// ppi-python, which gives NaN or raises in these cases:
@@ -189,7 +189,7 @@ fn np_sum(x: &[f64]) -> f64 {
 mod tests {
     use super::*;
 
-    const Z: f64 = 1.959_963_984_540_054_3;
+    const Z: f64 = crate::ifsm_correction::Z95;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-12

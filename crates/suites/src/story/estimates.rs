@@ -18,12 +18,13 @@ use crate::story::{Item, Outcome};
 use scorekit_report::ifsm_corrected::PpiIfsm;
 pub use scorekit_report::ifsm_corrected::{CalibrationAgreement, RateAgreement};
 
-/// A group's PPI++ estimate of IFSM (`cyclic`: of the cyclic majority's verdicts), from the
-/// items of `group` that carry a human label; `None` without a labelled judged ending.
-pub fn ppi(items: &[Item], group: &str, cyclic: bool) -> Option<PpiIfsm> {
+/// A group's PPI++ estimate of IFSM (`cyclic`: of the cyclic majority's verdicts) from its
+/// `items`, those that carry a human label the labelled sample; `None` without a labelled
+/// judged ending.
+pub fn ppi(items: &[&Item], cyclic: bool) -> Option<PpiIfsm> {
     let (mut y, mut yhat, mut unlabeled) = (Vec::new(), Vec::new(), Vec::new());
     let mut empty = 0usize;
-    for it in items.iter().filter(|i| i.group == group) {
+    for it in items {
         if !it.status.answers() || it.passage_id.is_none() {
             continue;
         }

@@ -38,21 +38,24 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         .collect();
     let calibration = CalibrationSummary::read(doc)?;
     let mut results = story::summarize(items, bootstrap, seed);
-    if let Some(c) = &calibration {
-        let judged = story::judged_counts(items);
-        for (name, (m, _)) in results.iter_mut() {
-            let j = judged.get(name).copied().unwrap_or_default();
-            m.ifsm_corrected = c.correct(m.ifsm.as_ref(), &j, false);
-            m.ifsm_cyclic_corrected = c.correct(m.ifsm_cyclic.as_ref(), &j, true);
-        }
+    let judged = story::judged_counts(items);
+    let mut by_group: BTreeMap<&str, Vec<&Item>> = BTreeMap::new();
+    for it in items.iter() {
+        by_group.entry(&it.group).or_default().push(it);
     }
     for (name, (m, _)) in results.iter_mut() {
         if m.ifsm.is_none() {
             continue;
         }
-        m.ifsm_ppi = story::estimates::ppi(items, name, false);
+        if let Some(c) = &calibration {
+            let j = judged.get(name).copied().unwrap_or_default();
+            m.ifsm_corrected = c.correct(m.ifsm.as_ref(), &j, false);
+            m.ifsm_cyclic_corrected = c.correct(m.ifsm_cyclic.as_ref(), &j, true);
+        }
+        let group = by_group.get(name.as_str()).map_or(&[][..], Vec::as_slice);
+        m.ifsm_ppi = story::estimates::ppi(group, false);
         if m.ifsm_cyclic.is_some() {
-            m.ifsm_cyclic_ppi = story::estimates::ppi(items, name, true);
+            m.ifsm_cyclic_ppi = story::estimates::ppi(group, true);
         }
         m.ifsm_headline = Headline::choose(
             m.ifsm.as_ref(),

@@ -153,13 +153,10 @@ pub fn run(req: Request, judge: &mut dyn LentModels) -> Result<Outcome> {
         });
         label_items = Some(items);
     }
-    let mut summary = CalibrationSummary::of(dataset_items.as_deref(), label_items.as_deref());
-    if let (Some(h), Some(src)) = (summary.human.as_mut(), &req.labels) {
-        // Of the whole label files, not of the scope: every shard records the same.
-        h.label_lines = src.set.read;
-        h.ties = src.set.ties;
-        h.agreement = src.set.agreement.clone();
-    }
+    let labelled = label_items
+        .as_deref()
+        .zip(req.labels.as_ref().map(|l| l.set));
+    let summary = CalibrationSummary::of(dataset_items.as_deref(), labelled);
     let mut items = dataset_items.unwrap_or_default();
     items.extend(label_items.unwrap_or_default());
     Ok(Outcome {

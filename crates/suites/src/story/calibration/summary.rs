@@ -3,7 +3,7 @@
 
 use super::{counts, CalibrationItem, Kind, PROTOCOL};
 use crate::ifsm_correction::{correct_with_empty, CalibrationCounts};
-use crate::story::calibration::label_set::LabelAgreement;
+use crate::story::calibration::label_set::{LabelAgreement, LabelSet};
 use crate::story::JudgedCounts;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::ifsm_corrected::IfsmCorrected;
@@ -65,8 +65,13 @@ pub struct CalibrationSummary {
 }
 
 impl CalibrationSummary {
-    /// The summary of calibration items: the dataset's (unless `None`) and the labels'.
-    pub fn of(dataset: Option<&[CalibrationItem]>, labels: Option<&[CalibrationItem]>) -> Self {
+    /// The summary of calibration items: the dataset's (unless `None`) and the labels' with the
+    /// label set they came from (its lines, ties and agreement are the whole files', not the
+    /// scope's: every shard records the same).
+    pub fn of(
+        dataset: Option<&[CalibrationItem]>,
+        labels: Option<(&[CalibrationItem], &LabelSet)>,
+    ) -> Self {
         let dataset = dataset.map(|items| {
             let questions = items.iter().filter(|i| i.kind == Kind::Positive).count();
             // A question with a filler has negatives (one per other option), one without none:
@@ -84,11 +89,11 @@ impl CalibrationSummary {
                 counts_cyclic: counts(items, true),
             }
         });
-        let human = labels.map(|items| HumanCalibration {
+        let human = labels.map(|(items, set)| HumanCalibration {
             labels: items.len(),
-            label_lines: 0,
-            ties: 0,
-            agreement: None,
+            label_lines: set.read,
+            ties: set.ties,
+            agreement: set.agreement.clone(),
             counts: counts(items, false).unwrap_or_default(),
             counts_cyclic: counts(items, true),
         });
