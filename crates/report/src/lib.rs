@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod grasp;
 pub mod ifsm_corrected;
 pub mod judge;
+pub mod label_page;
 pub mod latex;
 mod markdown;
 mod metrics;
