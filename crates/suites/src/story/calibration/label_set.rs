@@ -6,7 +6,7 @@
 //! prediction-powered estimate (`ppi`) rests on it, so a label whose ending is not the model's
 //! would silently estimate something else. Hence the checks, before any model loads.
 
-use super::labels::Label;
+use super::labels::{Label, RunSample};
 use crate::stats::kappa::{cohen_kappa, fleiss_kappa};
 use crate::story::{Checked, Generation, Question, Status};
 use scorekit_core::error::InputError;
@@ -119,6 +119,77 @@ pub fn check_models(
         }
     }
     Ok(())
+}
+
+/// Labels carrying a `sample` checked against the run's own sample (`run`: the to_label.jsonl
+/// this run draws for its `--label-sample N` and `--seed`, `None` without `--label-sample`),
+/// and given their models from it: a labelling page shows no model (nothing to bias the
+/// labeller) and exports none, so the sample says whose ending each label is; an ending that
+/// two models wrote alike is a label of each. A label naming a model keeps it, and it must be
+/// one that wrote the ending. Labels without `sample` pass as they are.
+pub fn check_sample(
+    labels: Vec<Label>,
+    questions: &[Question],
+    run: Option<&RunSample>,
+) -> Result<Vec<Label>, InputError> {
+    let error = |l: &Label, field: &str, message: String| InputError {
+        line: Some(l.line),
+        field: Some(field.to_string()),
+        ..InputError::file(&l.file, message)
+    };
+    let mut out = Vec::with_capacity(labels.len());
+    for l in labels {
+        let Some(sample) = l.sample.as_deref() else {
+            out.push(l);
+            continue;
+        };
+        let Some(run) = run else {
+            return Err(error(
+                &l,
+                "sample",
+                format!(
+                    "labels of sample {sample}, and this run draws no sample to check them \
+                     against: pass the --label-sample N and --seed S of the run that wrote that \
+                     to_label.jsonl"
+                ),
+            ));
+        };
+        if sample != run.sha256 {
+            return Err(error(
+                &l,
+                "sample",
+                format!(
+                    "{sample} is not this run's sample {} (the to_label.jsonl that \
+                     --label-sample {} --seed {} draws from these generations): these labels \
+                     were made on another sample, another seed or other generations",
+                    run.sha256, run.n, run.seed
+                ),
+            ));
+        }
+        let qid = &questions[l.question].id;
+        let Some(models) = run.endings.get(&(qid.clone(), l.ending.trim().to_string())) else {
+            return Err(error(
+                &l,
+                "ending",
+                format!("not an ending of the sample for question {qid:?}"),
+            ));
+        };
+        match &l.model {
+            Some(m) if !models.contains(&Some(m.clone())) => {
+                return Err(error(
+                    &l,
+                    "model",
+                    format!("{m:?} did not write this ending of the sample"),
+                ))
+            }
+            Some(_) => out.push(l),
+            None => out.extend(models.iter().map(|m| Label {
+                model: m.clone(),
+                ..l.clone()
+            })),
+        }
+    }
+    Ok(out)
 }
 
 /// The labels combined: one verdict per ending, the majority of its labellers (an even split
@@ -246,6 +317,7 @@ mod tests {
             follows,
             model: Some("m".into()),
             labeller: who.into(),
+            sample: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Human labels for the judge's calibration (`--calibration-labels FILE...`): JSONL lines
-//! `{"question_id", "ending", "follows": true|false}` (`model` and `labeller` optional), and the
+//! `{"question_id", "ending", "follows": true|false}` (`model`, `labeller` and `sample`
+//! optional), and the
 //! file a team labels to make one (`--label-sample N`, `to_label.jsonl`: the same format,
 //! `follows` null). `label_set` checks them against the run's generations and combines
 //! labellers.
@@ -28,6 +29,16 @@ pub struct Label {
     pub model: Option<String>,
     /// Who labelled it: the `labeller` field, else the label file (one file, one person).
     pub labeller: String,
+    /// The sample it was labelled on (the sha256 of its to_label.jsonl), when the file says;
+    /// one per file.
+    pub sample: Option<String>,
+}
+
+/// Whether `s` is a sha256 as scorekit writes it: 64 lowercase hex digits.
+fn is_sha256(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Parse a label file against the dataset's questions. A malformed line, an unknown
@@ -84,9 +95,37 @@ pub fn parse_labels(
             Some(l) => l.to_string(),
             None => file.to_string(),
         };
+        let sample = match r.opt_str("sample")? {
+            Some(s) if !is_sha256(s) => {
+                return Err(r.field_error(
+                    "sample",
+                    format!(
+                        "expected the sha256 of the to_label.jsonl labelled (64 lowercase hex \
+                         digits), found {s:?}"
+                    ),
+                ))
+            }
+            s => s.map(str::to_string),
+        };
+        // One file, one sample: lines of two samples (or with and without one) in one file
+        // are files pasted together, and the sample check would hold for some lines only.
+        if let Some(first) = labels.first().filter(|f: &&Label| f.sample != sample) {
+            let said =
+                |s: &Option<String>| s.as_deref().map_or("none".into(), |s| format!("{s:?}"));
+            return Err(r.field_error(
+                "sample",
+                format!(
+                    "{} here, {} at line {}: one label file, one sample",
+                    said(&sample),
+                    said(&first.sample),
+                    first.line
+                ),
+            ));
+        }
         labels.push(Label {
             file: file.to_string(),
             labeller,
+            sample,
             line: r.line,
             question,
             ending: ending.to_string(),
@@ -144,6 +183,80 @@ pub fn sample_file(
     seed: u64,
 ) -> scorekit_core::error::Result<(Vec<u8>, usize, usize)> {
     use crate::story::{Outcome, Status};
+    let judged: Vec<(usize, &str)> = items
+        .iter()
+        .filter(|i| i.status == Status::Scored)
+        .filter(|i| i.judge.as_ref().and_then(Outcome::verdict).is_some())
+        .map(|i| (i.row, i.question_id.as_str()))
+        .collect();
+    draw_sample(&judged, generations, questions, scope, n, seed)
+}
+
+/// The to_label.jsonl that a run of these generations with a judge writes for `--label-sample
+/// n` and `--seed`, over the whole run (every dataset question in scope), known before any model
+/// runs: with a judge every scored generation is judged, so `checked`'s scored generations (in
+/// row order, as the finished items are) are [`sample_file`]'s items. Returns its sha256 and
+/// its lines' (question id, ending, model), the run's sample that labels carrying `sample` are
+/// checked against (`label_set::check_sample`).
+pub fn run_sample(
+    generations: &[crate::story::Generation],
+    questions: &[Question],
+    checked: &[crate::story::Checked],
+    n: usize,
+    seed: u64,
+) -> scorekit_core::error::Result<RunSample> {
+    let mut judged: Vec<(usize, &str)> = checked
+        .iter()
+        .filter(|c| c.status == crate::story::Status::Scored)
+        .map(|c| {
+            let g = &generations[c.generation];
+            (g.row, g.question_id.as_str())
+        })
+        .collect();
+    judged.sort_by_key(|&(row, _)| row);
+    let scope: Vec<&str> = questions.iter().map(|q| q.id.as_str()).collect();
+    let (text, _, _) = draw_sample(&judged, generations, questions, &scope, n, seed)?;
+    let mut endings: HashMap<(String, String), Vec<Option<String>>> = HashMap::new();
+    for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let v: serde_json::Value = serde_json::from_slice(line)
+            .map_err(|e| scorekit_core::error::Error::Internal(e.into()))?;
+        let text_of = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        endings
+            .entry((text_of("question_id"), text_of("ending").trim().to_string()))
+            .or_default()
+            .push(v["model"].as_str().map(str::to_string));
+    }
+    Ok(RunSample {
+        sha256: scorekit_report::sha256_hex(&text),
+        n,
+        seed,
+        endings,
+    })
+}
+
+/// A run's own label sample: what labels carrying `sample` must have been labelled on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSample {
+    /// The sha256 of its to_label.jsonl.
+    pub sha256: String,
+    /// `--label-sample N`.
+    pub n: usize,
+    /// `--seed`.
+    pub seed: u64,
+    /// Its endings, by (question id, ending trimmed): the models that wrote each (`None`: the
+    /// generations name no model).
+    pub endings: HashMap<(String, String), Vec<Option<String>>>,
+}
+
+/// [`sample_file`] from the judged generations' (row, question id), in row order.
+fn draw_sample(
+    judged: &[(usize, &str)],
+    generations: &[crate::story::Generation],
+    questions: &[Question],
+    scope: &[&str],
+    n: usize,
+    seed: u64,
+) -> scorekit_core::error::Result<(Vec<u8>, usize, usize)> {
     let by_row: HashMap<usize, &crate::story::Generation> =
         generations.iter().map(|g| (g.row, g)).collect();
     let by_id: HashMap<&str, &Question> = questions.iter().map(|q| (q.id.as_str(), q)).collect();
@@ -151,15 +264,14 @@ pub fn sample_file(
     pool.sort_unstable();
     pool.dedup();
     let drawn: std::collections::HashSet<&str> = draw(pool, n, seed, 0).into_iter().collect();
-    let chosen: Vec<&crate::story::Item> = items
+    let chosen: Vec<&(usize, &str)> = judged
         .iter()
-        .filter(|i| i.status == Status::Scored && drawn.contains(i.question_id.as_str()))
-        .filter(|i| i.judge.as_ref().and_then(Outcome::verdict).is_some())
+        .filter(|(_, qid)| drawn.contains(qid))
         .collect();
     let count = chosen.len();
     let mut text = Vec::new();
-    for it in draw(chosen, count, seed, 1) {
-        let (Some(g), Some(q)) = (by_row.get(&it.row), by_id.get(it.question_id.as_str())) else {
+    for &&(row, qid) in &draw(chosen, count, seed, 1) {
+        let (Some(g), Some(q)) = (by_row.get(&row), by_id.get(qid)) else {
             continue;
         };
         let line = ToLabel {

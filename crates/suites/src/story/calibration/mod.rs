@@ -3,7 +3,7 @@
 //!
 //! - [`frames`]: the dataset calibration's positives and negatives (protocol [`PROTOCOL`]) and
 //!   the frames of human labels;
-//! - [`labels`]: the label file and the sample a team labels;
+//! - [`labels`]: the label file and the sample a team labels; [`labelling`]: its labelling page;
 //! - [`ask`]: the judge asked, through a model step the binary supplies;
 //! - [`cache`]: finished calibrations kept between runs;
 //! - [`memo`]: the positives' scores and answers, reused by the run's own items;
@@ -15,6 +15,7 @@ pub mod ask;
 pub mod cache;
 pub mod frames;
 pub mod label_set;
+pub mod labelling;
 pub mod labels;
 pub mod memo;
 pub mod pipeline;

@@ -212,6 +212,7 @@ fn labels_count_by_their_human_verdict() {
             ending: "a long ending".into(),
             follows: true,
             model: Some("m".into()),
+            sample: None,
         },
         Label {
             file: "l.jsonl".into(),
@@ -221,6 +222,7 @@ fn labels_count_by_their_human_verdict() {
             ending: "x".into(),
             follows: false,
             model: None,
+            sample: None,
         },
     ];
     let mut judge = LengthJudge::default();
