@@ -321,6 +321,76 @@ mod tests {
         }
     }
 
+    fn questions() -> Vec<Question> {
+        ["q0", "q1"]
+            .iter()
+            .map(|id| Question {
+                id: (*id).into(),
+                row: 1,
+                passage_id: (*id).into(),
+                question: "Q".into(),
+                document: "D".into(),
+                options: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+                gold: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn labels_of_the_runs_sample_take_their_models_from_it_and_others_are_refused() {
+        let sha = "a".repeat(64);
+        let mut endings = HashMap::new();
+        // "e0" was written alike by two models; "e1" by m2 alone.
+        endings.insert(
+            ("q0".to_string(), "e0".to_string()),
+            vec![Some("m1".to_string()), Some("m2".to_string())],
+        );
+        endings.insert(
+            ("q1".to_string(), "e1".to_string()),
+            vec![Some("m2".to_string())],
+        );
+        let run = RunSample {
+            sha256: sha.clone(),
+            n: 2,
+            seed: 3,
+            endings,
+        };
+        let of = |q: usize, ending: &str, model: Option<&str>, sample: Option<&str>| Label {
+            model: model.map(str::to_string),
+            sample: sample.map(str::to_string),
+            ..label("x.jsonl", q + 1, q, ending, true, "ann")
+        };
+        let qs = questions();
+        let got = check_sample(
+            vec![
+                of(0, " e0 ", None, Some(&sha)),
+                of(1, "e1", Some("m2"), Some(&sha)),
+                of(1, "free", Some("m9"), None),
+            ],
+            &qs,
+            Some(&run),
+        )
+        .unwrap();
+        let models: Vec<Option<&str>> = got.iter().map(|l| l.model.as_deref()).collect();
+        assert_eq!(models, [Some("m1"), Some("m2"), Some("m2"), Some("m9")]);
+        for (bad, field, run) in [
+            (
+                of(0, "e0", None, Some(&"b".repeat(64))),
+                "sample",
+                Some(&run),
+            ),
+            (of(0, "e0", None, Some(&sha)), "sample", None),
+            (of(1, "not in it", None, Some(&sha)), "ending", Some(&run)),
+            (of(1, "e1", Some("m1"), Some(&sha)), "model", Some(&run)),
+        ] {
+            let e = check_sample(vec![bad], &qs, run).unwrap_err().to_string();
+            assert!(
+                e.contains("x.jsonl:") && e.contains(&format!("field \"{field}\"")),
+                "{e}"
+            );
+        }
+    }
+
     #[test]
     fn labellers_combine_by_majority_and_ties_are_counted() {
         let labels = vec![

@@ -369,6 +369,39 @@ mod tests {
     }
 
     #[test]
+    fn a_sample_is_a_sha256_and_one_file_holds_one() {
+        let qs = vec![q("x"), q("y")];
+        let sha = "0123456789abcdef".repeat(4);
+        let line = |id: &str, s: serde_json::Value| json!({"question_id": id, "ending": "e", "follows": true, "sample": s});
+        let ok = lines(&[line("x", json!(sha)), line("y", json!(sha))]);
+        let l = parse_labels("l.jsonl", &ok, &qs).unwrap();
+        assert!(l.iter().all(|l| l.sample.as_deref() == Some(sha.as_str())));
+        for (rs, line_no) in [
+            (vec![line("x", json!("ABC"))], 1),
+            (vec![line("x", json!(sha.to_uppercase()))], 1),
+            (
+                vec![line("x", json!(sha)), line("y", json!("1".repeat(64)))],
+                2,
+            ),
+            (
+                vec![
+                    line("x", json!(sha)),
+                    json!({"question_id": "y", "ending": "e", "follows": false}),
+                ],
+                2,
+            ),
+        ] {
+            let e = parse_labels("l.jsonl", &lines(&rs), &qs)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("labels.jsonl:{line_no}")) && e.contains("field \"sample\""),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn draws_are_distinct_seeded_and_capped() {
         let pool: Vec<usize> = (0..100).collect();
         let s = draw(pool.clone(), 20, 7, 0);
