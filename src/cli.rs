@@ -111,6 +111,12 @@ pub enum Command {
         after_help = "Example:\n  scorekit compare --runs out/gpt4 out/llama --labels GPT-4,Llama --out out/compare"
     )]
     Compare(CompareArgs),
+    /// Make the labelling page of a label file: one ending per screen, keyboard first, exported
+    /// in the --calibration-labels format.
+    #[command(
+        after_help = "Example:\n  scorekit label out/story/to_label.jsonl\n  scorekit label labels.jsonl --dataset possible-stories:dev --out labels.html"
+    )]
+    Label(LabelArgs),
     /// Train and evaluate multiple-choice judges (the IFSM judge).
     #[command(subcommand)]
     Judge(JudgeCommand),
@@ -848,6 +854,28 @@ pub struct CompareArgs {
     /// Seed of the bootstrap (results are deterministic for a seed).
     #[arg(long, default_value_t = 0, help_heading = OUTPUT)]
     pub seed: u64,
+}
+
+/// `scorekit label`.
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// A label file, JSONL: {"question_id", "ending"} with "passage" and "question" (as
+    /// to_label.jsonl has them) or --dataset; "model" and "follows" are not shown.
+    #[arg(value_name = "FILE.jsonl", help_heading = INPUT)]
+    pub file: PathBuf,
+    /// Possible Stories questions (or a dataset name, `possible-stories:dev`) for the lines
+    /// without a passage and question.
+    #[arg(long, value_name = "FILE|NAME", help_heading = INPUT)]
+    pub dataset: Option<PathBuf>,
+    /// Never touch the network when --dataset names a dataset (also HF_HUB_OFFLINE=1).
+    #[arg(long, help_heading = INPUT)]
+    pub offline: bool,
+    /// The page to write [default: FILE with .html].
+    #[arg(long, value_name = "FILE.html", help_heading = OUTPUT)]
+    pub out: Option<PathBuf>,
+    /// No progress bar (a --dataset download).
+    #[arg(long, help_heading = OUTPUT)]
+    pub quiet: bool,
 }
 
 /// `scorekit merge`.

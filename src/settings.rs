@@ -3,8 +3,8 @@
 //! does not compile until it is handled here.
 
 use crate::cli::{
-    CalibrationArgs, GraspArgs, JudgeEvalArgs, MintArgs, ModelArgs, OptionOrders, OutputArgs,
-    ShotArgs, StoryArgs,
+    CalibrationArgs, GraspArgs, JudgeEvalArgs, LabelArgs, MintArgs, ModelArgs, OptionOrders,
+    OutputArgs, ShotArgs, StoryArgs,
 };
 use crate::commands::calibration::CalibrationFlags;
 use scorekit_core::error::Result;
@@ -265,5 +265,41 @@ pub fn judge_eval(args: JudgeEvalArgs) -> Result<JudgeEvalFlags> {
         option_orders,
         model,
         out: run_options(&output)?,
+    })
+}
+
+/// `scorekit label`'s flags, resolved (`LabelArgs` destructured whole).
+pub struct LabelFlags {
+    /// The label file.
+    pub file: PathBuf,
+    /// The dataset the lines without a story take it from, resolved.
+    pub dataset: Option<scorekit_data::InputArg>,
+    /// The page to write: `--out`, else the label file with `.html`.
+    pub out: PathBuf,
+}
+
+/// Resolve `scorekit label`'s flags (see [`LabelFlags`]): `--out` defaults to the label file
+/// with `.html`, and may not be the label file itself.
+pub fn label(args: LabelArgs) -> Result<LabelFlags> {
+    let LabelArgs {
+        file,
+        dataset,
+        offline,
+        out,
+        quiet,
+    } = args;
+    let out = out.unwrap_or_else(|| file.with_extension("html"));
+    if out == file {
+        return Err(scorekit_core::error::Error::usage(format!(
+            "--out {}: that is the label file; name another file for the page",
+            out.display()
+        )));
+    }
+    Ok(LabelFlags {
+        dataset: dataset
+            .map(|d| self::dataset(&d, offline, quiet))
+            .transpose()?,
+        file,
+        out,
     })
 }

@@ -8,7 +8,7 @@ use scorekit_report::MetricsDoc;
 use scorekit_suites::story::calibration::ask::{LentModels, Protocol};
 use scorekit_suites::story::calibration::cache;
 use scorekit_suites::story::calibration::label_set::{self, LabelSet};
-use scorekit_suites::story::calibration::labels;
+use scorekit_suites::story::calibration::labels::{self, RunSample};
 use scorekit_suites::story::calibration::pipeline::{
     self, DatasetSource, LabelSource, Outcome, Request,
 };
@@ -31,12 +31,13 @@ pub struct CalibrationFlags {
 }
 
 /// The label files read, checked against the dataset (and, for a story run, against its
-/// generations: `check` is the whole run's checked generations) and combined across labellers,
-/// before any model is loaded.
+/// generations: `check` is the whole run's checked generations, and its own label sample, which
+/// labels carrying `sample` must be of and take their models from) and combined across
+/// labellers, before any model is loaded.
 pub fn read_labels(
     paths: &[PathBuf],
     questions: &[Question],
-    check: Option<(&[Generation], &[Checked])>,
+    check: Option<(&[Generation], &[Checked], Option<&RunSample>)>,
 ) -> Result<LabelSet> {
     let mut all = Vec::new();
     for path in paths {
@@ -47,10 +48,15 @@ pub fn read_labels(
             questions,
         )?);
     }
-    if let Some((generations, checked)) = check {
+    let lines = all.len();
+    if let Some((generations, checked, sample)) = check {
+        all = label_set::check_sample(all, questions, sample)?;
         label_set::check_models(&all, questions, generations, checked)?;
     }
-    Ok(label_set::combine(all)?)
+    let mut set = label_set::combine(all)?;
+    // An ending two models wrote alike is a label of each, from one line.
+    set.read = lines;
+    Ok(set)
 }
 
 /// `path` among `doc`'s inputs; its sha256.

@@ -11,6 +11,7 @@ pub mod embed;
 pub mod grasp;
 pub mod judge;
 pub mod judge_questions;
+pub mod label;
 pub mod letter;
 pub mod merge;
 pub mod mint;
@@ -35,6 +36,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::Label(a) => label::run(a),
         Command::Judge(c) => judge::run(c),
         Command::Doctor(a) => doctor::run(a),
     }

@@ -17,6 +17,7 @@ use scorekit_runtime::ResolvedModel;
 use scorekit_suites::run::Run;
 use scorekit_suites::settings::StorySettings;
 use scorekit_suites::story::calibration::label_set::{self, HumanLabels, LabelSet};
+use scorekit_suites::story::calibration::labelling as labels_page;
 use scorekit_suites::story::calibration::labels;
 use scorekit_suites::story::calibration::memo::Memo;
 use scorekit_suites::story::calibration::summary::CalibrationSummary;
@@ -348,7 +349,13 @@ fn calibration_labels(
     if args.labels.is_empty() {
         return Ok((None, HumanLabels::new()));
     }
-    let set = calibration::read_labels(&args.labels, questions, Some((generations, checked)))?;
+    // The run's own sample, which labels carrying `sample` must be of (docs/story.md).
+    let sample = args
+        .label_sample
+        .map(|n| labels::run_sample(generations, questions, checked, n, args.out.seed))
+        .transpose()?;
+    let check = Some((generations, checked, sample.as_ref()));
+    let set = calibration::read_labels(&args.labels, questions, check)?;
     let human = label_set::by_model(&set.labels, questions);
     Ok((Some(set), human))
 }
@@ -381,6 +388,12 @@ fn write_label_sample(
         s.scope.len(),
         path.display()
     );
+    // Its labelling page; an empty sample (no judged ending drawn) has none.
+    if endings > 0 {
+        let page = out.join("to_label.html");
+        labels_page::write_page(&path, None, &page)?;
+        eprintln!("to_label.html: its labelling page, {}", page.display());
+    }
     if let Some((q0, q1)) = CalibrationSummary::read(doc)?.and_then(|c| c.rates()) {
         eprintln!(
             "{}",

@@ -123,3 +123,20 @@ w("story-labels/ending-not-the-models.jsonl", mlab(q0, True) + mlab(q0, True, "A
 w("story-labels/model-without-that-question.jsonl", mlab(q0, True) + mlab(q1, True))
 w("story-labels/labeller-contradicts-self.jsonl", mlab(q0, True, labeller="ann") + mlab(q0, False, labeller="ann"))
 w("story-labels/not-an-object.jsonl", lab(q0, True) + '["%s", "An ending.", false]\n' % q1)
+# Labels carrying `sample` (a labelling page's export) are of the run's own sample only
+# (docs/story.md): one sample per file, a sha256, and the run's --label-sample / --seed.
+def slab(q, follows, sample, ending="The end."):
+    d = {"question_id": q, "ending": ending, "follows": follows, "labeller": "ann"}
+    if sample is not None:
+        d["sample"] = sample
+    return json.dumps(d) + "\n"
+other = "0" * 64
+w("story-labels/sample-of-another-run.jsonl", slab(q0, True, other) + slab(q1, False, other, "An ending."))
+w("story-labels/sample-without-label-sample.jsonl", slab(q0, True, other))
+w("story-labels/sample-mixed.jsonl", slab(q0, True, other) + slab(q1, False, None, "An ending."))
+w("story-labels/sample-not-sha256.jsonl", slab(q0, True, "abc"))
+# scorekit label: the lines of a labelling page.
+page = lambda **d: json.dumps(dict({"question_id": q0, "ending": "The end.", "follows": None}, **d)) + "\n"
+w("label/missing-passage.jsonl", page(passage="P", question="Q") + page(question="Q"))
+w("label/follows-string.jsonl", page(passage="P", question="Q", follows="yes"))
+w("label/empty.jsonl", "\n")

@@ -16,6 +16,7 @@ mod grasp;
 mod handover;
 mod help;
 mod judge_cli;
+mod labelling;
 mod layers;
 mod letter;
 mod merge;
