@@ -445,7 +445,9 @@ pub struct StoryArgs {
     #[command(flatten)]
     pub calibration: CalibrationArgs,
     /// Write to_label.jsonl: N questions drawn uniformly at random (seeded by --seed) and every
-    /// model's non-empty ending to them, shuffled, `follows` left null for a person to label.
+    /// model's non-empty ending to them, shuffled, `follows` left null for a person to label;
+    /// and to_label.html, its labelling page. With --calibration-labels: this run's sample,
+    /// which labels carrying "sample" must be of.
     #[arg(long, value_name = "N", help_heading = CALIBRATION)]
     pub label_sample: Option<usize>,
     /// A letter judge's demonstrations.
@@ -473,8 +475,10 @@ pub struct CalibrationArgs {
     #[arg(long, conflicts_with = "no_calibration")]
     pub recalibrate: bool,
     /// Human labels, JSONL: {"question_id", "ending", "follows": true|false} (optional "model",
-    /// "labeller"); several files (one per labeller) are combined by majority. Labels naming a
-    /// model give its prediction-powered IFSM; all give the judge's rates on labelled endings.
+    /// "labeller", "sample"); several files (one per labeller) are combined by majority. Labels
+    /// naming a model give its prediction-powered IFSM; all give the judge's rates on labelled
+    /// endings. A labelling page's export carries "sample", which `story` checks against the
+    /// sample of its --label-sample and --seed.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub calibration_labels: Vec<PathBuf>,
 }

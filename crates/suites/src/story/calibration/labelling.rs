@@ -110,13 +110,8 @@ pub fn page(input: &Path, questions: Option<&[Question]>) -> Result<(String, usi
 /// [`page`] written to `out`; returns the endings on it.
 pub fn write_page(input: &Path, questions: Option<&[Question]>, out: &Path) -> Result<usize> {
     let (html, endings) = page(input, questions)?;
-    write(&html, out)?;
+    scorekit_report::atomic_write(out, html.as_bytes())?;
     Ok(endings)
-}
-
-/// A page written to `out`.
-pub fn write(html: &str, out: &Path) -> Result<()> {
-    scorekit_report::atomic_write(out, html.as_bytes())
 }
 
 #[cfg(test)]
