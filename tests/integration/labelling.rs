@@ -159,6 +159,38 @@ fn a_runs_labelling_page_holds_no_bias_and_its_labels_give_ppi_for_this_sample_o
     let made = std::fs::read_to_string(root.join("copy.html")).unwrap();
     assert_eq!(made.replace("copy.jsonl", "to_label.jsonl"), html);
 
+    // A label file without the stories (the --calibration-labels format) takes them from
+    // --dataset by question id.
+    let bare: String = sample
+        .iter()
+        .take(3)
+        .map(|l| {
+            format!(
+                "{}\n",
+                json!({"question_id": l["question_id"], "ending": l["ending"], "follows": true})
+            )
+        })
+        .collect();
+    let bare = write(&root, "bare.jsonl", bare);
+    let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let o = scorekit()
+        .arg("label")
+        .arg(&bare)
+        .arg("--dataset")
+        .arg(&dev)
+        .args(["--out", root.join("bare-page.html").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bare_items = page_data(&std::fs::read_to_string(root.join("bare-page.html")).unwrap());
+    assert_eq!(bare_items["items"].as_array().unwrap().len(), 3);
+    for (item, line) in bare_items["items"].as_array().unwrap().iter().zip(&sample) {
+        assert_eq!(
+            (&item["passage"], &item["question"]),
+            (&line["passage"], &line["question"])
+        );
+    }
+
     // Labels of this sample: accepted, each given its model by the sample, and every model's
     // PPI rests on its 12 labelled endings.
     let labels = write(&root, "labels-ann.jsonl", export(&sample, &gold, &sha));
