@@ -266,3 +266,23 @@ fn generation_blocks_become_plain_ifs_with_their_whitespace_control() {
         "a{%- if true -%}b{% endif +%}{% if x %}{{ '{%' }}"
     );
 }
+
+#[test]
+fn a_template_is_shared_across_threads() {
+    // The judge renders prompts from rayon's workers with one compiled template.
+    fn shared<T: Send + Sync>() {}
+    shared::<ChatTemplate>();
+    let t = ChatTemplate::from_model_dir(&data().join("models/phi-3.5-mini-instruct"))
+        .unwrap()
+        .unwrap();
+    let texts: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let t = &t;
+                s.spawn(move || t.render(&[Message::user(format!("q{i}"))], true).unwrap())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(texts[3], "<|user|>\nq3<|end|>\n<|assistant|>\n");
+}
