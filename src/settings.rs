@@ -6,10 +6,10 @@ use crate::cli::{
     CalibrationArgs, GraspArgs, JudgeEvalArgs, MintArgs, ModelArgs, OptionOrders, OutputArgs,
     ShotArgs, StoryArgs,
 };
-use crate::commands::calibration::CalibrationFlags;
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
 use scorekit_suites::grasp::input as grasp_input;
+use scorekit_suites::story::calibration::step::{CalibrationFlags, EndingsFile};
 use scorekit_suites::mint::checkers::Tolerance;
 use scorekit_suites::mint::run::{MintOptions, PinnedPart};
 use std::path::{Path, PathBuf};
@@ -117,25 +117,42 @@ pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
     Ok((settings, model))
 }
 
-/// The calibration flags of `story` and `judge eval` (with `--offline` and `--quiet` for the
-/// endings file): what to calibrate on, and the label files.
+/// The dataset part the negatives' fillers of the judge's dataset calibration come from.
+pub const ENDINGS: &str = "possible-stories:endings";
+
+/// The calibration flags of `story` and `judge eval` (`offline` and `quiet` for the endings
+/// file): the endings file resolved (pulled through `scorekit data`) unless `--no-calibration`
+/// or no judge runs (`judge_runs`), and the label files.
 pub fn calibration(
-    args: &CalibrationArgs,
+    args: CalibrationArgs,
+    judge_runs: bool,
     offline: bool,
     quiet: bool,
-) -> (CalibrationFlags, Vec<PathBuf>) {
+) -> Result<CalibrationFlags> {
     let CalibrationArgs {
         no_calibration,
         recalibrate,
         calibration_labels,
     } = args;
-    let flags = CalibrationFlags {
-        dataset: !no_calibration,
-        recalibrate: *recalibrate,
-        offline,
-        quiet,
+    let endings = if no_calibration || !judge_runs {
+        None
+    } else {
+        let arg = dataset(Path::new(ENDINGS), offline, quiet).map_err(|e| {
+            scorekit_core::error::Error::usage(format!(
+                "the judge's dataset calibration needs {ENDINGS} (its negatives' fillers): {e}; \
+                 or pass --no-calibration to report raw IFSM only"
+            ))
+        })?;
+        Some(EndingsFile {
+            path: arg.path,
+            dataset: arg.dataset.map(|d| d.record()),
+        })
     };
-    (flags, calibration_labels.clone())
+    Ok(CalibrationFlags {
+        endings,
+        recalibrate,
+        labels: calibration_labels,
+    })
 }
 
 /// `scorekit story`'s flags, each handled here once (`StoryArgs` is destructured whole, so a
@@ -154,10 +171,8 @@ pub struct StoryFlags {
     pub follow_label: Option<String>,
     /// The embedder, unless `--skip-embedder`.
     pub embedder: Option<String>,
-    /// What to calibrate on.
+    /// What to calibrate on (the label files too).
     pub calibration: CalibrationFlags,
-    /// `--calibration-labels`.
-    pub labels: Vec<PathBuf>,
     /// `--label-sample N`.
     pub label_sample: Option<usize>,
     /// A letter judge's demonstrations.
@@ -188,12 +203,14 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         model,
         output,
     } = args;
-    let (calibration, labels) = calibration(&calibration_args, model.offline, output.quiet);
     if skip_judge {
         for (set, flag) in [
-            (!labels.is_empty(), "--calibration-labels"),
+            (
+                !calibration_args.calibration_labels.is_empty(),
+                "--calibration-labels",
+            ),
             (label_sample.is_some(), "--label-sample"),
-            (calibration.recalibrate, "--recalibrate"),
+            (calibration_args.recalibrate, "--recalibrate"),
         ] {
             if set {
                 return Err(scorekit_core::error::Error::usage(format!(
@@ -203,6 +220,7 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         }
     }
     let out = run_options(&output)?;
+    let calibration = calibration(calibration_args, !skip_judge, model.offline, out.quiet)?;
     Ok(StoryFlags {
         dataset: self::dataset(&dataset, model.offline, out.quiet)?,
         generations,
@@ -211,7 +229,6 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         follow_label,
         embedder: (!skip_embedder).then_some(embedder),
         calibration,
-        labels,
         label_sample,
         shots,
         option_orders,
@@ -228,10 +245,8 @@ pub struct JudgeEvalFlags {
     pub judge: String,
     /// `--follow-label`.
     pub follow_label: Option<String>,
-    /// What to calibrate on.
+    /// What to calibrate on (the label files too).
     pub calibration: CalibrationFlags,
-    /// `--calibration-labels`.
-    pub labels: Vec<PathBuf>,
     /// A letter judge's demonstrations.
     pub shots: ShotArgs,
     /// `--option-orders`.
@@ -254,16 +269,15 @@ pub fn judge_eval(args: JudgeEvalArgs) -> Result<JudgeEvalFlags> {
         model,
         output,
     } = args;
-    let (calibration, labels) = calibration(&calibration_args, model.offline, output.quiet);
+    let out = run_options(&output)?;
     Ok(JudgeEvalFlags {
+        calibration: calibration(calibration_args, true, model.offline, out.quiet)?,
         dataset,
         judge,
         follow_label,
-        calibration,
-        labels,
         shots,
         option_orders,
         model,
-        out: run_options(&output)?,
+        out,
     })
 }

@@ -43,19 +43,12 @@ pub fn run(args: MuseArgs) -> Result<()> {
     let done = match &embedder {
         Some(spec) => {
             let rt = ModelRuntime::new(&model, out.quiet)?;
-            let (loaded, model_ref) = rt.embedder(spec)?;
-            let mut lent = Lent::new(
-                None,
-                Some(&loaded),
-                rt.batch_tokens,
-                Progress::PerCall {
-                    label: "names",
-                    quiet: rt.quiet,
-                },
-            );
+            let loaded = crate::lent::load_embedder(&rt.resolve_embedder(spec)?, &rt)?;
+            let progress = Progress::new("names", rt.quiet);
+            let mut lent = Lent::new(None, Some(&loaded), rt.batch_tokens, progress);
             let names = NameEmbedder {
                 spec: spec.clone(),
-                model: model_ref,
+                model: loaded.card.model.clone(),
                 dtype: format!("{:?}", rt.dtype).to_lowercase(),
                 quantize: quantize_setting(model.quantize),
                 tf32: model.tf32,
