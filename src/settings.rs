@@ -9,9 +9,9 @@ use crate::cli::{
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
 use scorekit_suites::grasp::input as grasp_input;
-use scorekit_suites::story::calibration::step::{CalibrationFlags, EndingsFile};
 use scorekit_suites::mint::checkers::Tolerance;
 use scorekit_suites::mint::run::{MintOptions, PinnedPart};
+use scorekit_suites::story::calibration::step::{CalibrationFlags, EndingsFile};
 use std::path::{Path, PathBuf};
 
 /// The output flags every scoring command takes, as the suites' run loop reads them; `--out` is

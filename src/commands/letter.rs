@@ -4,10 +4,10 @@
 
 use crate::cli::{OptionOrders, ShotArgs};
 use crate::commands::model_runtime::ModelRuntime;
-use scorekit_suites::models::Setup;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::story::LetterProtocol;
 use scorekit_suites::letter::{self, ShotAnswers};
+use scorekit_suites::models::Setup;
 
 /// The demonstrations block of `--shots K --shots-from FILE` ("" for zero-shot), checked before
 /// any model is loaded: `letter_judge` says whether the judge is one.

@@ -27,7 +27,10 @@ pub fn run(args: StoryArgs) -> Result<()> {
     };
     let prepared = pipeline::prepare(&input)?;
     let rt = ModelRuntime::new(&args.model, input.out.quiet)?;
-    let judge = args.judge.map(|j| rt.resolve(&j, JUDGE_FILES)).transpose()?;
+    let judge = args
+        .judge
+        .map(|j| rt.resolve(&j, JUDGE_FILES))
+        .transpose()?;
     let embedder = args.embedder.map(|e| rt.resolve_embedder(&e)).transpose()?;
     let letter = judge.as_ref().map(|m| is_letter_judge(&m.dir));
     let setup = setup(&rt, args.option_orders, &args.shots, letter)?;

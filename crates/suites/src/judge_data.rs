@@ -4,14 +4,14 @@
 //! question becomes a [`story::Question`], so its pairs come from the one builder the story judge
 //! scores with ([`story::Question::pair`]).
 
-use scorekit_report::judge::QuestionFile;
-use std::path::PathBuf;
 use crate::story::Question;
 use anyhow::Context;
 use scorekit_core::error::{Error, InputError};
 use scorekit_io::read_jsonl;
-use scorekit_report::sha256_file;
 use scorekit_io::{type_name, Record};
+use scorekit_report::judge::QuestionFile;
+use scorekit_report::sha256_file;
+use std::path::PathBuf;
 
 /// Questions of one file, and how many lines of each format it had.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -6,7 +6,7 @@ use super::{CyclicVerdict, EvalItem, SUITE};
 use crate::ifsm_correction::judge_resolution;
 use crate::judge_data::pick_distribution;
 use crate::settings::{CalibrationSettings, JudgeEvalSettings};
-use crate::story::calibration::summary::CalibrationSummary;
+use crate::story::calibration::summary::{CalibrationSummary, METRICS_KEY as SUMMARY_KEY};
 use scorekit_core::error::{Error, Result};
 use scorekit_report::judge::{
     eval_report, eval_table, Bootstrap, EvalCalibration, EvalCyclic, EvalLetter, EvalMetrics,
@@ -30,8 +30,14 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [EvalItem]) -> Result<Outputs> 
     })?;
     let calibration = match &settings.calibration {
         Some(s) => CalibrationSummary::read(doc)?.map(|summary| Calibration {
-            dataset: summary.dataset.as_ref().and_then(|d| judge_resolution(&d.counts)),
-            human: summary.human.as_ref().and_then(|h| judge_resolution(&h.counts)),
+            dataset: summary
+                .dataset
+                .as_ref()
+                .and_then(|d| judge_resolution(&d.counts)),
+            human: summary
+                .human
+                .as_ref()
+                .and_then(|h| judge_resolution(&h.counts)),
             settings: s.clone(),
             inputs: doc.inputs.iter().skip(1).cloned().collect(),
             datasets: doc.datasets.clone(),
@@ -61,28 +67,47 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [EvalItem]) -> Result<Outputs> 
     })
 }
 
-/// The metrics of `m` that are not settings, models or inputs, in `doc.metrics` (the
-/// calibration's summary kept as the calibration wrote it).
-fn write_metrics(doc: &mut MetricsDoc, m: &EvalMetrics<CalibrationSettings, CalibrationSummary>) -> Result<()> {
+/// `doc.metrics` rebuilt, in one order whatever came before (a merge folds the calibration in
+/// anew): the calibration's summary as the calibration wrote it, then the metrics of `m` that
+/// are not settings, models or inputs, then the judge's resolution.
+fn write_metrics(
+    doc: &mut MetricsDoc,
+    m: &EvalMetrics<CalibrationSettings, CalibrationSummary>,
+) -> Result<()> {
     let Value::Object(all) = serde_json::to_value(m)
         .map_err(|e| Error::Internal(anyhow::anyhow!("judge eval's metrics: {e}")))?
     else {
-        return Err(Error::Internal(anyhow::anyhow!("judge eval's metrics are not an object")));
+        return Err(Error::Internal(anyhow::anyhow!(
+            "judge eval's metrics are not an object"
+        )));
     };
-    let recorded_elsewhere = ["suite", "judge", "judge_kind", "engine", "dataset", "bootstrap", "tf32", "letter", "calibration"];
-    let mut metrics: Map<String, Value> = all
-        .into_iter()
-        .filter(|(k, _)| !recorded_elsewhere.contains(&k.as_str()))
-        .collect();
+    let recorded_elsewhere = [
+        "suite",
+        "judge",
+        "judge_kind",
+        "engine",
+        "dataset",
+        "bootstrap",
+        "tf32",
+        "letter",
+        "calibration",
+    ];
+    let mut metrics = Map::new();
+    if let Some(summary) = doc.metrics.remove(SUMMARY_KEY) {
+        metrics.insert(SUMMARY_KEY.into(), summary);
+    }
+    metrics.extend(
+        all.into_iter()
+            .filter(|(k, _)| !recorded_elsewhere.contains(&k.as_str())),
+    );
     if let Some(c) = &m.calibration {
         let resolution = serde_json::json!({"dataset": c.dataset, "human": c.human});
         metrics.insert("judge_resolution".into(), resolution);
     }
-    for (k, v) in metrics {
-        doc.metrics.insert(k, v);
-    }
+    doc.metrics = metrics;
     Ok(())
 }
+
 /// Per passage (question_id before the first '_'), 1 when `right` holds for every question of it.
 fn passage_consistency(items: &[EvalItem], right: impl Fn(&EvalItem) -> bool) -> Vec<f64> {
     let mut passages: BTreeMap<&str, bool> = BTreeMap::new();
@@ -164,7 +189,6 @@ pub fn metrics<S, C>(
         calibration,
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -95,10 +95,12 @@ impl Prepared {
             ));
         }
         let mut run = Run::<JudgeEval>::open(&input.out, &mut doc, &settings)?;
-        let todo: Vec<(usize, &Question)> = scope
-            .iter()
-            .filter(|&&i| !run.is_finished(&(i + 1)))
-            .map(|&i| (i, &questions[i]))
+        // Chunks fixed by the scope alone, each asked whole: a resumed run asks a chunk with the
+        // same batches as an uninterrupted one, so its scores are the same to the last bit.
+        let todo: Vec<Vec<(usize, &Question)>> = scope
+            .chunks(CHUNK)
+            .filter(|chunk| chunk.iter().any(|&i| !run.is_finished(&(i + 1))))
+            .map(|chunk| chunk.iter().map(|&i| (i, &questions[i])).collect())
             .collect();
         let ask = Ask {
             letter: card.is_letter(),
@@ -106,12 +108,15 @@ impl Prepared {
             rotations: rotations(&questions, setup.cyclic),
             cyclic: setup.cyclic,
         };
-        judge.step("judge", ask.inputs(&todo));
-        for chunk in todo.chunks(CHUNK) {
+        judge.step("judge", todo.iter().map(|c| ask.inputs(c)).sum());
+        for chunk in &todo {
             for item in ask.items(chunk, judge)? {
-                run.append(item)?;
+                if !run.is_finished(&item.line) {
+                    run.append(item)?;
+                }
             }
         }
+        judge.step("judge", 0);
         run.finish(&mut doc, files)
     }
 }

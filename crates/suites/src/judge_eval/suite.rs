@@ -46,7 +46,11 @@ impl Suite for JudgeEval {
     /// One system per run: right (1) or wrong (0) per `question_id`.
     fn observe(_: &MetricsDoc, items: &[Self::Item]) -> std::result::Result<Observed, DuplicateId> {
         let mut out = Observed::new();
-        let values = out.entry(String::new()).or_default().entry("accuracy").or_default();
+        let values = out
+            .entry(String::new())
+            .or_default()
+            .entry("accuracy")
+            .or_default();
         for (i, it) in items.iter().enumerate() {
             let right = f64::from(u8::from(it.correct));
             if values.insert(it.question_id.clone(), right).is_some() {

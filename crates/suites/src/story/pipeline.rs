@@ -73,10 +73,11 @@ pub fn prepare(input: &Input) -> Result<Prepared> {
         &questions,
         Some((&generations, &checked)),
     )?;
-    let human = labels
-        .as_ref()
-        .map_or_else(HumanLabels::new, |set| label_set::by_model(&set.labels, &questions));
-    let (checked, in_scope) = scoring::shard_part(&questions, &generations, checked, input.out.shard);
+    let human = labels.as_ref().map_or_else(HumanLabels::new, |set| {
+        label_set::by_model(&set.labels, &questions)
+    });
+    let (checked, in_scope) =
+        scoring::shard_part(&questions, &generations, checked, input.out.shard);
     let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
     let missing = missing_in_scope(&scope, &checked, &generations);
     warn(checks::missing_warnings(&missing, scope.len()));
@@ -103,7 +104,12 @@ impl Prepared {
     /// calibration (before the run opens: its settings are part of the run's identity; a
     /// resumed run takes its finished questions from the cache), the items scored through the
     /// run loop, and `--label-sample`'s file.
-    pub fn run(self, input: &Input, setup: &Setup, models: &mut dyn LentModels) -> Result<Done<Story>> {
+    pub fn run(
+        self,
+        input: &Input,
+        setup: &Setup,
+        models: &mut dyn LentModels,
+    ) -> Result<Done<Story>> {
         let mut doc = MetricsDoc::new("story");
         doc.add_input(&input.dataset)?;
         doc.add_input(&input.generations)?;
@@ -124,7 +130,11 @@ impl Prepared {
         }
         doc.metrics
             .insert("dataset_questions".into(), json!(self.questions.len()));
-        let scope: Vec<&str> = self.in_scope.iter().map(|&i| self.questions[i].id.as_str()).collect();
+        let scope: Vec<&str> = self
+            .in_scope
+            .iter()
+            .map(|&i| self.questions[i].id.as_str())
+            .collect();
         let missing: BTreeMap<String, Vec<&str>> = self
             .missing
             .iter()
@@ -184,7 +194,9 @@ impl Prepared {
         let protocol = card
             .as_ref()
             .map(|c| step::protocol(c, &setup.shots, setup.cyclic));
-        let memo = protocol.map_or_else(Memo::default, |p| Memo::of(&outcome.items, &self.questions, p));
+        let memo = protocol.map_or_else(Memo::default, |p| {
+            Memo::of(&outcome.items, &self.questions, p)
+        });
         let files = vec![(
             CALIBRATION_FILE.to_string(),
             scorekit_report::jsonl(&outcome.items)?,
@@ -203,8 +215,14 @@ impl Prepared {
         scope: &[&str],
         n: usize,
     ) -> Result<()> {
-        let (text, drawn, endings) =
-            labels::sample_file(items, &self.generations, &self.questions, scope, n, out.seed)?;
+        let (text, drawn, endings) = labels::sample_file(
+            items,
+            &self.generations,
+            &self.questions,
+            scope,
+            n,
+            out.seed,
+        )?;
         let path = out.out.join("to_label.jsonl");
         scorekit_report::atomic_write(&path, &text)?;
         eprintln!(

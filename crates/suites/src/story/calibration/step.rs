@@ -138,7 +138,11 @@ pub fn run(doc: &mut MetricsDoc, step: Step, judge: &mut dyn LentModels) -> Resu
         .judge()
         .cloned()
         .ok_or_else(|| Error::Internal(anyhow::anyhow!("the calibration needs a lent judge")))?;
-    let dataset_sha256 = doc.inputs.first().map(|f| f.sha256.clone()).unwrap_or_default();
+    let dataset_sha256 = doc
+        .inputs
+        .first()
+        .map(|f| f.sha256.clone())
+        .unwrap_or_default();
     let endings = match &step.flags.endings {
         Some(file) => {
             let sha = record_input(doc, &file.path)?;
