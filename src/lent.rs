@@ -4,7 +4,7 @@
 //! its calibration, what a story run records of it). Nowhere else in the binary is the judge's
 //! kind matched: a new kind of judge is added here and in the runtime's registry.
 
-use crate::commands::model_runtime::ModelRuntime;
+use crate::model_runtime::ModelRuntime;
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;

@@ -4,8 +4,8 @@
 //! embedder over the model runtime, prints its warnings and the result.
 
 use crate::cli::GraspArgs;
-use crate::commands::model_runtime::ModelRuntime;
 use crate::lent::OwnedEmbedder;
+use crate::model_runtime::ModelRuntime;
 use crate::settings;
 use scorekit_core::error::Result;
 use scorekit_suites::grasp::run::{self as grasp_run, SemanticModel};

@@ -4,17 +4,13 @@
 //! `suites::story::Question::pair` (through `suites::judge_data`), as the story judge's do.
 
 use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs};
-use crate::commands::letter::setup;
-use crate::commands::model_runtime::ModelRuntime;
 use crate::lent::{self, Lent, Progress};
+use crate::model_runtime::ModelRuntime;
+use crate::settings::letter::setup;
 use scorekit_core::error::Result;
 use scorekit_runtime::judge::JUDGE_FILES;
-use scorekit_runtime::judge_train::{self, QuestionPairs, TrainData, TrainSettings, Trained};
+use scorekit_runtime::judge_train::{self, QuestionPairs, TrainData, Trained};
 use scorekit_runtime::letter_judge::is_letter_judge;
-use scorekit_runtime::train::model::Dropouts;
-use scorekit_runtime::train::run::Policy;
-use scorekit_runtime::train::trainer::Recipe;
-use scorekit_runtime::ResolveOptions;
 use scorekit_suites::judge_data::read_questions;
 use scorekit_suites::judge_eval;
 use scorekit_suites::story::Question;
@@ -25,74 +21,6 @@ pub fn run(c: JudgeCommand) -> Result<()> {
         JudgeCommand::Train(a) => train(a),
         JudgeCommand::Eval(a) => eval(a),
     }
-}
-
-/// The training settings of the flags (destructured whole, so that a new flag is handled here).
-fn train_settings(
-    a: JudgeTrainArgs,
-) -> (
-    TrainSettings,
-    Vec<std::path::PathBuf>,
-    Option<std::path::PathBuf>,
-) {
-    let JudgeTrainArgs {
-        base,
-        train,
-        dev,
-        out,
-        epochs,
-        max_steps,
-        lr,
-        batch_questions,
-        grad_accum,
-        weight_decay,
-        warmup_ratio,
-        max_grad_norm,
-        eval_every,
-        patience,
-        seed,
-        no_shuffle,
-        dropout,
-        max_length,
-        device,
-        precision,
-        resume,
-        force,
-        offline,
-        quiet,
-        stop_after,
-    } = a;
-    let recipe = Recipe {
-        lr,
-        batch_questions,
-        grad_accum,
-        weight_decay,
-        warmup_ratio,
-        max_grad_norm,
-        epochs,
-        max_steps,
-        shuffle: !no_shuffle,
-        seed,
-        dropouts: dropout.map(Dropouts::all),
-        precision,
-    };
-    let settings = TrainSettings {
-        base,
-        out,
-        resume,
-        force,
-        device,
-        resolve: ResolveOptions { offline, quiet },
-        max_length,
-        recipe,
-        policy: Policy {
-            eval_every,
-            patience,
-            stop_after,
-            quiet,
-        },
-    };
-    (settings, train, dev)
 }
 
 /// The judge's pairs of each question.
@@ -108,7 +36,7 @@ fn question_pairs(questions: &[Question]) -> Vec<QuestionPairs> {
 
 /// `scorekit judge train`.
 fn train(a: JudgeTrainArgs) -> Result<()> {
-    let (settings, train_files, dev_file) = train_settings(a);
+    let (settings, train_files, dev_file) = crate::settings::train::judge_train(a);
     settings.recipe.check()?;
     // Every input is read and checked before anything is loaded or trained.
     let (questions, files) = read_questions(&train_files, None)?;

@@ -4,10 +4,10 @@
 //! that run resolved (a missing one fails before any long work), loaded and lent.
 
 use crate::cli::StoryArgs;
-use crate::commands::letter::setup;
-use crate::commands::model_runtime::ModelRuntime;
 use crate::lent::{self, Lent, Progress};
+use crate::model_runtime::ModelRuntime;
 use crate::settings;
+use crate::settings::letter::setup;
 use scorekit_core::error::Result;
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::letter_judge::is_letter_judge;

@@ -24,6 +24,9 @@ use serde_json::json;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
+/// Files written beside the contract's (name, bytes).
+type Files = Vec<(String, Vec<u8>)>;
+
 /// `scorekit story`'s input, as the flags resolved it.
 pub struct Input {
     /// The dataset file.
@@ -174,7 +177,7 @@ impl Prepared {
         input: &Input,
         setup: &Setup,
         models: &mut dyn LentModels,
-    ) -> Result<(Memo, Vec<(String, Vec<u8>)>)> {
+    ) -> Result<(Memo, Files)> {
         if models.judge().is_none() || !input.calibration.any() {
             return Ok((Memo::default(), Vec::new()));
         }

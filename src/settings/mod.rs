@@ -2,6 +2,11 @@
 //! settings the suites and the report read. Each `*Args` is destructured whole, so a new flag
 //! does not compile until it is handled here.
 
+pub mod bench;
+pub mod letter;
+pub mod muse;
+pub mod train;
+
 use crate::cli::{
     CalibrationArgs, GraspArgs, JudgeEvalArgs, MintArgs, ModelArgs, OptionOrders, OutputArgs,
     ShotArgs, StoryArgs,

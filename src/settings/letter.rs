@@ -3,7 +3,7 @@
 //! metrics.json records.
 
 use crate::cli::{OptionOrders, ShotArgs};
-use crate::commands::model_runtime::ModelRuntime;
+use crate::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::story::LetterProtocol;
 use scorekit_suites::letter::{self, ShotAnswers};
