@@ -225,9 +225,11 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         }
     }
     let out = run_options(&output)?;
+    // The dataset first: a bad name there is the user's first error, not the endings'.
+    let dataset = self::dataset(&dataset, model.offline, out.quiet)?;
     let calibration = calibration(calibration_args, !skip_judge, model.offline, out.quiet)?;
     Ok(StoryFlags {
-        dataset: self::dataset(&dataset, model.offline, out.quiet)?,
+        dataset,
         generations,
         require_complete,
         judge: (!skip_judge).then_some(judge),

@@ -35,6 +35,13 @@ pub use scorekit_report::story::{Counts, Coverage, GroupMetrics};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// Per story item: 1 when the judge saw the ending, 0 for an empty one (no metric of its own).
+pub const JUDGED: &str = "ifsm_judged";
+
+/// Per labelled story item: its human label (1 = follows; no metric of its own), for the
+/// prediction-powered difference.
+pub const HUMAN: &str = "ifsm_human";
+
 /// Number of options per question.
 pub const OPTIONS: usize = 4;
 
