@@ -15,7 +15,7 @@ use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
 use scorekit_suites::grasp::input as grasp_input;
 use scorekit_suites::mint::checkers::Tolerance;
-use scorekit_suites::mint::run::{MintOptions, PinnedPart};
+use scorekit_suites::mint::pipeline::{Input as MintInput, PinnedPart};
 use scorekit_suites::story::calibration::step::{CalibrationFlags, EndingsFile};
 use std::path::{Path, PathBuf};
 
@@ -51,7 +51,7 @@ pub fn dataset(arg: &Path, offline: bool, quiet: bool) -> Result<scorekit_data::
 
 /// `scorekit mint`'s flags as the suite's settings: `--outputs` resolved (a dataset name through
 /// the cache), `--exec-code` implying `--recheck`, `--jobs` defaulting to the number of cores.
-pub fn mint(args: &MintArgs) -> Result<MintOptions> {
+pub fn mint(args: &MintArgs) -> Result<MintInput> {
     let MintArgs {
         outputs,
         recheck,
@@ -78,7 +78,7 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
     let jobs = jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
-    Ok(MintOptions {
+    Ok(MintInput {
         root: input.path,
         dataset: input.dataset.map(|d| PinnedPart {
             record: d.record(),
@@ -97,7 +97,7 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
 
 /// `scorekit grasp`'s flags as the GRASP pipeline reads them, and the model flags, which the
 /// command's model runtime reads (it loads the `--semantic` embedder).
-pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
+pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Input, ModelArgs)> {
     let GraspArgs {
         responses,
         labels,
@@ -109,7 +109,7 @@ pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
         model,
         output,
     } = args;
-    let settings = grasp_input::Settings {
+    let settings = grasp_input::Input {
         responses,
         labels,
         test,

@@ -3,13 +3,13 @@
 use crate::cli::{ModelArgs, MuseArgs, PlanFormat as CliFormat};
 use scorekit_core::error::Result;
 use scorekit_report::{DatasetRef, RunOptions};
-use scorekit_suites::muse::pipeline::MuseInputs;
+use scorekit_suites::muse::pipeline::Input;
 use scorekit_suites::muse::PlanFormat;
 
 /// `scorekit muse`'s flags, each handled here once (`MuseArgs` destructured whole).
 pub struct MuseFlags {
     /// The pipeline's inputs.
-    pub inputs: MuseInputs,
+    pub inputs: Input,
     /// The pinned dataset `--queries` named, if it named one.
     pub dataset: Option<DatasetRef>,
     /// `--embedder`: task names matched by embeddings.
@@ -35,7 +35,7 @@ pub fn muse(args: MuseArgs) -> Result<MuseFlags> {
     } = args;
     let out = super::run_options(&output)?;
     let dataset = super::dataset(&queries, model.offline, out.quiet)?;
-    let inputs = MuseInputs {
+    let inputs = Input {
         queries: dataset.path.clone(),
         plans,
         flow,
