@@ -189,6 +189,7 @@ pub fn load_judge(
         model: model_ref,
         spec: model.spec.clone(),
         kind,
+        kind_label: judge.kind().to_string(),
         arch: judge.arch().to_string(),
         engine: judge.engine().to_string(),
         device: rt.device_name(),

@@ -17,6 +17,9 @@ pub struct JudgeCard {
     pub spec: String,
     /// Scoring (with its head) or letter.
     pub kind: JudgeKind,
+    /// The kind as reports and the calibration's identity name it (`multiple-choice`,
+    /// `binary`, `letter`).
+    pub kind_label: String,
     /// The architecture (`roberta`, `t5`, ...).
     pub arch: String,
     /// The engine that runs it.
@@ -75,12 +78,9 @@ pub enum JudgeKind {
 }
 
 impl JudgeCard {
-    /// `scoring` or `letter`, as metrics.json records the kind.
-    pub fn kind_name(&self) -> &'static str {
-        match self.kind {
-            JudgeKind::Scoring { .. } => "scoring",
-            JudgeKind::Letter => "letter",
-        }
+    /// The kind as metrics.json records it (`multiple-choice`, `binary`, `letter`).
+    pub fn kind_name(&self) -> &str {
+        &self.kind_label
     }
 
     /// Whether it answers with letters.

@@ -81,7 +81,7 @@ pub struct StorySettings {
 pub struct JudgeEvalSettings {
     /// The judge as named (`--judge`).
     pub judge: String,
-    /// `scoring` or `letter`.
+    /// `multiple-choice`, `binary` or `letter`.
     pub judge_kind: String,
     /// Its architecture.
     pub judge_arch: String,
