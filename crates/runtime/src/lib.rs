@@ -15,6 +15,7 @@ pub mod judge;
 pub mod judge_train;
 pub mod letter_judge;
 pub mod manifest;
+pub mod model_cache;
 pub mod tokenize;
 
 /// The token budget of one batch (padding counted) when `--batch-tokens` is not given.

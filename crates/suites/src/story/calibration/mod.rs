@@ -18,6 +18,7 @@ pub mod label_set;
 pub mod labels;
 pub mod memo;
 pub mod pipeline;
+pub mod step;
 pub mod summary;
 
 use crate::ifsm_correction::CalibrationCounts;
