@@ -11,7 +11,9 @@
 # plans, story Dissimilarity with all-MiniLM-L6-v2 on the test split), MINT --recheck (also on a
 # folder with an incomplete configuration, a misplaced results.jsonl and a stray file), GRASP on
 # results files built from the real prompts (level1-binary cot, level1-open, level2 --pairwise),
-# the story run with the tiny BERT judge the tests use, GRASP on a synthetic Level 2 file with
+# the story run with the tiny BERT judge the tests use, `judge eval` of that judge on the test
+# split with its calibration (a revision before judge eval wrote the output contract's
+# metrics.json is compared field by field through the move: see judge_eval_moves), GRASP on a synthetic Level 2 file with
 # unknown scene names and on two models at once, and two-shard runs of MINT, MuSE and GRASP put
 # back together by `scorekit merge`.
 #
@@ -94,6 +96,7 @@ run grasp-two-models grasp --responses "$IN/grasp/level1-binary/results.csv" \
   "$IN/grasp/level1-binary/results.csv" --labels A,B
 run story-minilm story "${STORY[@]}" --embedder "$MINILM" --skip-judge
 run story-tiny-judge story "${STORY[@]}" --judge "$IN/judge" --skip-embedder
+run judge-eval judge eval --judge "$IN/judge" --dataset "$SHARED/possible-stories/test.jsonl"
 for s in 0 1; do
   run "mint-shard$s" mint "${MINT[@]}" --shard "$s/2"
   run "muse-shard$s" muse "${MUSE[@]}" --shard "$s/2"
@@ -145,12 +148,40 @@ def walk(path, a, b):
         yield f"{path}: {json.dumps(a)[:200]} vs {json.dumps(b)[:200]}"
 
 
+# Files a newer revision adds on purpose (an older one does not write them).
+ADDED = {"report.html"}
+
+
+def judge_eval_moves(o, n):
+    """judge eval's metrics.json of a revision before it went through the run loop (its own
+    shape) against the output contract's: every old field, where it lives now."""
+    if "metrics" in o:
+        return list(walk("", o, n))
+    m, s = n["metrics"], n["settings"]
+    pairs = [(f"metrics.{k}", o.get(k), m.get(k)) for k in
+             ("questions", "passages", "chance", "accuracy", "consistency",
+              "consistency_definition", "picks", "cyclic")]
+    pairs += [("models[0]", o["judge"], n["models"][0]), ("inputs[0].sha256", o["dataset"]["sha256"], n["inputs"][0]["sha256"])]
+    pairs += [(f"settings.{k}", o.get(k), s.get(k)) for k in ("judge_kind", "engine", "dataset", "letter")]
+    pairs += [("settings.bootstrap", o["bootstrap"], {"resamples": s["bootstrap"], "seed": s["seed"]})]
+    c = o.get("calibration")
+    if c is not None:
+        pairs += [("metrics.calibration", c["summary"], m.get("calibration")),
+                  ("metrics.judge_resolution", {"dataset": c["dataset"], "human": c["human"]}, m.get("judge_resolution")),
+                  ("settings.calibration", c["settings"], s.get("calibration")),
+                  ("inputs[1:]", c["inputs"], n["inputs"][1:]),
+                  ("datasets", c["datasets"], n.get("datasets", []))]
+    return [d for path, a, b in pairs for d in walk(path, a, b)]
+
+
 runs = sorted(p.name for p in old.iterdir() if p.is_dir())
 files = 0
 for run in runs:
     names = sorted({p.name for p in (old / run).iterdir()} | {p.name for p in (new / run).iterdir()})
     for name in names:
         a, b = old / run / name, new / run / name
+        if name in ADDED and b.exists() and not a.exists():
+            continue
         if not a.exists() or not b.exists():
             moved.append(f"{run}/{name}: only in {'new' if b.exists() else 'old'}")
             continue
@@ -160,7 +191,8 @@ for run in runs:
             for d in (ja, jb):
                 d.pop("scorekit_version", None)
                 d.pop("binary", None)  # which build ran (older revisions do not write it)
-            moved += [f"{run}/metrics.json{d}" for d in walk("", ja, jb)]
+            diffs = judge_eval_moves(ja, jb) if run.startswith("judge-eval") else walk("", ja, jb)
+            moved += [f"{run}/metrics.json{d}" for d in diffs]
         elif name == "items.jsonl":
             if a.read_bytes() != b.read_bytes():
                 moved.append(f"{run}/items.jsonl: {first_difference(a.read_bytes(), b.read_bytes())}")

@@ -4,47 +4,79 @@
 //! its calibration, what a story run records of it). Nowhere else in the binary is the judge's
 //! kind matched: a new kind of judge is added here and in the runtime's registry.
 
-use crate::cli::ShotArgs;
-use crate::commands::model_runtime::ModelRuntime;
+use crate::model_runtime::ModelRuntime;
 use indicatif::ProgressBar;
 use scorekit_core::error::{Error, Result};
 use scorekit_core::progress::bar;
-use scorekit_report::ModelRef;
 use scorekit_runtime::embedder::Embedder;
 use scorekit_runtime::judge::{AnyJudge, Head};
-use scorekit_suites::models::{LentModels, Models};
-use scorekit_suites::settings::{JudgeNames, StorySettings};
-use scorekit_suites::story::calibration::ask::Protocol;
-use serde_json::json;
+use scorekit_runtime::ResolvedModel;
+use scorekit_suites::models::{EmbedderCard, JudgeCard, JudgeKind, LentModels, Models};
 
-/// Where a lent model shows its progress.
-pub enum Progress<'a> {
-    /// One bar for a whole run (its items' inputs counted on it).
-    Shared(&'a ProgressBar),
-    /// A bar of its own for each request, labelled (`calibrate`, `judge`).
-    PerCall {
-        /// The bar's label.
-        label: &'static str,
-        /// `--quiet`: no bar.
-        quiet: bool,
-    },
+/// Where the lent models show their progress: a bar per step the suite announces
+/// ([`LentModels::step`]) when its size is known, else one per request.
+pub struct Progress {
+    /// The current step's label.
+    label: &'static str,
+    /// `--quiet`: no bar.
+    quiet: bool,
+    /// The current step's bar, when its size is known.
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    /// Bars labelled `label` (`calibrate`, `judge`) until the suite names a step.
+    pub fn new(label: &'static str, quiet: bool) -> Self {
+        Progress {
+            label,
+            quiet,
+            bar: None,
+        }
+    }
+}
+
+/// A loaded judge and what identifies it (the suites' [`JudgeCard`]).
+pub struct LoadedJudge {
+    /// The judge.
+    pub judge: AnyJudge,
+    /// Its card.
+    pub card: JudgeCard,
+}
+
+/// A loaded embedder and what identifies it (the suites' [`EmbedderCard`]).
+pub struct LoadedEmbedder {
+    /// The embedder.
+    pub embedder: Embedder,
+    /// Its card.
+    pub card: EmbedderCard,
+}
+
+/// Load the embedder `model` on the runtime, with its card.
+pub fn load_embedder(model: &ResolvedModel, rt: &ModelRuntime) -> Result<LoadedEmbedder> {
+    let (embedder, model_ref) = rt.load_embedder(model)?;
+    let card = EmbedderCard {
+        model: model_ref,
+        spec: model.spec.clone(),
+        engine: embedder.engine().to_string(),
+    };
+    Ok(LoadedEmbedder { embedder, card })
 }
 
 /// The loaded models, lent.
 pub struct Lent<'a> {
-    judge: Option<&'a AnyJudge>,
-    embedder: Option<&'a Embedder>,
+    judge: Option<&'a LoadedJudge>,
+    embedder: Option<&'a LoadedEmbedder>,
     batch_tokens: usize,
-    progress: Progress<'a>,
+    progress: Progress,
 }
 
 impl<'a> Lent<'a> {
     /// Lend `judge` and `embedder` (either may be absent), batched under `batch_tokens`.
     pub fn new(
-        judge: Option<&'a AnyJudge>,
-        embedder: Option<&'a Embedder>,
+        judge: Option<&'a LoadedJudge>,
+        embedder: Option<&'a LoadedEmbedder>,
         batch_tokens: usize,
-        progress: Progress<'a>,
+        progress: Progress,
     ) -> Self {
         Lent {
             judge,
@@ -54,27 +86,42 @@ impl<'a> Lent<'a> {
         }
     }
 
-    /// Run `f` on a bar for `n` inputs: the shared one, or one of its own cleared after.
+    /// Run `f` on a bar for `n` inputs: the step's, or one of its own cleared after.
     fn on_bar<T>(&self, n: usize, f: impl FnOnce(&ProgressBar) -> Result<T>) -> Result<T> {
-        match &self.progress {
-            Progress::Shared(p) => f(p),
-            Progress::PerCall { label, quiet } => {
-                let p = bar(n as u64, label, *quiet);
-                let out = f(&p)?;
-                p.finish_and_clear();
-                Ok(out)
-            }
+        if let Some(step) = &self.progress.bar {
+            return f(step);
         }
+        let p = bar(n as u64, self.progress.label, self.progress.quiet);
+        let out = f(&p)?;
+        p.finish_and_clear();
+        Ok(out)
     }
 }
 
 impl LentModels for Lent<'_> {
     fn models(&self) -> Models {
-        models(self.judge, self.embedder.is_some())
+        models(self.judge.map(|j| &j.judge), self.embedder.is_some())
+    }
+
+    fn judge(&self) -> Option<&JudgeCard> {
+        self.judge.map(|j| &j.card)
+    }
+
+    fn embedder(&self) -> Option<&EmbedderCard> {
+        self.embedder.map(|e| &e.card)
+    }
+
+    fn step(&mut self, label: &'static str, total: usize) {
+        let progress = &mut self.progress;
+        if let Some(done) = progress.bar.take() {
+            done.finish_and_clear();
+        }
+        progress.label = label;
+        progress.bar = (total > 0).then(|| bar(total as u64, label, progress.quiet));
     }
 
     fn score(&mut self, pairs: &[(String, String)]) -> Result<Vec<f32>> {
-        match self.judge {
+        match self.judge.map(|j| &j.judge) {
             Some(AnyJudge::Scoring(j)) => {
                 self.on_bar(pairs.len(), |p| j.score(pairs, self.batch_tokens, p))
             }
@@ -83,7 +130,7 @@ impl LentModels for Lent<'_> {
     }
 
     fn answer(&mut self, prompts: &[String]) -> Result<Vec<String>> {
-        match self.judge {
+        match self.judge.map(|j| &j.judge) {
             Some(AnyJudge::Letter(j)) => self.on_bar(prompts.len(), |p| {
                 Ok(j.answer(prompts, self.batch_tokens, p)?
                     .into_iter()
@@ -95,35 +142,62 @@ impl LentModels for Lent<'_> {
     }
 
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        match self.embedder {
+        match self.embedder.map(|e| &e.embedder) {
             Some(e) => self.on_bar(texts.len(), |p| e.embed(texts, self.batch_tokens, p)),
             None => Err(Error::Internal(anyhow::anyhow!("no embedder is lent"))),
         }
     }
 
     fn served(&mut self, n: usize) {
-        if let Progress::Shared(p) = &self.progress {
+        if let Some(p) = &self.progress.bar {
             p.inc(n as u64);
         }
     }
 }
 
-/// Load the judge in `dir` on the runtime's device, dtype and engine (`max_length` caps its
-/// inputs; `follow_label` is a binary judge's "follows" label).
+/// Load the judge `model` on the runtime's device, dtype and engine (`max_length` caps its
+/// inputs; `follow_label` is a binary judge's "follows" label), with its card.
 pub fn load_judge(
-    dir: &std::path::Path,
+    model: &ResolvedModel,
     rt: &ModelRuntime,
     max_length: Option<usize>,
     follow_label: Option<&str>,
-) -> Result<AnyJudge> {
-    AnyJudge::load(
-        dir,
+) -> Result<LoadedJudge> {
+    let judge = AnyJudge::load(
+        &model.dir,
         &rt.device,
         rt.dtype,
         max_length,
         follow_label,
         &rt.engine,
-    )
+    )?;
+    let model_ref = model.model_ref()?;
+    eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
+    let kind = match &judge {
+        AnyJudge::Scoring(j) => JudgeKind::Scoring {
+            head: match j.head() {
+                Head::MultipleChoice => "multiple_choice".to_string(),
+                Head::Binary { labels, follow } => {
+                    format!("binary, follow label {:?}", labels[*follow])
+                }
+            },
+            max_length: j.max_length(),
+        },
+        AnyJudge::Letter(_) => JudgeKind::Letter,
+    };
+    let card = JudgeCard {
+        model: model_ref,
+        spec: model.spec.clone(),
+        kind,
+        kind_label: judge.kind().to_string(),
+        arch: judge.arch().to_string(),
+        engine: judge.engine().to_string(),
+        device: rt.device_name(),
+        dtype: format!("{:?}", rt.dtype),
+        quantize: rt.quantize_setting(),
+        tf32: rt.tf32,
+    };
+    Ok(LoadedJudge { judge, card })
 }
 
 /// An embedder lent with the runtime it runs on, both owned (GRASP's `--semantic` embedder,
@@ -161,74 +235,5 @@ pub fn models(judge: Option<&AnyJudge>, embedder: bool) -> Models {
         scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
         letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
         embedder,
-    }
-}
-
-/// The protocol of a loaded judge: scoring, or letters with `shots` (and every rotation).
-pub fn protocol<'a>(judge: &AnyJudge, shots: &'a str, cyclic: bool) -> Protocol<'a> {
-    match judge {
-        AnyJudge::Scoring(_) => Protocol::Scoring,
-        AnyJudge::Letter(_) => Protocol::Letter { shots, cyclic },
-    }
-}
-
-/// What decides the judge's answers besides the frames: the judge's files and every setting
-/// that changes its numbers. Story runs and `judge eval` build it here alike, so they share one
-/// calibration cache entry.
-pub fn judge_identity(
-    judge: &AnyJudge,
-    model: &ModelRef,
-    rt: &ModelRuntime,
-    shots: &str,
-    cyclic: bool,
-    dataset_sha256: &str,
-) -> serde_json::Value {
-    let max_length = match judge {
-        AnyJudge::Scoring(j) => Some(j.max_length()),
-        AnyJudge::Letter(_) => None,
-    };
-    json!({
-        "judge": {"id": model.id, "revision": model.revision, "sha256": model.sha256},
-        "arch": judge.arch(),
-        "engine": judge.engine(),
-        "kind": judge.kind(),
-        "max_length": max_length,
-        "device": rt.device_name(),
-        "dtype": format!("{:?}", rt.dtype),
-        "quantize": rt.quantize_setting(),
-        "tf32": rt.tf32,
-        "shots": shots,
-        "cyclic": cyclic,
-        "dataset_sha256": dataset_sha256,
-    })
-}
-
-/// What a story run's metrics.json records of the judge that runs (`spec` as named).
-pub fn record_story_judge(
-    settings: &mut StorySettings,
-    judge: &AnyJudge,
-    spec: &str,
-    shots: &ShotArgs,
-    cyclic: bool,
-) {
-    let names = JudgeNames {
-        spec: spec.to_string(),
-        arch: judge.arch().to_string(),
-        engine: judge.engine().to_string(),
-    };
-    match judge {
-        AnyJudge::Scoring(j) => {
-            let head = match j.head() {
-                Head::MultipleChoice => "multiple_choice".to_string(),
-                Head::Binary { labels, follow } => {
-                    format!("binary, follow label {:?}", labels[*follow])
-                }
-            };
-            settings.set_scoring_judge(names, head, j.max_length());
-        }
-        AnyJudge::Letter(_) => {
-            let protocol = crate::commands::letter::letter_protocol(shots);
-            settings.set_letter_judge(names, protocol, cyclic);
-        }
     }
 }

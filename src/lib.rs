@@ -14,6 +14,7 @@ pub mod commands;
 pub mod doctor;
 pub mod handover;
 pub mod lent;
+pub mod model_runtime;
 pub mod settings;
 
 pub use scorekit_core::{error, net, ordered, progress, shard, Error, InputError, Result};

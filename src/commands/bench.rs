@@ -4,7 +4,7 @@
 //! BENCHMARKS.md has the method, `scripts/bench/` the peers.
 
 use crate::cli::{BenchArgs, BenchModelArgs, DType as CliDType};
-use crate::commands::model_runtime::{Int8Models, ModelRuntime};
+use crate::model_runtime::{Int8Models, ModelRuntime};
 use scorekit_bench::corpus::{read_corpus, DEFAULT_CORPUS, DEFAULT_DATASET};
 use scorekit_bench::settings::DEFAULT_BATCH_TOKENS;
 use scorekit_bench::{Input, Items, Settings, Variant};
@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// Run `scorekit bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    let settings = settings(&args);
+    let settings = crate::settings::bench::bench(&args);
     settings.check()?;
     // Every precision settled and checked before a model is resolved or loaded.
     let variants = scorekit_bench::variants(
@@ -37,45 +37,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
         scorekit_bench::run(&settings, &model, input, &variants)?
     );
     Ok(())
-}
-
-/// The bench's settings from its flags, each flag named once.
-fn settings(args: &BenchArgs) -> Settings {
-    let BenchArgs {
-        model,
-        judge,
-        input: _,
-        repeats,
-        warmup,
-        synthetic,
-        out,
-        compare,
-        limit,
-        save,
-        json,
-        runtime,
-    } = args;
-    Settings {
-        model: judge.clone().unwrap_or_else(|| model.clone()),
-        judge: judge.is_some(),
-        repeats: *repeats,
-        warmup: *warmup,
-        synthetic: synthetic.clone(),
-        limit: *limit,
-        batch_tokens: runtime.batch_tokens.clone(),
-        max_lengths: runtime.max_length.clone(),
-        out: out.clone(),
-        compare: compare.clone(),
-        save: save.clone(),
-        json: *json,
-        tf32: runtime.tf32,
-        // A grid when an axis has several values or a grid-only flag is given.
-        grid: !runtime.single()
-            || out.is_some()
-            || compare.is_some()
-            || !synthetic.is_empty()
-            || warmup.is_some(),
-    }
 }
 
 /// One precision settled as every command settles its flags (device, dtype, engine,

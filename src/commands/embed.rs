@@ -3,7 +3,7 @@
 //! recording the model id, revision and weight sha256, the input's sha256 and the ids in order.
 
 use crate::cli::EmbedArgs;
-use crate::commands::model_runtime::ModelRuntime;
+use crate::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, Result};
 use scorekit_io::read_sentences;
 use scorekit_report::{atomic_write, InputFile};
@@ -72,19 +72,52 @@ pub fn meta_path(output: &Path) -> std::path::PathBuf {
     s.into()
 }
 
+/// Refuse to overwrite any of `paths` (without `--force`).
+fn refuse_existing(paths: &[&Path]) -> Result<()> {
+    for p in paths {
+        if p.exists() {
+            return Err(Error::usage(format!(
+                "{} exists; pass --force to overwrite it",
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The output file's bytes in `format`: the vectors with their ids (safetensors also carries
+/// `meta`).
+fn body(
+    format: Format,
+    ids: &[serde_json::Value],
+    vectors: &[Vec<f32>],
+    dim: usize,
+    meta: &serde_json::Map<String, serde_json::Value>,
+) -> Vec<u8> {
+    match format {
+        Format::Npy => scorekit_report::npy_bytes(vectors, dim),
+        Format::Safetensors => {
+            let mut m = meta.clone();
+            m.insert("ids".into(), serde_json::Value::Array(ids.to_vec()));
+            safetensors_bytes(vectors, dim, &m)
+        }
+        Format::Jsonl => {
+            let mut s = String::new();
+            for (id, v) in ids.iter().zip(vectors) {
+                s.push_str(&serde_json::json!({"id": id, "embedding": v}).to_string());
+                s.push('\n');
+            }
+            s.into_bytes()
+        }
+    }
+}
+
 /// Run `scorekit embed`.
 pub fn run(args: EmbedArgs) -> Result<()> {
     let format = format_of(&args.output)?;
     let meta_file = meta_path(&args.output);
     if !args.force {
-        for p in [&args.output, &meta_file] {
-            if p.exists() {
-                return Err(Error::usage(format!(
-                    "{} exists; pass --force to overwrite it",
-                    p.display()
-                )));
-            }
-        }
+        refuse_existing(&[&args.output, &meta_file])?;
     }
     let (ids, texts) = shard_part(&args, read_sentences(&args.input)?)?;
     let rt = ModelRuntime::new(&args.runtime, args.quiet)?;
@@ -103,22 +136,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     let dim = embedder.dim();
 
     let mut meta = metadata(&args, &rt, &embedder, &model_ref, vectors.len())?;
-    let body = match format {
-        Format::Npy => scorekit_report::npy_bytes(&vectors, dim),
-        Format::Safetensors => {
-            let mut m = meta.clone();
-            m.insert("ids".into(), serde_json::Value::Array(ids.clone()));
-            safetensors_bytes(&vectors, dim, &m)
-        }
-        Format::Jsonl => {
-            let mut s = String::new();
-            for (id, v) in ids.iter().zip(&vectors) {
-                s.push_str(&serde_json::json!({"id": id, "embedding": v}).to_string());
-                s.push('\n');
-            }
-            s.into_bytes()
-        }
-    };
+    let body = body(format, &ids, &vectors, dim, &meta);
     atomic_write(&args.output, &body)?;
     meta.insert("ids".into(), serde_json::Value::Array(ids));
     let mut m = serde_json::to_string_pretty(&serde_json::Value::Object(meta)).expect("meta");

@@ -1,14 +1,14 @@
 //! `scorekit grasp`: read upstream `results.csv` (or JSONL), score it with the GRASP suite, write
 //! items.jsonl, metrics.json and report.md. The pipeline is the suite's
-//! (`scorekit_suites::grasp::run`); this command resolves the flags, lends it the `--semantic`
+//! (`scorekit_suites::grasp::pipeline`); this command resolves the flags, lends it the `--semantic`
 //! embedder over the model runtime, prints its warnings and the result.
 
 use crate::cli::GraspArgs;
-use crate::commands::model_runtime::ModelRuntime;
 use crate::lent::OwnedEmbedder;
+use crate::model_runtime::ModelRuntime;
 use crate::settings;
 use scorekit_core::error::Result;
-use scorekit_suites::grasp::run::{self as grasp_run, SemanticModel};
+use scorekit_suites::grasp::pipeline::{self as grasp_run, SemanticModel};
 
 /// Run `scorekit grasp`.
 pub fn run(args: GraspArgs) -> Result<()> {

@@ -3,19 +3,15 @@
 //! here: each suite's pipeline lives in `scorekit-suites`.
 
 pub mod bench;
-pub mod calibration;
 pub mod compare;
 pub mod data;
 pub mod doctor;
 pub mod embed;
 pub mod grasp;
 pub mod judge;
-pub mod judge_questions;
 pub mod label;
-pub mod letter;
 pub mod merge;
 pub mod mint;
-pub mod model_runtime;
 pub mod models;
 pub mod muse;
 pub mod story;

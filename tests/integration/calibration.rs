@@ -638,13 +638,13 @@ fn judge_eval_reports_the_judges_resolution_from_the_same_calibration() {
         stderr(&o)
     );
     let m = read_json(&out.join("metrics.json"));
-    let d = &m["calibration"]["dataset"];
+    let d = &m["metrics"]["judge_resolution"]["dataset"];
     let story_m = read_json(&s.root.join("story/metrics.json"));
     let c = &story_m["groups"]["gold"]["ifsm_corrected"]["dataset"];
     for k in ["q0", "q1", "J", "J_ci", "informative", "m0", "m1"] {
         assert_eq!(d[k], c[k], "{k}");
     }
-    assert_eq!(d["q1"], m["accuracy"]["value"]);
+    assert_eq!(d["q1"], m["metrics"]["accuracy"]["value"]);
     let want = reference("roberta_mc");
     assert_eq!(
         d["q0"].as_f64().unwrap(),

@@ -816,3 +816,78 @@ fn story_runs_sharing_a_calibration_get_the_judge_corrected_difference() {
         .unwrap()
         .contains("judge-corrected"));
 }
+
+/// Two judges (`judge eval` runs of two tiny judges on the dev split) compared: accuracy paired
+/// by question, the discordant questions counted from the items, and the exact McNemar p-value
+/// recomputed here from the binomial.
+#[test]
+fn two_judges_on_the_same_questions_compare_by_mcnemar() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let mut runs = Vec::new();
+    for name in ["bert_mc", "roberta_mc"] {
+        let judge = d.join(name);
+        common::tiny_judge::build_judge(name, &judge, true);
+        let out = d.join(format!("eval-{name}"));
+        ok(&[
+            "judge",
+            "eval",
+            "--judge",
+            &s(&judge),
+            "--dataset",
+            &s(&dev),
+            "--out",
+            &s(&out),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--no-calibration",
+            "--bootstrap",
+            "100",
+        ]);
+        runs.push(out);
+    }
+    let m = compare(
+        &[&runs[0], &runs[1]],
+        &["--labels", "bert,roberta"],
+        &d.join("cmp"),
+    );
+    let c = find(&m, "accuracy", "bert", "roberta");
+    let right = |dir: &Path| -> std::collections::BTreeMap<String, bool> {
+        std::fs::read_to_string(dir.join("items.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (
+                    v["question_id"].as_str().unwrap().to_string(),
+                    v["correct"] == true,
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (right(&runs[0]), right(&runs[1]));
+    let a_only = a.iter().filter(|(q, &r)| r && !b[*q]).count();
+    let b_only = b.iter().filter(|(q, &r)| r && !a[*q]).count();
+    assert_eq!(c["n_paired"], 458);
+    assert_eq!(
+        (c["a_only"].as_u64(), c["b_only"].as_u64()),
+        (Some(a_only as u64), Some(b_only as u64))
+    );
+    assert!(c["test"].as_str().unwrap().starts_with("exact McNemar"));
+    // Two-sided exact binomial on the discordant pairs, p = 1/2.
+    let n = a_only + b_only;
+    let mut pmf = vec![0.5f64.powi(n as i32); n + 1];
+    for i in 1..=n {
+        pmf[i] = pmf[i - 1] * (n + 1 - i) as f64 / i as f64;
+    }
+    let tail: f64 = pmf[..=a_only.min(b_only)].iter().sum();
+    let p = if a_only == b_only {
+        1.0
+    } else {
+        (2.0 * tail).min(1.0)
+    };
+    let got = c["p_value"].as_f64().unwrap();
+    assert!((got - p).abs() <= 1e-9 * p.max(1e-300), "{got} vs {p}");
+}

@@ -262,10 +262,16 @@ fn pulls_from_a_mirror_then_scores_offline_with_the_pin_in_metrics() {
             "scorekit data pull possible-stories:dev",
         ],
     );
-    // The cached test split resolves offline; the (absent) judge is what stops this run.
+    // The cached test split resolves offline; what stops this run is the next thing it needs
+    // (the flags resolve the calibration's endings file before any model: not cached here).
     let o = story("possible-stories:test", "story-test");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no-judge"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("dataset/test.jsonl"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("possible-stories:endings") && stderr(&o).contains("--no-calibration"),
+        "{}",
+        stderr(&o)
+    );
     let o = out(
         &mut sk(&cache, &server.base()),
         &["data", "pull", "possible-stories:dev", "--offline"],

@@ -156,7 +156,7 @@ fn round_trip(name: &str, class: &str, strip_head: bool) {
     }
     let m = read_json(&eval_out.join("metrics.json"));
     let kept_acc = t["kept"]["dev_accuracy"].as_f64().unwrap();
-    assert!((m["accuracy"]["value"].as_f64().unwrap() - kept_acc).abs() < 1e-12);
+    assert!((m["metrics"]["accuracy"]["value"].as_f64().unwrap() - kept_acc).abs() < 1e-12);
     eprintln!("{name} round trip: worst |logit diff| {worst:.2e}, kept dev accuracy {kept_acc}");
 }
 
@@ -333,7 +333,8 @@ fn eval_reports_accuracy_and_consistency_on_the_test_split() {
     ]);
     assert!(r.status.success(), "{}", stderr(&r));
     let m = read_json(&out.join("metrics.json"));
-    assert_eq!(m["questions"], 671);
+    assert_eq!(m["suite"], "judge-eval");
+    assert_eq!(m["metrics"]["questions"], 671);
     let items = std::fs::read_to_string(out.join("items.jsonl")).unwrap();
     let rows: Vec<serde_json::Value> = items
         .lines()
@@ -341,7 +342,7 @@ fn eval_reports_accuracy_and_consistency_on_the_test_split() {
         .collect();
     assert_eq!(rows.len(), 671);
     let right = rows.iter().filter(|r| r["correct"] == true).count();
-    let acc = &m["accuracy"];
+    let acc = &m["metrics"]["accuracy"];
     assert!((acc["value"].as_f64().unwrap() - right as f64 / 671.0).abs() < 1e-12);
     assert!(acc["ci_low"].as_f64().unwrap() <= acc["value"].as_f64().unwrap());
     // Consistency recomputed from the picks: passages with every question right.
@@ -352,8 +353,11 @@ fn eval_reports_accuracy_and_consistency_on_the_test_split() {
             .or_insert(true) &= r["correct"] == true;
     }
     let cons = passages.values().filter(|&&c| c).count() as f64 / passages.len() as f64;
-    assert_eq!(m["passages"].as_u64().unwrap() as usize, passages.len());
-    assert!((m["consistency"]["value"].as_f64().unwrap() - cons).abs() < 1e-12);
+    assert_eq!(
+        m["metrics"]["passages"].as_u64().unwrap() as usize,
+        passages.len()
+    );
+    assert!((m["metrics"]["consistency"]["value"].as_f64().unwrap() - cons).abs() < 1e-12);
     assert!(cons <= acc["value"].as_f64().unwrap());
     assert!(std::fs::read_to_string(out.join("report.md"))
         .unwrap()
@@ -402,7 +406,7 @@ fn bf16_judge_picks_differ_from_f32_only_on_near_ties() {
     };
     let (_, f32s) = eval("f32");
     let (m, bf16s) = eval("bf16");
-    let engine = m["engine"].as_str().unwrap();
+    let engine = m["settings"]["engine"].as_str().unwrap();
     if scorekit::runtime::kernels::amx_available() {
         assert!(engine.contains("bf16 AMX"), "{m}");
     }

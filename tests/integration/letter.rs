@@ -351,9 +351,12 @@ fn judge_eval_and_story_use_the_letter_protocol() {
         right += usize::from(item["correct"] == true);
     }
     let m = read_json(&out.join("metrics.json"));
-    assert_eq!(m["judge_kind"], "letter");
-    assert!((m["accuracy"]["value"].as_f64().unwrap() - right as f64 / N as f64).abs() < 1e-12);
-    let counts = &m["picks"]["counts"];
+    assert_eq!(m["settings"]["judge_kind"], "letter");
+    assert!(
+        (m["metrics"]["accuracy"]["value"].as_f64().unwrap() - right as f64 / N as f64).abs()
+            < 1e-12
+    );
+    let counts = &m["metrics"]["picks"]["counts"];
     let none = rows[..N].iter().filter(|r| r["pick"].is_null()).count();
     assert_eq!(counts["none"], json!(none));
     let sum: u64 = ["A", "B", "C", "D", "none"]
@@ -361,7 +364,7 @@ fn judge_eval_and_story_use_the_letter_protocol() {
         .map(|k| counts[k].as_u64().unwrap())
         .sum();
     assert_eq!(sum, N as u64);
-    assert!(m["letter"]["judge_prompt"]
+    assert!(m["settings"]["letter"]["judge_prompt"]
         .as_str()
         .unwrap()
         .contains("run_llm.py"));
@@ -550,8 +553,8 @@ fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone(
     let cyclic = eval("cyclic", &["--option-orders", "cyclic"]);
     let m0 = read_json(&reference.join("metrics.json"));
     let m1 = read_json(&cyclic.join("metrics.json"));
-    assert_eq!(m0["accuracy"], m1["accuracy"]);
-    assert!(m0.get("cyclic").is_none());
+    assert_eq!(m0["metrics"]["accuracy"], m1["metrics"]["accuracy"]);
+    assert!(m0["metrics"].get("cyclic").is_none());
     let items: Vec<Value> = read_items(&cyclic.join("items.jsonl"));
     let mut right = 0;
     for it in &items {
@@ -573,7 +576,9 @@ fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone(
         assert!((c["agreement"].as_f64().unwrap() - agreement).abs() < 1e-12);
         right += usize::from(c["correct"] == true);
     }
-    let acc = m1["cyclic"]["accuracy"]["value"].as_f64().unwrap();
+    let acc = m1["metrics"]["cyclic"]["accuracy"]["value"]
+        .as_f64()
+        .unwrap();
     assert!((acc - right as f64 / items.len() as f64).abs() < 1e-12);
     // report.md names the letter protocol in both runs and the rotations' numbers apart.
     let r0 = std::fs::read_to_string(reference.join("report.md")).unwrap();
@@ -581,7 +586,7 @@ fn cyclic_option_orders_take_the_majority_and_leave_the_reference_numbers_alone(
     for r in [&r0, &r1] {
         assert!(r.contains("## Letter protocol"), "{r}");
         assert!(
-            r.contains(m0["letter"]["judge_decoding"].as_str().unwrap()),
+            r.contains(m0["settings"]["letter"]["judge_decoding"].as_str().unwrap()),
             "{r}"
         );
     }
@@ -688,7 +693,7 @@ fn k_shot_prompts_draw_the_demonstrations_as_run_llm_py() {
         assert_eq!(it["answer"].as_str().unwrap(), w.text);
     }
     let m = read_json(&out.join("metrics.json"));
-    let p = m["letter"]["judge_prompt"].as_str().unwrap();
+    let p = m["settings"]["letter"]["judge_prompt"].as_str().unwrap();
     assert!(
         p.starts_with("3-shot") && p.contains("random.seed(1234)") && p.contains("integers"),
         "{p}"

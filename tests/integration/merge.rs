@@ -73,6 +73,7 @@ fn single_vs_merged(dir: &Path, args: &[&str], files: &[&str]) {
                         let o = v.as_object_mut().unwrap();
                         o.remove("judge_scores");
                         o.remove("judge_gold_scores");
+                        o.remove("scores");
                         v
                     })
                     .collect()
@@ -482,4 +483,39 @@ fn story_three_shards_merge_to_the_single_run() {
         })
         .sum();
     assert_eq!(scopes, 458);
+}
+
+/// `judge eval` with its dataset calibration, in 3 shards (by passage), merged: the single run's
+/// metrics (accuracy, consistency per passage, picks, the judge's resolution), verdicts, report
+/// and calibration.jsonl.
+#[test]
+fn judge_eval_three_shards_merge_to_the_single_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let judge = d.join("judge");
+    common::tiny_judge::build_judge("bert_mc", &judge, true);
+    let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+    let (judge, dev) = (judge.display().to_string(), dev.display().to_string());
+    let args = [
+        "judge",
+        "eval",
+        "--judge",
+        &judge,
+        "--dataset",
+        &dev,
+        "--device",
+        "cpu",
+        "--bootstrap",
+        "200",
+    ];
+    single_vs_merged(
+        d,
+        &args,
+        &["items.jsonl:verdicts", "report.md", "calibration.jsonl"],
+    );
+    let single = read_json(&d.join("all/metrics.json"));
+    assert_eq!(single["suite"], "judge-eval");
+    assert_eq!(single["metrics"]["questions"], 458);
+    let resolution = &single["metrics"]["judge_resolution"]["dataset"];
+    assert_eq!(resolution["m1"], 458, "{resolution}");
 }

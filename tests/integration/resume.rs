@@ -354,3 +354,47 @@ fn a_resumed_story_run_keeps_finished_items_instead_of_recomputing_them() {
     );
     assert_eq!(check_items(&out), 458 * 3 + 1);
 }
+
+/// `judge eval` on the test split (671 questions, 6 chunks) killed at random points: the rerun
+/// ends with the uninterrupted run's metrics.json, items.jsonl (scores to the last bit: a chunk
+/// is always asked whole) and report.md.
+#[test]
+fn judge_eval_killed_at_random_points_resumes_to_the_uninterrupted_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let judge = dir.path().join("judge");
+    common::tiny_judge::build_judge("bert_mc", &judge, true);
+    let test = test_data("possible-stories:test", "dataset/test.jsonl");
+    let args: Vec<String> = [
+        "judge",
+        "eval",
+        "--judge",
+        judge.to_str().unwrap(),
+        "--dataset",
+        test.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--bootstrap",
+        "100",
+        "--no-calibration",
+    ]
+    .map(String::from)
+    .to_vec();
+    let reference_dir = dir.path().join("reference");
+    let t = Instant::now();
+    run_to_end(&args, &reference_dir);
+    let span = t.elapsed();
+    let reference = read_json(&reference_dir.join("metrics.json"));
+    assert_eq!(check_items(&reference_dir), 671);
+    let mut rng = Lcg(seed());
+    let out = dir.path().join("killed");
+    let left = kill_and_resume(&args, &out, &reference, 4, span, &mut rng);
+    eprintln!("items left by each kill: {left:?} of 671");
+    assert_eq!(read_json(&out.join("metrics.json")), reference);
+    for f in ["items.jsonl", "report.md"] {
+        assert_eq!(
+            std::fs::read_to_string(out.join(f)).unwrap(),
+            std::fs::read_to_string(reference_dir.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}

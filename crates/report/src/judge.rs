@@ -4,11 +4,11 @@
 
 use crate::ifsm_corrected::Resolution;
 use crate::{DatasetRef, Estimate, InputFile, ModelRef};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A question file of `judge train` or `judge eval` as read: path, sha256 and per-format counts.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuestionFile {
     /// The path as given.
     pub path: String,
@@ -89,7 +89,7 @@ pub struct Bootstrap {
 }
 
 /// A letter judge's protocol as `judge eval` records it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalLetter {
     /// The prompt.
     pub judge_prompt: String,

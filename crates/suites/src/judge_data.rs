@@ -5,8 +5,13 @@
 //! scores with ([`story::Question::pair`]).
 
 use crate::story::Question;
-use scorekit_core::error::InputError;
+use anyhow::Context;
+use scorekit_core::error::{Error, InputError};
+use scorekit_io::read_jsonl;
 use scorekit_io::{type_name, Record};
+use scorekit_report::judge::QuestionFile;
+use scorekit_report::sha256_file;
+use std::path::PathBuf;
 
 /// Questions of one file, and how many lines of each format it had.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,6 +115,34 @@ pub fn parse_file(records: &[Record], choices: Option<usize>) -> Result<Parsed, 
         });
     }
     Ok(out)
+}
+
+/// Read question files; every question must have `choices` options (None: the first line's).
+pub fn read_questions(
+    files: &[PathBuf],
+    mut choices: Option<usize>,
+) -> scorekit_core::error::Result<(Vec<Question>, Vec<QuestionFile>)> {
+    let mut all = Vec::new();
+    let mut infos = Vec::new();
+    for f in files {
+        let Parsed {
+            questions,
+            possible_stories,
+            race,
+        } = parse_file(&read_jsonl(f)?, choices)?;
+        if questions.is_empty() {
+            return Err(Error::usage(format!("{}: no questions", f.display())));
+        }
+        choices.get_or_insert(questions[0].options.len());
+        infos.push(QuestionFile {
+            path: f.display().to_string(),
+            sha256: sha256_file(f).with_context(|| format!("cannot hash {}", f.display()))?,
+            possible_stories,
+            race,
+        });
+        all.extend(questions);
+    }
+    Ok((all, infos))
 }
 
 #[cfg(test)]

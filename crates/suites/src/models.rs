@@ -4,6 +4,114 @@
 //! there and in the runtime's registry, not in a suite.
 
 use scorekit_core::error::{Error, Result};
+use scorekit_report::ModelRef;
+use serde_json::{json, Value};
+
+/// What a lent judge is, for results and caches: everything that decides its numbers besides
+/// the inputs. Filled once by the binary where it loads the judge (`src/lent.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeCard {
+    /// The model's files: id, revision, sha256.
+    pub model: ModelRef,
+    /// The judge as the user named it (`--judge`).
+    pub spec: String,
+    /// Scoring (with its head) or letter.
+    pub kind: JudgeKind,
+    /// The kind as reports and the calibration's identity name it (`multiple-choice`,
+    /// `binary`, `letter`).
+    pub kind_label: String,
+    /// The architecture (`roberta`, `t5`, ...).
+    pub arch: String,
+    /// The engine that runs it.
+    pub engine: String,
+    /// The device (`cpu`, `cuda:0`).
+    pub device: String,
+    /// The dtype, as the runtime prints it.
+    pub dtype: String,
+    /// `--quantize` as recorded (`None`: full-precision weights).
+    pub quantize: Option<String>,
+    /// TF32 products on CUDA.
+    pub tf32: bool,
+}
+
+/// What a lent embedder is, for results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbedderCard {
+    /// The model's files: id, revision, sha256.
+    pub model: ModelRef,
+    /// The embedder as the user named it (`--embedder`).
+    pub spec: String,
+    /// The engine that runs it.
+    pub engine: String,
+}
+
+/// How the lent models run, decided once the judge's kind is known: the letter protocol's
+/// demonstrations, option orders and record, and the runtime's device and precision.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// A letter judge's demonstrations block ("" for zero-shot).
+    pub shots: String,
+    /// `--option-orders cyclic`.
+    pub cyclic: bool,
+    /// A letter judge's protocol, recorded when the judge is one.
+    pub letter: scorekit_report::story::LetterProtocol,
+    /// The device (`cpu`, `cuda:0`).
+    pub device: String,
+    /// `--quantize` as recorded.
+    pub quantize: Option<String>,
+    /// TF32 products on CUDA.
+    pub tf32: bool,
+}
+
+/// The two ways a judge gives a verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JudgeKind {
+    /// Scores each (passage, question + option) pair; the pick is the highest.
+    Scoring {
+        /// The head, as metrics.json records it (`multiple_choice`, `binary, follow label ..`).
+        head: String,
+        /// Its input length in tokens.
+        max_length: usize,
+    },
+    /// Answers a prompt; the pick is the letter it names.
+    Letter,
+}
+
+impl JudgeCard {
+    /// The kind as metrics.json records it (`multiple-choice`, `binary`, `letter`).
+    pub fn kind_name(&self) -> &str {
+        &self.kind_label
+    }
+
+    /// Whether it answers with letters.
+    pub fn is_letter(&self) -> bool {
+        self.kind == JudgeKind::Letter
+    }
+
+    /// What decides the judge's answers besides the frames: its files and every setting that
+    /// changes its numbers, with the letter protocol's `shots` and `cyclic` and the dataset.
+    /// Story runs and `judge eval` build it here alike, so they share one calibration cache.
+    pub fn identity(&self, shots: &str, cyclic: bool, dataset_sha256: &str) -> Value {
+        let max_length = match self.kind {
+            JudgeKind::Scoring { max_length, .. } => Some(max_length),
+            JudgeKind::Letter => None,
+        };
+        json!({
+            "judge": {"id": self.model.id, "revision": self.model.revision, "sha256": self.model.sha256},
+            "arch": self.arch,
+            "engine": self.engine,
+            "kind": self.kind_name(),
+            "max_length": max_length,
+            "device": self.device,
+            "dtype": self.dtype,
+            "quantize": self.quantize,
+            "tf32": self.tf32,
+            "shots": shots,
+            "cyclic": cyclic,
+            "dataset_sha256": dataset_sha256,
+        })
+    }
+}
 
 /// Which models are lent: a judge that scores options, one that answers with a letter, an
 /// embedder.
@@ -40,6 +148,22 @@ pub trait LentModels {
 
     /// `n` model inputs answered without the model (from a memo): for progress only.
     fn served(&mut self, _n: usize) {}
+
+    /// The requests that follow, until the next call, belong to one step called `label`: with
+    /// `total` > 0 they are `total` model inputs shown on one progress bar; with 0, each request
+    /// gets a bar of its own (no bar by default).
+    fn step(&mut self, _label: &'static str, _total: usize) {}
+
+    /// The lent judge, described (none when no judge is lent).
+    fn judge(&self) -> Option<&JudgeCard> {
+        None
+    }
+
+    /// The lent embedder, described (none when no embedder is lent, or one that records
+    /// itself: GRASP's and MuSE's).
+    fn embedder(&self) -> Option<&EmbedderCard> {
+        None
+    }
 }
 
 fn not_lent(what: &str) -> Error {

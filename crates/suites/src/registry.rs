@@ -2,14 +2,16 @@
 //! compare, its item type erased. Add a new suite here.
 
 use crate::grasp::suite::Grasp;
+use crate::judge_eval::suite::JudgeEval;
 use crate::mint::suite::Mint;
 use crate::muse::suite::Muse;
 use crate::story::suite::Story;
 use crate::suite::{registered, Registered};
 
 /// Every registered suite.
-pub static REGISTRY: [Registered; 4] = [
+pub static REGISTRY: [Registered; 5] = [
     registered::<Grasp>(),
+    registered::<JudgeEval>(),
     registered::<Mint>(),
     registered::<Muse>(),
     registered::<Story>(),

@@ -75,6 +75,41 @@ pub struct StorySettings {
     pub calibration: Option<CalibrationSettings>,
 }
 
+/// `scorekit judge eval`'s settings: the judge that ran, the question file and the protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeEvalSettings {
+    /// The judge as named (`--judge`).
+    pub judge: String,
+    /// `multiple-choice`, `binary` or `letter`.
+    pub judge_kind: String,
+    /// Its architecture.
+    pub judge_arch: String,
+    /// The engine that ran it.
+    pub engine: String,
+    /// The device.
+    pub device: String,
+    /// `--quantize` (absent: full-precision weights).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantize: Option<String>,
+    /// TF32 products on CUDA (absent when off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tf32: bool,
+    /// The question file, with its lines per format.
+    pub dataset: scorekit_report::judge::QuestionFile,
+    /// Options per question.
+    pub options: usize,
+    /// A letter judge's protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub letter: Option<scorekit_report::judge::EvalLetter>,
+    /// `--option-orders cyclic`: every rotation of the options asked too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cyclic: bool,
+    /// The judge's calibrations (absent: `--no-calibration` without labels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationSettings>,
+}
+
 /// The calibrations of the judge a story run used.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,6 +158,27 @@ impl StorySettings {
         self.judge_input =
             Some("(document, question + \" \" + option), longest-first truncation".into());
         self.judge_ties = Some("lowest option index".into());
+    }
+
+    /// Record the lent judge `card`: a scoring judge with its head and length, or a letter
+    /// judge with its `protocol` and whether the options were also asked in every rotation.
+    pub fn record_judge(
+        &mut self,
+        card: &crate::models::JudgeCard,
+        protocol: scorekit_report::story::LetterProtocol,
+        cyclic: bool,
+    ) {
+        let names = JudgeNames {
+            spec: card.spec.clone(),
+            arch: card.arch.clone(),
+            engine: card.engine.clone(),
+        };
+        match &card.kind {
+            crate::models::JudgeKind::Scoring { head, max_length } => {
+                self.set_scoring_judge(names, head.clone(), *max_length)
+            }
+            crate::models::JudgeKind::Letter => self.set_letter_judge(names, protocol, cyclic),
+        }
     }
 
     /// Record a letter judge, its protocol, and whether the options were also asked in every

@@ -355,7 +355,7 @@ fn paired_ppi(
     a: &std::collections::BTreeMap<&'static str, Values>,
     b: &std::collections::BTreeMap<&'static str, Values>,
 ) -> Option<PpiDifference> {
-    use super::observe::{HUMAN, JUDGED};
+    use crate::story::{HUMAN, JUDGED};
     let (fa, fb) = (a.get(METRIC)?, b.get(METRIC)?);
     let (ha, hb) = (a.get(HUMAN)?, b.get(HUMAN)?);
     let empty = Values::new();
@@ -477,8 +477,8 @@ fn judged_share_diff(
     let (Some(ia), Some(ib), Some(ja), Some(jb)) = (
         a.get(METRIC),
         b.get(METRIC),
-        a.get(super::observe::JUDGED),
-        b.get(super::observe::JUDGED),
+        a.get(crate::story::JUDGED),
+        b.get(crate::story::JUDGED),
     ) else {
         return 0.0;
     };

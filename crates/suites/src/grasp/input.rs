@@ -1,4 +1,4 @@
-//! A GRASP run's inputs: the flags resolved ([`Settings`]), the test type of a results file
+//! A GRASP run's inputs: the flags resolved ([`Input`]), the test type of a results file
 //! (`--test`, else upstream's `test_config.yaml` beside it), the flags that depend on it, and a
 //! results file read, its scene names checked and its rows scored.
 
@@ -20,7 +20,7 @@ const REQUIRED: [&str; 3] = ["scene", "gt", "response"];
 /// `scorekit grasp`'s flags, resolved: what a run reads and how it scores. The model flags stay
 /// with the binary, which loads the `--semantic` embedder over its runtime.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct Input {
     /// The results files (`--responses`); several are laid out as the paper's Table 2.
     pub responses: Vec<PathBuf>,
     /// The models' names of the files, in order (`--labels`).
@@ -39,7 +39,7 @@ pub struct Settings {
     pub out: RunOptions,
 }
 
-impl Settings {
+impl Input {
     /// Whether the run lays several results files out as Table 2 (several files, or `--labels`).
     pub fn is_table2(&self) -> bool {
         self.responses.len() > 1 || self.labels.is_some()

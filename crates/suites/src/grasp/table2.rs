@@ -8,7 +8,7 @@
 //! that model's single-run headline (accuracy, n, ...) with its per-test groups under `tests`;
 //! `metrics` holds the row count and the models in order.
 
-use super::input::{read_and_score, resolve_test, ResolvedTest, Settings};
+use super::input::{read_and_score, resolve_test, Input, ResolvedTest};
 use super::metrics::{headline, summary_options};
 use super::{summarize, Item, Summary, TestKind};
 use crate::settings::GraspSettings;
@@ -29,7 +29,7 @@ pub(super) struct Models {
 
 /// Read, check and score every `--responses` file of `s` as a single-file run would, each
 /// file's items named by its model; warnings go to `warn`. The files must be of one test.
-pub(super) fn read(s: &Settings, warn: &mut dyn FnMut(String)) -> Result<Models> {
+pub(super) fn read(s: &Input, warn: &mut dyn FnMut(String)) -> Result<Models> {
     let labels = labels(&s.responses, s.labels.as_deref())?;
     let mut doc = MetricsDoc::new("grasp");
     let mut items = Vec::new();

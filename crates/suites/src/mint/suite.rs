@@ -1,7 +1,8 @@
 //! `scorekit mint` as a [`Suite`]: its items, settings, outputs and how its runs merge and
 //! compare.
 
-use crate::compare::observe::{self, DuplicateId, Observed};
+use crate::compare::observe::{bit, insert, DuplicateId, Observed};
+use crate::compare::MetricKind;
 use crate::compare::MetricSpec;
 use crate::settings::MintSettings;
 use crate::suite::{setting, DatasetInput, Suite};
@@ -24,7 +25,7 @@ impl Suite for Mint {
     fn outputs(doc: &mut MetricsDoc, items: &mut [Self::Item]) -> Result<Outputs> {
         crate::mint::outputs::outputs(doc, items)
     }
-    const METRICS: &'static [MetricSpec] = &observe::MINT;
+    const METRICS: &'static [MetricSpec] = &METRICS;
     fn observe(
         doc: &MetricsDoc,
         items: &[Self::Item],
@@ -34,7 +35,7 @@ impl Suite for Mint {
         let rechecked = doc
             .suite_settings::<Self::Settings>()
             .is_ok_and(|s| s.recheck);
-        observe::mint(items, rechecked)
+        observe(items, rechecked)
     }
     /// MINT's inputs are the trajectories themselves (model outputs); the instances are paired
     /// by task and id, and the verdict rule must agree.
@@ -46,4 +47,33 @@ impl Suite for Mint {
             setting("exec_code", &s.exec_code),
         ])
     }
+}
+
+/// MINT: success rate.
+pub const METRICS: [MetricSpec; 1] = [MetricSpec {
+    name: "success_rate",
+    label: "SR",
+    kind: MetricKind::Binary,
+    compared: true,
+}];
+
+/// MINT items by configuration: success (re-checked where the run re-checked) by task and
+/// `task_id`. Duplicate trajectories are left out, as in the run's tables.
+pub fn observe(items: &[crate::mint::Item], rechecked: bool) -> Result<Observed, DuplicateId> {
+    let mut out = Observed::new();
+    for (i, it) in items.iter().enumerate() {
+        if it.duplicate {
+            continue;
+        }
+        let id = format!("{}/{}", it.task, it.task_id);
+        insert(
+            &mut out,
+            &it.config.label(),
+            "success_rate",
+            id,
+            bit(it.verdict(rechecked)),
+            i + 1,
+        )?;
+    }
+    Ok(out)
 }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 /// The files a MuSE run reads and how it reads the plans (the command's flags, resolved).
 #[derive(Debug, Clone)]
-pub struct MuseInputs {
+pub struct Input {
     /// queries.json (the benchmark's queries).
     pub queries: PathBuf,
     /// The planner's plans, one JSON line per query.
@@ -65,7 +65,7 @@ pub struct NameEmbedder<'a> {
 }
 
 /// Read and check every input file (any bad line stops the run here).
-pub fn read(inputs: &MuseInputs) -> Result<Read> {
+pub fn read(inputs: &Input) -> Result<Read> {
     let qfile = read_text(&inputs.queries)?;
     let queries = parse_queries(&qfile.name(), &qfile.text)?;
     let (flow, flow_source) = match &inputs.flow {
@@ -134,7 +134,7 @@ fn match_names(read: &mut Read, embedder: &mut NameEmbedder) -> Result<Matched> 
 /// same identity there is continued). `doc` holds the dataset record; the inputs and settings
 /// are added here.
 pub fn run(
-    inputs: &MuseInputs,
+    inputs: &Input,
     mut read: Read,
     mut embedder: Option<NameEmbedder>,
     mut doc: MetricsDoc,
@@ -187,7 +187,7 @@ pub fn run(
 
 /// The settings a MuSE run records (they are part of its identity).
 fn settings(
-    inputs: &MuseInputs,
+    inputs: &Input,
     read: &Read,
     matching: Option<(&NameEmbedder, &Matched)>,
 ) -> MuseSettings {
@@ -321,7 +321,7 @@ mod tests {
         let queries = scorekit_data::testdata::file("muse:queries", "MuSE_Benchmark/queries.json");
         let plans =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/muse/hugginggpt.jsonl");
-        let inputs = MuseInputs {
+        let inputs = Input {
             queries,
             plans: plans.clone(),
             flow: None,

@@ -11,7 +11,9 @@
 //! the metrics of a group. Beside it, the suite's pipeline in the shape every suite has:
 //! - [`checks`]: the input warnings and `--require-complete`;
 //! - [`plan`]: chunks of whole stories, de-duplicated model inputs;
-//! - [`pipeline`]: a run's scoring through the models the binary lends (`models::LentModels`);
+//! - [`pipeline`]: the run's entry: inputs read and checked before any model loads, then the
+//!   calibration, the scoring and the label sample with the models lent;
+//! - [`scoring`]: a run's scoring through the models the binary lends (`models::LentModels`);
 //! - [`calibration`]: the judge's calibration in the IFSM frame, its cache and the human labels;
 //! - [`estimates`]: PPI++ per model and the calibrations' agreement;
 //! - [`outputs`]: metrics.json, report.md and the files, for a run and for `merge`;
@@ -23,6 +25,7 @@ pub mod estimates;
 pub mod outputs;
 pub mod pipeline;
 pub mod plan;
+pub mod scoring;
 pub mod suite;
 
 use scorekit_core::error::InputError;
@@ -31,6 +34,13 @@ use scorekit_report::bootstrap_mean;
 pub use scorekit_report::story::{Counts, Coverage, GroupMetrics};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Per story item: 1 when the judge saw the ending, 0 for an empty one (no metric of its own).
+pub const JUDGED: &str = "ifsm_judged";
+
+/// Per labelled story item: its human label (1 = follows; no metric of its own), for the
+/// prediction-powered difference.
+pub const HUMAN: &str = "ifsm_human";
 
 /// Number of options per question.
 pub const OPTIONS: usize = 4;

@@ -1,179 +1,291 @@
-//! A story run's scoring: every checked generation becomes one item of items.jsonl. Unscored
-//! ones need no model (an empty ending is Not-Follow without the judge); scored ones go through
-//! the models chunk by chunk (whole stories, fixed by the input alone), each
-//! chunk's items handed on as soon as it is done, so a killed run loses at most the chunk in
-//! flight and a resumed run computes every chunk exactly as an uninterrupted one (`story::plan`).
-//!
-//! The models come in lent as [`LentModels`], which the binary implements over its runtime:
-//! this crate stays free of candle.
+//! `scorekit story`'s pipeline: the dataset, the generations and the label files read and
+//! checked, the shard and its coverage, all before any model loads ([`prepare`]); then, with
+//! the models lent, the judge's calibration, the run (scoring through [`super::scoring`]) and
+//! the label sample ([`Prepared::run`]).
 
-use crate::models::LentModels;
-use crate::story::calibration::memo::Memo;
-use crate::story::plan::{story_chunks, ChunkPlan, LetterPlan, Models};
-use crate::story::{Checked, Generation, Item, Outcome, PairValue, Question, Status};
+use super::calibration::label_set::{self, HumanLabels, LabelSet};
+use super::calibration::labelling;
+use super::calibration::labels;
+use super::calibration::memo::Memo;
+use super::calibration::step::{self, CalibrationFlags, Step};
+use super::calibration::summary::CalibrationSummary;
+use super::checks;
+use super::outputs::{missing_in_scope, set_scope, CALIBRATION_FILE};
+use super::plan::LetterPlan;
+use super::scoring::{self, Scoring};
+use super::suite::Story;
+use super::{Checked, Generation, Question};
+use crate::models::{LentModels, Setup};
+use crate::run::{Done, Run};
+use crate::settings::StorySettings;
 use scorekit_core::error::Result;
-use scorekit_core::shard::Shard;
-use std::collections::HashMap;
+use scorekit_io::read_jsonl;
+use scorekit_report::{DatasetRef, MetricsDoc, RunOptions};
+use serde_json::json;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
 
-/// The inputs of a story run's scoring.
-pub struct Scoring<'a> {
-    /// The dataset's questions.
-    pub questions: &'a [Question],
+/// Files written beside the contract's (name, bytes).
+type Files = Vec<(String, Vec<u8>)>;
+
+/// `scorekit story`'s input, as the flags resolved it.
+pub struct Input {
+    /// The dataset file.
+    pub dataset: PathBuf,
+    /// The pinned dataset it came from, when named.
+    pub dataset_record: Option<DatasetRef>,
     /// The generations file.
-    pub generations: &'a [Generation],
-    /// The run's checked generations (its shard's).
-    pub checked: &'a [Checked],
-    /// A letter judge's demonstrations and option orders.
-    pub letter: LetterPlan<'a>,
-    /// The calibration's answers to the human options (empty without a calibration).
-    pub memo: &'a Memo,
-    /// Human labels of the models' endings: model → question id → follows.
-    pub human: &'a crate::story::calibration::label_set::HumanLabels,
+    pub generations: PathBuf,
+    /// `--require-complete`.
+    pub require_complete: bool,
+    /// What to calibrate on (the label files too).
+    pub calibration: CalibrationFlags,
+    /// `--label-sample N`.
+    pub label_sample: Option<usize>,
+    /// The output flags.
+    pub out: RunOptions,
 }
 
-/// The chunks of the run's scored generations that still have an unfinished item.
-pub fn plan<'a>(
-    s: &Scoring<'a>,
-    models: Models,
-    is_done: impl Fn(usize) -> bool,
-) -> Vec<ChunkPlan<'a>> {
-    let scored: Vec<&Checked> = s
-        .checked
-        .iter()
-        .filter(|c| c.status == Status::Scored)
-        .collect();
-    story_chunks(s.questions, &scored)
-        .into_iter()
-        .filter(|chunk| {
-            chunk
-                .iter()
-                .any(|c| !is_done(s.generations[c.generation].row))
-        })
-        .map(|chunk| ChunkPlan::new(chunk, s.questions, s.generations, models, s.letter))
-        .collect()
+/// The inputs read and checked, the shard taken: what waits for the models.
+pub struct Prepared {
+    questions: Vec<Question>,
+    generations: Vec<Generation>,
+    /// The shard's checked generations.
+    checked: Vec<Checked>,
+    /// The shard's questions (dataset indices).
+    in_scope: Vec<usize>,
+    /// Per group, the shard's questions without an ending.
+    missing: BTreeMap<String, Vec<String>>,
+    labels: Option<LabelSet>,
+    human: HumanLabels,
 }
 
-/// Every unfinished item of the run, handed to `emit` as it is done: first the unscored
-/// generations, then `plans`' chunk by chunk. `is_done(row)` says an item was finished by an
-/// unfinished run taken over.
-pub fn score(
-    s: &Scoring,
-    plans: &[ChunkPlan],
-    models: &mut dyn LentModels,
-    is_done: impl Fn(usize) -> bool,
-    mut emit: impl FnMut(Item) -> Result<()>,
-) -> Result<()> {
-    let judged = {
-        let m = models.models();
-        m.scoring_judge || m.letter_judge
+/// Read and check everything the run needs from files, before any model loads: the questions,
+/// the generations (unscored ones warned about), the label files (checked against both), the
+/// shard's part and its coverage (warned about, refused with `--require-complete`).
+pub fn prepare(input: &Input) -> Result<Prepared> {
+    let questions = super::parse_questions(&read_jsonl(&input.dataset)?)?;
+    let generations = super::parse_generations(&read_jsonl(&input.generations)?)?;
+    let checked = super::check(&questions, &generations);
+    warn(checks::unscored_warnings(
+        &input.generations.display().to_string(),
+        &generations,
+        &checked,
+    ));
+    // The run's own sample, which labels carrying `sample` must be of (docs/story.md).
+    let sample = match input.label_sample {
+        Some(n) if !input.calibration.labels.is_empty() => Some(labels::run_sample(
+            &generations,
+            &questions,
+            &checked,
+            n,
+            input.out.seed,
+        )?),
+        _ => None,
     };
-    let done = |c: &Checked| is_done(s.generations[c.generation].row);
-    for c in s.checked.iter().filter(|c| c.status != Status::Scored) {
-        if !done(c) {
-            let outcome = (c.status == Status::EmptyEnding && judged).then_some(Outcome::EMPTY);
-            emit(item(s, c, outcome, None))?;
-        }
+    let labels = step::read_labels(
+        &input.calibration.labels,
+        &questions,
+        Some((&generations, &checked, sample.as_ref())),
+    )?;
+    let human = labels.as_ref().map_or_else(HumanLabels::new, |set| {
+        label_set::by_model(&set.labels, &questions)
+    });
+    let (checked, in_scope) =
+        scoring::shard_part(&questions, &generations, checked, input.out.shard);
+    let scope: Vec<&str> = in_scope.iter().map(|&i| questions[i].id.as_str()).collect();
+    let missing = missing_in_scope(&scope, &checked, &generations);
+    warn(checks::missing_warnings(&missing, scope.len()));
+    if input.require_complete {
+        checks::require_complete(&missing, scope.len())?;
     }
-    for plan in plans {
-        let verdicts = verdicts(s, plan, models)?;
-        let pairs = if models.models().embedder {
-            let vectors = models.embed(&plan.texts)?;
-            plan.pairs(s.questions, s.generations, &vectors)
-        } else {
-            HashMap::new()
+    let missing = missing
+        .into_iter()
+        .map(|(group, ids)| (group, ids.into_iter().map(String::from).collect()))
+        .collect();
+    Ok(Prepared {
+        questions,
+        generations,
+        checked,
+        in_scope,
+        missing,
+        labels,
+        human,
+    })
+}
+
+impl Prepared {
+    /// The run with the lent `models` (a judge, an embedder, either or both): the judge's
+    /// calibration (before the run opens: its settings are part of the run's identity; a
+    /// resumed run takes its finished questions from the cache), the items scored through the
+    /// run loop, and `--label-sample`'s file.
+    pub fn run(
+        self,
+        input: &Input,
+        setup: &Setup,
+        models: &mut dyn LentModels,
+    ) -> Result<Done<Story>> {
+        let mut doc = MetricsDoc::new("story");
+        doc.add_input(&input.dataset)?;
+        doc.add_input(&input.generations)?;
+        doc.datasets.extend(input.dataset_record.clone());
+        let mut settings = StorySettings {
+            device: setup.device.clone(),
+            quantize: setup.quantize.clone(),
+            tf32: setup.tf32,
+            ..StorySettings::default()
         };
-        for c in plan.members.iter().filter(|c| !done(c)) {
-            let verdict = verdicts.get(&c.generation).cloned().map(Outcome::Judged);
-            emit(item(s, c, verdict, pairs.get(&c.generation)))?;
+        if let Some(card) = models.judge() {
+            doc.models.push(card.model.clone());
+            settings.record_judge(card, setup.letter.clone(), setup.cyclic);
         }
+        if let Some(card) = models.embedder() {
+            doc.models.push(card.model.clone());
+            settings.set_embedder(card.spec.clone(), card.engine.clone());
+        }
+        doc.metrics
+            .insert("dataset_questions".into(), json!(self.questions.len()));
+        let scope: Vec<&str> = self
+            .in_scope
+            .iter()
+            .map(|&i| self.questions[i].id.as_str())
+            .collect();
+        let missing: BTreeMap<String, Vec<&str>> = self
+            .missing
+            .iter()
+            .map(|(g, ids)| (g.clone(), ids.iter().map(String::as_str).collect()))
+            .collect();
+        set_scope(&mut doc, &scope, &missing);
+        let (memo, files) = self.calibrate(&mut doc, &mut settings, input, setup, models)?;
+
+        // Everything that decides the results is known now: an unfinished run of the same
+        // identity in --out is continued, its finished items kept as they are.
+        let mut run = Run::<Story>::open(&input.out, &mut doc, &settings)?;
+        let scoring = Scoring {
+            questions: &self.questions,
+            generations: &self.generations,
+            checked: &self.checked,
+            letter: LetterPlan {
+                shots: &setup.shots,
+                cyclic: setup.cyclic,
+            },
+            memo: &memo,
+            human: &self.human,
+        };
+        score(&mut run, &scoring, models)?;
+        let done = run.finish(&mut doc, files)?;
+        if let Some(n) = input.label_sample {
+            self.write_label_sample(&input.out, &doc, &done.items, &scope, n)?;
+        }
+        Ok(done)
     }
+
+    /// The judge's calibration, unless no judge is lent or `--no-calibration` without labels:
+    /// the memo of the positives the items reuse, and calibration.jsonl.
+    fn calibrate(
+        &self,
+        doc: &mut MetricsDoc,
+        settings: &mut StorySettings,
+        input: &Input,
+        setup: &Setup,
+        models: &mut dyn LentModels,
+    ) -> Result<(Memo, Files)> {
+        if models.judge().is_none() || !input.calibration.any() {
+            return Ok((Memo::default(), Vec::new()));
+        }
+        let step = Step {
+            questions: &self.questions,
+            scope: self.in_scope.clone(),
+            labels: self.labels.as_ref(),
+            flags: &input.calibration,
+            shots: &setup.shots,
+            cyclic: setup.cyclic,
+        };
+        let outcome = step::run(doc, step, models)?;
+        settings.calibration = Some(outcome.settings);
+        outcome.summary.write(doc);
+        // The positives asked what the items ask for the ceiling: they take it from here.
+        let card = models.judge().cloned();
+        let protocol = card
+            .as_ref()
+            .map(|c| step::protocol(c, &setup.shots, setup.cyclic));
+        let memo = protocol.map_or_else(Memo::default, |p| {
+            Memo::of(&outcome.items, &self.questions, p)
+        });
+        let files = vec![(
+            CALIBRATION_FILE.to_string(),
+            scorekit_report::jsonl(&outcome.items)?,
+        )];
+        Ok((memo, files))
+    }
+
+    /// `--label-sample N`: to_label.jsonl in `--out`, N questions of the run's scope drawn
+    /// uniformly and every model's judged ending to them, shuffled, `follows` null; and, from
+    /// the run's calibration in `doc`, how many labels would settle the judge.
+    fn write_label_sample(
+        &self,
+        out: &RunOptions,
+        doc: &MetricsDoc,
+        items: &[super::Item],
+        scope: &[&str],
+        n: usize,
+    ) -> Result<()> {
+        let (text, drawn, endings) = labels::sample_file(
+            items,
+            &self.generations,
+            &self.questions,
+            scope,
+            n,
+            out.seed,
+        )?;
+        let path = out.out.join("to_label.jsonl");
+        scorekit_report::atomic_write(&path, &text)?;
+        eprintln!(
+            "to_label.jsonl: {endings} ending(s) to label, every model's on {drawn} question(s) \
+             drawn uniformly of {}, {}",
+            scope.len(),
+            path.display()
+        );
+        // Its labelling page; an empty sample (no judged ending drawn) has none.
+        if endings > 0 {
+            let page = out.out.join("to_label.html");
+            labelling::write_page(&path, None, &page)?;
+            eprintln!("to_label.html: its labelling page, {}", page.display());
+        }
+        if let Some((q0, q1)) = CalibrationSummary::read(doc)?.and_then(|c| c.rates()) {
+            eprintln!(
+                "{}",
+                scorekit_report::ifsm_corrected::LabelsNeeded::of(q0, q1).sentence()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Score every unfinished item of `run` with the lent models, on one progress bar.
+fn score(run: &mut Run<Story>, scoring: &Scoring, models: &mut dyn LentModels) -> Result<()> {
+    let plans = scoring::plan(scoring, models.models(), |row| run.is_finished(&row));
+    models.step("score", scoring::work(&plans));
+    let finished: HashSet<usize> = scoring
+        .generations
+        .iter()
+        .map(|g| g.row)
+        .filter(|row| run.is_finished(row))
+        .collect();
+    scoring::score(
+        scoring,
+        &plans,
+        models,
+        |row| finished.contains(&row),
+        |item| run.append(item),
+    )?;
+    models.step("score", 0);
     Ok(())
 }
 
-/// The judge's verdicts on a chunk's members, by generation index (none without a judge).
-fn verdicts(
-    s: &Scoring,
-    plan: &ChunkPlan,
-    models: &mut dyn LentModels,
-) -> Result<HashMap<usize, crate::story::JudgeVerdict>> {
-    let m = models.models();
-    if m.scoring_judge {
-        let (scores, served) = s.memo.scores(&plan.judge_pairs, |p| models.score(p))?;
-        models.served(served);
-        Ok(plan.scoring_verdicts(s.questions, &scores))
-    } else if m.letter_judge {
-        let (answers, served) = s.memo.answers(&plan.letter_prompts, |p| models.answer(p))?;
-        models.served(served);
-        let texts: Vec<&str> = answers.iter().map(String::as_str).collect();
-        Ok(plan.letter_verdicts(s.questions, &texts))
-    } else {
-        Ok(HashMap::new())
+/// Print the warnings a check returned, one per line.
+fn warn(lines: Vec<String>) {
+    for line in lines {
+        eprintln!("{line}");
     }
-}
-
-/// One line of items.jsonl for a checked generation and what the models said about it.
-fn item(
-    s: &Scoring,
-    c: &Checked,
-    verdict: Option<Outcome>,
-    pairs: Option<&Vec<PairValue>>,
-) -> Item {
-    let g = &s.generations[c.generation];
-    let q = c.question.map(|i| &s.questions[i]);
-    let mean = pairs
-        .filter(|p| !p.is_empty())
-        .map(|p| p.iter().map(|v| v.dissimilarity).sum::<f64>() / p.len() as f64);
-    Item {
-        row: g.row,
-        line: g.line,
-        question_id: g.question_id.clone(),
-        passage_id: q.map(|q| q.passage_id.clone()),
-        model: g.model.clone(),
-        group: g.group().to_string(),
-        status: c.status,
-        duplicate_of_row: c.duplicate_of_row,
-        gold_label: q.map(|q| q.gold),
-        judge: verdict,
-        dissimilarity_pairs: pairs.cloned(),
-        dissimilarity_mean: mean,
-        ending_is_option: q.filter(|_| c.status == Status::Scored).and_then(|q| {
-            let ending = g.ending.trim();
-            (0..q.options.len()).find(|&k| k != q.gold && q.options[k].trim() == ending)
-        }),
-        // Only a scored ending was judged: the label of an ending belongs to its judged item.
-        human_follows: (c.status == Status::Scored)
-            .then(|| {
-                let model = g.model.as_deref()?;
-                s.human.get(model)?.get(&g.question_id).copied()
-            })
-            .flatten(),
-    }
-}
-
-/// A shard's part of the run (`--shard I/N`), by story: Dissimilarity pairs endings of one
-/// story, so a story's questions and generations stay in one shard (a generation of an unknown
-/// question goes by its own id). Returns the shard's checked generations and its questions
-/// (dataset indices), the coverage scope and the calibration's.
-pub fn shard_part(
-    questions: &[Question],
-    generations: &[Generation],
-    checked: Vec<Checked>,
-    shard: Shard,
-) -> (Vec<Checked>, Vec<usize>) {
-    let checked = checked
-        .into_iter()
-        .filter(|c| match c.question {
-            Some(qi) => shard.contains(&questions[qi].passage_id),
-            None => shard.contains(&generations[c.generation].question_id),
-        })
-        .collect();
-    let scope = (0..questions.len())
-        .filter(|&i| shard.contains(&questions[i].passage_id))
-        .collect();
-    (checked, scope)
-}
-
-/// How many model inputs `plans` hold (the progress bar's work).
-pub fn work(plans: &[ChunkPlan]) -> usize {
-    plans.iter().map(ChunkPlan::work).sum()
 }

@@ -2,8 +2,9 @@
 //! IFSM comparisons of `compare_all`.
 
 use super::*;
-use crate::compare::{compare_all, observe, observe::STORY};
+use crate::compare::compare_all;
 use crate::ifsm_correction::{correct, corrected_difference};
+use crate::story::suite::{self as observe, METRICS as STORY};
 use scorekit_core::shard::Shard;
 use scorekit_report::RunSettings;
 use serde_json::{json, Value};

@@ -19,6 +19,7 @@ pub mod labelling;
 pub mod labels;
 pub mod memo;
 pub mod pipeline;
+pub mod step;
 pub mod summary;
 
 use crate::ifsm_correction::CalibrationCounts;

@@ -2,16 +2,21 @@
 //! settings the suites and the report read. Each `*Args` is destructured whole, so a new flag
 //! does not compile until it is handled here.
 
+pub mod bench;
+pub mod letter;
+pub mod muse;
+pub mod train;
+
 use crate::cli::{
     CalibrationArgs, GraspArgs, JudgeEvalArgs, LabelArgs, MintArgs, ModelArgs, OptionOrders,
     OutputArgs, ShotArgs, StoryArgs,
 };
-use crate::commands::calibration::CalibrationFlags;
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
 use scorekit_suites::grasp::input as grasp_input;
 use scorekit_suites::mint::checkers::Tolerance;
-use scorekit_suites::mint::run::{MintOptions, PinnedPart};
+use scorekit_suites::mint::pipeline::{Input as MintInput, PinnedPart};
+use scorekit_suites::story::calibration::step::{CalibrationFlags, EndingsFile};
 use std::path::{Path, PathBuf};
 
 /// The output flags every scoring command takes, as the suites' run loop reads them; `--out` is
@@ -46,7 +51,7 @@ pub fn dataset(arg: &Path, offline: bool, quiet: bool) -> Result<scorekit_data::
 
 /// `scorekit mint`'s flags as the suite's settings: `--outputs` resolved (a dataset name through
 /// the cache), `--exec-code` implying `--recheck`, `--jobs` defaulting to the number of cores.
-pub fn mint(args: &MintArgs) -> Result<MintOptions> {
+pub fn mint(args: &MintArgs) -> Result<MintInput> {
     let MintArgs {
         outputs,
         recheck,
@@ -73,7 +78,7 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
     let jobs = jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
-    Ok(MintOptions {
+    Ok(MintInput {
         root: input.path,
         dataset: input.dataset.map(|d| PinnedPart {
             record: d.record(),
@@ -92,7 +97,7 @@ pub fn mint(args: &MintArgs) -> Result<MintOptions> {
 
 /// `scorekit grasp`'s flags as the GRASP pipeline reads them, and the model flags, which the
 /// command's model runtime reads (it loads the `--semantic` embedder).
-pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
+pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Input, ModelArgs)> {
     let GraspArgs {
         responses,
         labels,
@@ -104,7 +109,7 @@ pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
         model,
         output,
     } = args;
-    let settings = grasp_input::Settings {
+    let settings = grasp_input::Input {
         responses,
         labels,
         test,
@@ -117,25 +122,42 @@ pub fn grasp(args: GraspArgs) -> Result<(grasp_input::Settings, ModelArgs)> {
     Ok((settings, model))
 }
 
-/// The calibration flags of `story` and `judge eval` (with `--offline` and `--quiet` for the
-/// endings file): what to calibrate on, and the label files.
+/// The dataset part the negatives' fillers of the judge's dataset calibration come from.
+pub const ENDINGS: &str = "possible-stories:endings";
+
+/// The calibration flags of `story` and `judge eval` (`offline` and `quiet` for the endings
+/// file): the endings file resolved (pulled through `scorekit data`) unless `--no-calibration`
+/// or no judge runs (`judge_runs`), and the label files.
 pub fn calibration(
-    args: &CalibrationArgs,
+    args: CalibrationArgs,
+    judge_runs: bool,
     offline: bool,
     quiet: bool,
-) -> (CalibrationFlags, Vec<PathBuf>) {
+) -> Result<CalibrationFlags> {
     let CalibrationArgs {
         no_calibration,
         recalibrate,
         calibration_labels,
     } = args;
-    let flags = CalibrationFlags {
-        dataset: !no_calibration,
-        recalibrate: *recalibrate,
-        offline,
-        quiet,
+    let endings = if no_calibration || !judge_runs {
+        None
+    } else {
+        let arg = dataset(Path::new(ENDINGS), offline, quiet).map_err(|e| {
+            scorekit_core::error::Error::usage(format!(
+                "the judge's dataset calibration needs {ENDINGS} (its negatives' fillers): {e}; \
+                 or pass --no-calibration to report raw IFSM only"
+            ))
+        })?;
+        Some(EndingsFile {
+            path: arg.path,
+            dataset: arg.dataset.map(|d| d.record()),
+        })
     };
-    (flags, calibration_labels.clone())
+    Ok(CalibrationFlags {
+        endings,
+        recalibrate,
+        labels: calibration_labels,
+    })
 }
 
 /// `scorekit story`'s flags, each handled here once (`StoryArgs` is destructured whole, so a
@@ -154,10 +176,8 @@ pub struct StoryFlags {
     pub follow_label: Option<String>,
     /// The embedder, unless `--skip-embedder`.
     pub embedder: Option<String>,
-    /// What to calibrate on.
+    /// What to calibrate on (the label files too).
     pub calibration: CalibrationFlags,
-    /// `--calibration-labels`.
-    pub labels: Vec<PathBuf>,
     /// `--label-sample N`.
     pub label_sample: Option<usize>,
     /// A letter judge's demonstrations.
@@ -188,12 +208,14 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         model,
         output,
     } = args;
-    let (calibration, labels) = calibration(&calibration_args, model.offline, output.quiet);
     if skip_judge {
         for (set, flag) in [
-            (!labels.is_empty(), "--calibration-labels"),
+            (
+                !calibration_args.calibration_labels.is_empty(),
+                "--calibration-labels",
+            ),
             (label_sample.is_some(), "--label-sample"),
-            (calibration.recalibrate, "--recalibrate"),
+            (calibration_args.recalibrate, "--recalibrate"),
         ] {
             if set {
                 return Err(scorekit_core::error::Error::usage(format!(
@@ -203,15 +225,17 @@ pub fn story(args: StoryArgs) -> Result<StoryFlags> {
         }
     }
     let out = run_options(&output)?;
+    // The dataset first: a bad name there is the user's first error, not the endings'.
+    let dataset = self::dataset(&dataset, model.offline, out.quiet)?;
+    let calibration = calibration(calibration_args, !skip_judge, model.offline, out.quiet)?;
     Ok(StoryFlags {
-        dataset: self::dataset(&dataset, model.offline, out.quiet)?,
+        dataset,
         generations,
         require_complete,
         judge: (!skip_judge).then_some(judge),
         follow_label,
         embedder: (!skip_embedder).then_some(embedder),
         calibration,
-        labels,
         label_sample,
         shots,
         option_orders,
@@ -228,10 +252,8 @@ pub struct JudgeEvalFlags {
     pub judge: String,
     /// `--follow-label`.
     pub follow_label: Option<String>,
-    /// What to calibrate on.
+    /// What to calibrate on (the label files too).
     pub calibration: CalibrationFlags,
-    /// `--calibration-labels`.
-    pub labels: Vec<PathBuf>,
     /// A letter judge's demonstrations.
     pub shots: ShotArgs,
     /// `--option-orders`.
@@ -254,17 +276,16 @@ pub fn judge_eval(args: JudgeEvalArgs) -> Result<JudgeEvalFlags> {
         model,
         output,
     } = args;
-    let (calibration, labels) = calibration(&calibration_args, model.offline, output.quiet);
+    let out = run_options(&output)?;
     Ok(JudgeEvalFlags {
+        calibration: calibration(calibration_args, true, model.offline, out.quiet)?,
         dataset,
         judge,
         follow_label,
-        calibration,
-        labels,
         shots,
         option_orders,
         model,
-        out: run_options(&output)?,
+        out,
     })
 }
 

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// What `scorekit mint` is asked to do, its flags resolved (the binary's `settings::mint`).
 #[derive(Debug, Clone)]
-pub struct MintOptions {
+pub struct Input {
     /// The folder searched for results.jsonl files (`--outputs`, a pinned dataset resolved).
     pub root: PathBuf,
     /// The pinned dataset `--outputs` named, if it named one.
@@ -60,7 +60,7 @@ pub struct PinnedPart {
 
 /// Run `scorekit mint`: results written to `--out`, the phases' times printed with
 /// `--timings`; returns the finished run for the command to print.
-pub fn run(opts: &MintOptions) -> Result<Done<Mint>> {
+pub fn run(opts: &Input) -> Result<Done<Mint>> {
     let root = &opts.root;
     if !root.is_dir() {
         return Err(Error::usage(format!(
@@ -134,7 +134,7 @@ fn warn_found(root: &Path, found: &Found) -> Result<()> {
 
 /// What is re-checked and how, and the settings metrics.json records of it (with
 /// `--exec-code`: the Python found and the sandbox's isolation).
-fn verdict_rule(opts: &MintOptions) -> Result<(Recheck, MintSettings)> {
+fn verdict_rule(opts: &Input) -> Result<(Recheck, MintSettings)> {
     let exec = match opts.exec_code {
         true => Some(exec_config(opts)?),
         false => None,
@@ -176,7 +176,7 @@ fn verdict_rule(opts: &MintOptions) -> Result<(Recheck, MintSettings)> {
 
 /// The `--exec-code` runner: limits from the settings; says on stderr which isolation is
 /// missing.
-fn exec_config(opts: &MintOptions) -> Result<ExecConfig> {
+fn exec_config(opts: &Input) -> Result<ExecConfig> {
     let limits = Limits {
         timeout: Duration::from_secs(opts.exec_timeout_s),
         memory_bytes: opts.exec_memory_mib.saturating_mul(1 << 20),
@@ -193,7 +193,7 @@ fn exec_config(opts: &MintOptions) -> Result<ExecConfig> {
 /// Tables, metrics and reports from the counts, everything written to `--out` (items.jsonl
 /// moved in place from its staged file), the phases' times printed with `--timings`.
 fn finish(
-    opts: &MintOptions,
+    opts: &Input,
     run: Run<Mint>,
     mut doc: MetricsDoc,
     intake: Intake,
@@ -281,8 +281,8 @@ mod tests {
         dir.join("results.jsonl")
     }
 
-    fn options(root: &Path, out: &Path, recheck: bool) -> MintOptions {
-        MintOptions {
+    fn options(root: &Path, out: &Path, recheck: bool) -> Input {
+        Input {
             root: root.to_path_buf(),
             dataset: None,
             recheck,

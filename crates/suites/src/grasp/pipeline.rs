@@ -7,7 +7,7 @@
 //! candle. Warnings (old or unknown scene names, a `--test` over a config, gold labels against
 //! the scene prefix) are handed to the caller's `warn` as they arise, in the order they arise.
 
-use super::input::{locator, read_and_score, resolve_test, score_rows, ResolvedTest, Settings};
+use super::input::{locator, read_and_score, resolve_test, score_rows, Input, ResolvedTest};
 use super::outputs::{outputs_from, outputs_with};
 use super::semantic::{self, DEFAULT_THRESHOLDS};
 use super::suite::Grasp;
@@ -41,7 +41,7 @@ pub struct SemanticModel<'a> {
 /// `--semantic` embedder (called once, only with `--semantic`, after the file was read and
 /// checked); every warning goes to `warn` as a whole line. The caller prints the result.
 pub fn run<'m>(
-    s: &Settings,
+    s: &Input,
     load: impl FnOnce() -> Result<SemanticModel<'m>>,
     warn: &mut dyn FnMut(String),
 ) -> Result<Done<Grasp>> {
@@ -110,7 +110,7 @@ fn gt_mismatch_warning(rows: &[usize]) -> Option<String> {
 /// stops the run before `--out` is touched. Returns the run and the rows whose gold label
 /// contradicts their scene prefix.
 fn run_streamed(
-    s: &Settings,
+    s: &Input,
     test: &ResolvedTest,
     mut doc: MetricsDoc,
     recorded: &GraspSettings,
@@ -155,7 +155,7 @@ fn run_streamed(
 /// One results file with `--semantic`: the embedder reads every strict-invalid answer, so the
 /// rows and items are held.
 fn run_semantic<'m>(
-    s: &Settings,
+    s: &Input,
     test: &ResolvedTest,
     mut doc: MetricsDoc,
     mut recorded: GraspSettings,
@@ -211,7 +211,7 @@ fn finish_held(
 /// thresholds in `doc` and `recorded`; returns `semantic_descriptions.json` (the description
 /// embeddings).
 fn read_semantic<'m>(
-    s: &Settings,
+    s: &Input,
     rows: &[Row],
     items: &mut [Item],
     load: impl FnOnce() -> Result<SemanticModel<'m>>,
@@ -272,8 +272,8 @@ mod tests {
         }
     }
 
-    fn settings(responses: Vec<PathBuf>, test: TestKind, out: &Path) -> Settings {
-        Settings {
+    fn settings(responses: Vec<PathBuf>, test: TestKind, out: &Path) -> Input {
+        Input {
             responses,
             labels: None,
             test: Some(test),

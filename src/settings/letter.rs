@@ -3,9 +3,11 @@
 //! metrics.json records.
 
 use crate::cli::{OptionOrders, ShotArgs};
+use crate::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::story::LetterProtocol;
 use scorekit_suites::letter::{self, ShotAnswers};
+use scorekit_suites::models::Setup;
 
 /// The demonstrations block of `--shots K --shots-from FILE` ("" for zero-shot), checked before
 /// any model is loaded: `letter_judge` says whether the judge is one.
@@ -33,7 +35,7 @@ pub fn shots_block(a: &ShotArgs, letter_judge: bool) -> Result<String> {
         )));
     };
     let (train, _) =
-        crate::commands::judge_questions::read_questions(std::slice::from_ref(file), Some(4))?;
+        scorekit_suites::judge_data::read_questions(std::slice::from_ref(file), Some(4))?;
     let picked = letter::sample_shots(train.len(), a.shots, a.shot_seed).ok_or_else(|| {
         Error::usage(format!(
             "--shots {}: {} has only {} questions",
@@ -99,4 +101,24 @@ pub fn letter_options(
         None => String::new(),
     };
     Ok((cyclic, block))
+}
+
+/// How the lent models run: the letter flags checked against the judge (`letter_judge`, as in
+/// [`letter_options`]) and the runtime's device and precision; built once for `story` and
+/// `judge eval`.
+pub fn setup(
+    rt: &ModelRuntime,
+    orders: OptionOrders,
+    shots: &ShotArgs,
+    letter_judge: Option<bool>,
+) -> Result<Setup> {
+    let (cyclic, block) = letter_options(orders, shots, letter_judge)?;
+    Ok(Setup {
+        shots: block,
+        cyclic,
+        letter: letter_protocol(shots),
+        device: rt.device_name(),
+        quantize: rt.quantize_setting(),
+        tf32: rt.tf32,
+    })
 }

@@ -1,164 +1,111 @@
-//! `scorekit judge eval`'s scoring: a judge's verdict per question (items.jsonl) from a scoring
-//! judge's scores or a letter judge's answers (every rotation of the options under
-//! `--option-orders cyclic`), and the typed metrics.json over them: accuracy, consistency per
-//! passage, the pick distribution and the cyclic majority apart. The model steps are the
-//! caller's; everything here is plain data.
+//! `judge eval`'s metrics.json, report.md and table, computed from its items by the one function
+//! a run and `scorekit merge` both call: accuracy, consistency per passage, the pick
+//! distribution, the cyclic majority apart, and the judge's resolution from its calibration.
 
+use super::{CyclicVerdict, EvalItem, SUITE};
+use crate::ifsm_correction::judge_resolution;
 use crate::judge_data::pick_distribution;
-use crate::letter;
-use crate::story::{argmax, Question};
-use scorekit_report::bootstrap_mean;
+use crate::settings::{CalibrationSettings, JudgeEvalSettings};
+use crate::story::calibration::summary::{CalibrationSummary, METRICS_KEY as SUMMARY_KEY};
+use scorekit_core::error::{Error, Result};
 use scorekit_report::judge::{
-    Bootstrap, EvalCalibration, EvalCyclic, EvalLetter, EvalMetrics, QuestionFile,
+    eval_report, eval_table, Bootstrap, EvalCalibration, EvalCyclic, EvalLetter, EvalMetrics,
+    QuestionFile,
 };
-use scorekit_report::ModelRef;
-use serde::Serialize;
+use scorekit_report::{bootstrap_mean, MetricsDoc, ModelRef, Outputs};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// The suite name metrics.json records.
-pub const SUITE: &str = "judge-eval";
+/// The judge's calibration as `judge eval` reports it.
+pub type Calibration = EvalCalibration<CalibrationSettings, CalibrationSummary>;
 
-/// One line of items.jsonl.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EvalItem {
-    /// 1-based line of the question in the dataset.
-    pub line: usize,
-    /// `question_id`.
-    pub question_id: String,
-    /// The passage (question_id before the first '_').
-    pub passage_id: String,
-    /// The right option.
-    pub gold: usize,
-    /// The option picked (`null`: a letter judge's answer named none).
-    pub pick: Option<usize>,
-    /// `pick == gold`.
-    pub correct: bool,
-    /// A scoring judge's score per option.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub scores: Vec<f32>,
-    /// A letter judge's answer, decoded with special tokens kept.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub answer: Option<String>,
-    /// Under `--option-orders cyclic`: the verdict of every rotation of the options.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cyclic: Option<CyclicVerdict>,
+/// Put `items` in the dataset's order, fill `doc.metrics` from them (the calibration's summary
+/// is there already), and render report.md and the table.
+pub fn outputs(doc: &mut MetricsDoc, items: &mut [EvalItem]) -> Result<Outputs> {
+    items.sort_by_key(|it| it.line);
+    let settings: JudgeEvalSettings = doc.suite_settings()?;
+    let run = doc.run_settings()?;
+    let judge = doc.models.first().cloned().ok_or_else(|| {
+        Error::Internal(anyhow::anyhow!("judge eval's metrics.json names no judge"))
+    })?;
+    let calibration = match &settings.calibration {
+        Some(s) => CalibrationSummary::read(doc)?.map(|summary| Calibration {
+            dataset: summary
+                .dataset
+                .as_ref()
+                .and_then(|d| judge_resolution(&d.counts)),
+            human: summary
+                .human
+                .as_ref()
+                .and_then(|h| judge_resolution(&h.counts)),
+            settings: s.clone(),
+            inputs: doc.inputs.iter().skip(1).cloned().collect(),
+            datasets: doc.datasets.clone(),
+            summary,
+        }),
+        None => None,
+    };
+    let record = EvalRecord {
+        judge,
+        judge_kind: settings.judge_kind.clone(),
+        engine: settings.engine.clone(),
+        dataset: settings.dataset.clone(),
+        options: settings.options,
+        bootstrap: Bootstrap {
+            resamples: run.bootstrap,
+            seed: run.seed,
+        },
+        tf32: settings.tf32,
+        letter: settings.letter.clone(),
+    };
+    let m = metrics(record, items, calibration);
+    write_metrics(doc, &m)?;
+    Ok(Outputs {
+        report: eval_report(&m),
+        table: format!("{}\n", eval_table(&m)),
+        files: Vec::new(),
+    })
 }
 
-impl EvalItem {
-    /// The item of question `i` (0-based) with `pick`.
-    fn new(i: usize, q: &Question, pick: Option<usize>) -> Self {
-        EvalItem {
-            line: i + 1,
-            question_id: q.id.clone(),
-            passage_id: q.passage_id.clone(),
-            gold: q.gold,
-            pick,
-            correct: pick == Some(q.gold),
-            scores: Vec::new(),
-            answer: None,
-            cyclic: None,
-        }
+/// `doc.metrics` rebuilt, in one order whatever came before (a merge folds the calibration in
+/// anew): the calibration's summary as the calibration wrote it, then the metrics of `m` that
+/// are not settings, models or inputs, then the judge's resolution.
+fn write_metrics(
+    doc: &mut MetricsDoc,
+    m: &EvalMetrics<CalibrationSettings, CalibrationSummary>,
+) -> Result<()> {
+    let Value::Object(all) = serde_json::to_value(m)
+        .map_err(|e| Error::Internal(anyhow::anyhow!("judge eval's metrics: {e}")))?
+    else {
+        return Err(Error::Internal(anyhow::anyhow!(
+            "judge eval's metrics are not an object"
+        )));
+    };
+    let recorded_elsewhere = [
+        "suite",
+        "judge",
+        "judge_kind",
+        "engine",
+        "dataset",
+        "bootstrap",
+        "tf32",
+        "letter",
+        "calibration",
+    ];
+    let mut metrics = Map::new();
+    if let Some(summary) = doc.metrics.remove(SUMMARY_KEY) {
+        metrics.insert(SUMMARY_KEY.into(), summary);
     }
-}
-
-/// A letter judge's answers under every rotation of the options (`--option-orders cyclic`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CyclicVerdict {
-    /// Per rotation r (0 = the dataset's order): the option its answer picks, mapped back.
-    pub picks: Vec<Option<usize>>,
-    /// Per rotation: the answer text.
-    pub answers: Vec<String>,
-    /// The majority pick (ties: rotation 0's pick when tied, else the lowest option).
-    pub pick: Option<usize>,
-    /// `pick == gold`.
-    pub correct: bool,
-    /// Share of rotations whose pick is the majority's.
-    pub agreement: f64,
-}
-
-/// Every question's pairs end to end, in the order [`scored_items`] reads the scores.
-pub fn pairs(questions: &[Question]) -> Vec<(String, String)> {
-    questions.iter().flat_map(Question::gold_pairs).collect()
-}
-
-/// A scoring judge's items: `scores` holds one score per pair of [`pairs`]; the pick is the
-/// highest (the first on ties). Refused when the judge returned another number of scores.
-pub fn scored_items(questions: &[Question], scores: &[f32]) -> anyhow::Result<Vec<EvalItem>> {
-    let want: usize = questions.iter().map(|q| q.options.len()).sum();
-    anyhow::ensure!(
-        scores.len() == want,
-        "the judge returned {} scores for {want} pairs",
-        scores.len()
+    metrics.extend(
+        all.into_iter()
+            .filter(|(k, _)| !recorded_elsewhere.contains(&k.as_str())),
     );
-    let mut rest = scores;
-    let mut items = Vec::with_capacity(questions.len());
-    for (i, q) in questions.iter().enumerate() {
-        let (s, tail) = rest.split_at(q.options.len());
-        rest = tail;
-        let mut it = EvalItem::new(i, q, Some(argmax(s)));
-        it.scores = s.to_vec();
-        items.push(it);
+    if let Some(c) = &m.calibration {
+        let resolution = serde_json::json!({"dataset": c.dataset, "human": c.human});
+        metrics.insert("judge_resolution".into(), resolution);
     }
-    Ok(items)
-}
-
-/// Rotations asked per question: 1 (the dataset's order), or every one under `cyclic`.
-pub fn rotations(questions: &[Question], cyclic: bool) -> usize {
-    if cyclic {
-        questions.first().map_or(1, |q| q.options.len())
-    } else {
-        1
-    }
-}
-
-/// A letter judge's prompts: one per question and rotation (rotation 0 is the dataset's order).
-pub fn letter_prompts(questions: &[Question], shots: &str, rotations: usize) -> Vec<String> {
-    questions
-        .iter()
-        .flat_map(|q| {
-            let options: Vec<&str> = q.options.iter().map(String::as_str).collect();
-            letter::rotations(&options)
-                .into_iter()
-                .take(rotations)
-                .map(|o| letter::prompt(shots, &q.document, &q.question, &o))
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-/// A letter judge's items from its `answers` to [`letter_prompts`] with `rotations` (see
-/// [`rotations`]): rotation 0's pick is the item's; under `cyclic` the majority over the
-/// rotations is recorded apart.
-pub fn answered_items(
-    questions: &[Question],
-    answers: &[String],
-    rotations: usize,
-    cyclic: bool,
-) -> anyhow::Result<Vec<EvalItem>> {
-    anyhow::ensure!(
-        rotations > 0 && answers.len() == questions.len() * rotations,
-        "the judge returned {} answers for {} prompts",
-        answers.len(),
-        questions.len() * rotations
-    );
-    let mut items = Vec::with_capacity(questions.len());
-    for (i, (q, group)) in questions.iter().zip(answers.chunks(rotations)).enumerate() {
-        let mut it = EvalItem::new(i, q, letter::pick(&group[0]));
-        it.answer = Some(group[0].clone());
-        if cyclic {
-            let texts: Vec<&str> = group.iter().map(String::as_str).collect();
-            let (picks, pick, agreement) = letter::cyclic_picks(&texts);
-            it.cyclic = Some(CyclicVerdict {
-                answers: group.to_vec(),
-                picks,
-                pick,
-                correct: pick == Some(q.gold),
-                agreement,
-            });
-        }
-        items.push(it);
-    }
-    Ok(items)
+    doc.metrics = metrics;
+    Ok(())
 }
 
 /// Per passage (question_id before the first '_'), 1 when `right` holds for every question of it.
@@ -246,6 +193,8 @@ pub fn metrics<S, C>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge_eval::{answered_items, letter_prompts, rotations, scored_items};
+    use crate::story::Question;
 
     fn question(id: &str, gold: usize) -> Question {
         Question {
@@ -295,11 +244,12 @@ mod tests {
         scores[1] = 1.0; // q0 picks 1: right
         scores[4] = 1.0; // q1 picks 0: wrong
         scores[8] = 1.0; // q2 picks 0: right
-        let items = scored_items(&qs, &scores).unwrap();
+        let chunk: Vec<(usize, &Question)> = qs.iter().enumerate().collect();
+        let items = scored_items(&chunk, &scores).unwrap();
         let picks: Vec<_> = items.iter().map(|i| i.pick).collect();
         assert_eq!(picks, [Some(1), Some(0), Some(0)]);
         assert_eq!(items[2].line, 3);
-        assert!(scored_items(&qs, &scores[..11]).is_err());
+        assert!(scored_items(&chunk, &scores[..11]).is_err());
         let m: EvalMetrics<(), ()> = metrics(record(), &items, None);
         assert_eq!((m.questions, m.passages), (3, 2));
         assert!((m.accuracy.unwrap().value - 2.0 / 3.0).abs() < 1e-12);
@@ -313,11 +263,12 @@ mod tests {
     #[test]
     fn letter_answers_record_rotation_zero_and_the_cyclic_majority_apart() {
         let qs = [question("p1_0", 0)];
-        let prompts = letter_prompts(&qs, "", rotations(&qs, true));
+        let chunk: Vec<(usize, &Question)> = qs.iter().enumerate().collect();
+        let prompts = letter_prompts(&chunk, "", rotations(&qs, true));
         assert_eq!(prompts.len(), 4);
         // Rotation r shows option (j + r) % 4 at letter j: the gold option 0 is at letter (4 - r) % 4.
         let answers: Vec<String> = ["A", "D", "C", "A"].map(String::from).to_vec();
-        let items = answered_items(&qs, &answers, 4, true).unwrap();
+        let items = answered_items(&chunk, &answers, 4, true).unwrap();
         assert_eq!(items[0].pick, Some(0));
         assert_eq!(items[0].answer.as_deref(), Some("A"));
         let c = items[0].cyclic.as_ref().unwrap();
@@ -325,6 +276,6 @@ mod tests {
         assert!((c.agreement - 0.75).abs() < 1e-12);
         let m: EvalMetrics<(), ()> = metrics(record(), &items, None);
         assert!((m.cyclic.unwrap().agreement - 0.75).abs() < 1e-12);
-        assert!(answered_items(&qs, &answers[..3], 4, true).is_err());
+        assert!(answered_items(&chunk, &answers[..3], 4, true).is_err());
     }
 }
