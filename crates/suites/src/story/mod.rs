@@ -24,6 +24,7 @@ pub mod outputs;
 pub mod pipeline;
 pub mod plan;
 pub mod suite;
+pub mod texts;
 
 use scorekit_core::error::InputError;
 use scorekit_io::Record;
