@@ -4,7 +4,7 @@
 
 use crate::cli::{
     CalibrationArgs, GraspArgs, JudgeEvalArgs, MintArgs, ModelArgs, OptionOrders, OutputArgs,
-    ShotArgs, StoryArgs,
+    ShotArgs, StoryArgs, ViewArgs,
 };
 use crate::commands::calibration::CalibrationFlags;
 use scorekit_core::error::Result;
@@ -36,6 +36,25 @@ pub fn run_options(args: &OutputArgs) -> Result<RunOptions> {
         seed: *seed,
         shard: *shard,
     })
+}
+
+/// `scorekit view`'s flags: the folders and the leaderboard's bootstrap for the suite's call,
+/// and the page's path.
+pub fn view(args: ViewArgs) -> (scorekit_suites::view::ViewOptions, PathBuf) {
+    let ViewArgs {
+        dirs,
+        labels,
+        out,
+        bootstrap,
+        seed,
+    } = args;
+    let opts = scorekit_suites::view::ViewOptions {
+        dirs,
+        labels,
+        bootstrap,
+        seed,
+    };
+    (opts, out)
 }
 
 /// A dataset argument resolved: the file to read, and the pinned dataset it came from

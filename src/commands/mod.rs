@@ -18,6 +18,7 @@ pub mod model_runtime;
 pub mod models;
 pub mod muse;
 pub mod story;
+pub mod view;
 
 use crate::cli::Command;
 use scorekit_core::error::Result;
@@ -35,6 +36,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
+        Command::View(a) => view::run(a),
         Command::Judge(c) => judge::run(c),
         Command::Doctor(a) => doctor::run(a),
     }
