@@ -1,6 +1,6 @@
 "use strict";
 // scorekit report.html: the item browsers. Data comes from the page's
-// <script type="application/json"> blocks through JSON.parse and reaches the page only as
+// JSON data blocks through JSON.parse and reaches the page only as
 // textContent of elements made here (never as markup), so text from a model or a dataset
 // shows as text.
 (function () {

@@ -97,7 +97,10 @@ fn story(groups: &Map<String, Value>) -> Vec<Chart> {
         .collect();
     let ifsm: [(&str, &[&str]); 5] = [
         ("IFSM (raw)", &["ifsm"]),
-        ("corrected (dataset calibration)", &["ifsm_corrected", "dataset"]),
+        (
+            "corrected (dataset calibration)",
+            &["ifsm_corrected", "dataset"],
+        ),
         ("corrected (human labels)", &["ifsm_corrected", "human"]),
         ("PPI++ (labels of the model)", &["ifsm_ppi"]),
         ("headline", &["ifsm_headline"]),

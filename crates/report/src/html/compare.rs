@@ -85,7 +85,10 @@ fn cell(v: Option<&Value>, rate: bool) -> Cell {
             } else {
                 format!("[{}, {}]", shown(e.ci_low, rate), shown(e.ci_high, rate))
             },
-            value: v.and_then(|v| v.get("value")).cloned().unwrap_or(Value::Null),
+            value: v
+                .and_then(|v| v.get("value"))
+                .cloned()
+                .unwrap_or(Value::Null),
         },
         None => Cell {
             shown: "–".into(),
@@ -159,7 +162,10 @@ pub fn view(doc: &Value) -> CompareView {
             .iter()
             .map(|r| ChartRow {
                 name: text(&r["system"]),
-                values: series.iter().map(|m| estimate(r["metrics"].get(*m))).collect(),
+                values: series
+                    .iter()
+                    .map(|m| estimate(r["metrics"].get(*m)))
+                    .collect(),
                 reference: None,
             })
             .collect();

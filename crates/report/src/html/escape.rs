@@ -37,7 +37,8 @@ mod tests {
 
     #[test]
     fn hostile_text_cannot_leave_the_block_and_parses_back_unchanged() {
-        let hostile = "</script><img src=x onerror=\"window.pwned=1\"> <!-- & \u{2028}\u{2029} \u{202e}";
+        let hostile =
+            "</script><img src=x onerror=\"window.pwned=1\"> <!-- & \u{2028}\u{2029} \u{202e}";
         let v = json!({"ending": hostile, "n": 1});
         let text = serde_json::to_string(&v).unwrap();
         let safe = script_json(&text);

@@ -128,9 +128,8 @@ pub fn read_lines(path: &Path) -> Result<Lines> {
         if out.json.len() + text.len() > MAX_EMBEDDED_BYTES {
             continue;
         }
-        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| {
-            InputError::line(path, number, format!("not a JSON line: {e}"))
-        })?;
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .map_err(|e| InputError::line(path, number, format!("not a JSON line: {e}")))?;
         if out.shown > 0 {
             out.json.push(',');
         }
@@ -164,6 +163,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = RunData::read(dir.path(), "x".into(), None).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains(&dir.path().display().to_string()), "{e}");
+        assert!(
+            e.to_string().contains(&dir.path().display().to_string()),
+            "{e}"
+        );
     }
 }

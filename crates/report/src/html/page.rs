@@ -58,10 +58,10 @@ struct PageView<'a> {
     runs: Vec<RunView>,
 }
 
-/// The metrics a run's headline shows: story's headline IFSM per model, else the estimates of
-/// the whole run.
-fn headline(suite: &str, est: &[EstimateRow]) -> Vec<EstimateRow> {
-    let pick: Vec<EstimateRow> = match suite {
+/// The metrics a run's headline shows: story's headline IFSM (and Dissimilarity) per model,
+/// MINT's SR_5 per configuration with Δtools and Δfeedback, else the estimates of the whole run.
+fn headline(suite: &str, est: &[EstimateRow], facts: &[FactRow]) -> Vec<EstimateRow> {
+    let mut pick: Vec<EstimateRow> = match suite {
         "story" => est
             .iter()
             .filter(|e| e.metric == "ifsm_headline" || e.metric == "dissimilarity_micro")
@@ -78,6 +78,26 @@ fn headline(suite: &str, est: &[EstimateRow]) -> Vec<EstimateRow> {
             .cloned()
             .collect(),
     };
+    if suite == "mint" {
+        // The paper's gains: Δtools (SR points per turn, the slope of SR_k) and Δfeedback.
+        pick.extend(facts.iter().filter_map(|f| {
+            let rate = f.key.ends_with(".delta_feedback.micro");
+            if !(rate || f.key.ends_with(".delta_tools_pct_per_turn")) {
+                return None;
+            }
+            let v: f64 = f.value.parse().ok()?;
+            Some(EstimateRow {
+                scope: f.scope.clone(),
+                metric: f.key.clone(),
+                value: serde_json::json!(v),
+                shown: super::summary::shown(v, rate),
+                interval: String::new(),
+                n: None,
+                method: None,
+                unit: if rate { "%" } else { "points/turn" },
+            })
+        }));
+    }
     pick
 }
 
@@ -108,7 +128,7 @@ fn run_view(i: usize, run: &RunData) -> RunView {
     RunView {
         id: format!("run{i}"),
         label: run.label.clone(),
-        headline: headline(&suite, &estimates),
+        headline: headline(&suite, &estimates, &facts),
         version: text(&doc["scorekit_version"]),
         binary: doc["binary"]
             .as_object()
@@ -205,7 +225,11 @@ pub fn render(
         script_hash: csp_hash(SCRIPT),
         compare,
         compare_note,
-        runs: runs.iter().enumerate().map(|(i, r)| run_view(i, r)).collect(),
+        runs: runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| run_view(i, r))
+            .collect(),
     };
     env.get_template("report.html")
         .and_then(|t| t.render(&view))
@@ -215,6 +239,40 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_inline_script_and_style_cannot_end_their_elements() {
+        for (name, text) in [("report.js", SCRIPT), ("report.css", STYLE)] {
+            for bad in ["</script", "<script", "<!--", "</style"] {
+                assert!(
+                    !text.to_ascii_lowercase().contains(bad),
+                    "{name} holds {bad}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_page_is_the_same_bytes_for_the_same_run_and_escapes_what_it_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("items.jsonl"),
+            "{\"row\":1,\"verdict\":\"</script><b>x</b>\"}\n",
+        )
+        .unwrap();
+        let metrics = r#"{"suite":"grasp","scorekit_version":"0","inputs":[{"path":"<i>.csv","sha256":"ab"}],"models":[],"settings":{"test":"level1-binary"},"metrics":{"accuracy":{"value":0.5,"n":2,"ci_low":0.0,"ci_high":1.0}},"groups":{}}"#;
+        let md = "# GRASP\n\n**Warning**: <script>alert(1)</script>\n".to_string();
+        let run = RunData::from_parts(dir.path(), "r<1>".into(), metrics, md, None).unwrap();
+        let a = render("t", None, None, std::slice::from_ref(&run)).unwrap();
+        let b = render("t", None, None, std::slice::from_ref(&run)).unwrap();
+        assert_eq!(a, b);
+        // Two script elements only (the data block and the page's own); every text escaped.
+        assert_eq!(a.matches("<script").count(), 2);
+        assert!(a.contains("&lt;i&gt;.csv") && a.contains("r&lt;1&gt;"));
+        assert!(a.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"));
+        assert!(a.contains("\\u003c/script\\u003e\\u003cb\\u003ex"));
+        assert!(a.contains(&format!("script-src '{}'", csp_hash(SCRIPT))));
+    }
 
     #[test]
     fn base64_matches_the_standard_alphabet_and_padding() {

@@ -221,7 +221,11 @@ pub fn warnings(report_md: &str) -> Vec<String> {
     let mut in_section = false;
     for line in report_md.lines() {
         if let Some(h) = line.strip_prefix('#') {
-            in_section = h.trim_start_matches('#').trim().to_lowercase().starts_with("warning");
+            in_section = h
+                .trim_start_matches('#')
+                .trim()
+                .to_lowercase()
+                .starts_with("warning");
             continue;
         }
         if let Some(rest) = line.strip_prefix("**Warning**:") {
@@ -254,7 +258,10 @@ mod tests {
                              "dissimilarity_micro": {"value": 0.41234, "n": 9, "ci_low": 0.4, "ci_high": 0.42}}}
         });
         let (est, facts) = metric_rows(&doc);
-        let names: Vec<_> = est.iter().map(|e| format!("{}/{}", e.scope, e.metric)).collect();
+        let names: Vec<_> = est
+            .iter()
+            .map(|e| format!("{}/{}", e.scope, e.metric))
+            .collect();
         assert_eq!(
             names,
             [
@@ -271,7 +278,9 @@ mod tests {
         assert_eq!(est[3].shown, "–");
         assert_eq!(est[4].shown, "0.412");
         assert_eq!(est[4].unit, "");
-        assert!(facts.iter().any(|f| f.key == "pairwise.note" && f.value == "x"));
+        assert!(facts
+            .iter()
+            .any(|f| f.key == "pairwise.note" && f.value == "x"));
         assert!(facts.iter().any(|f| f.key == "ifsm_corrected.dataset.J"));
     }
 
