@@ -247,6 +247,11 @@
     controls.appendChild(count);
     box.appendChild(controls);
 
+    // The list (table and pager) and the selected item's detail beside it.
+    var body = el("div", "body");
+    var list = el("div", "list");
+    body.appendChild(list);
+    box.appendChild(body);
     var table = el("table", "items");
     var thead = el("thead");
     var hr = el("tr");
@@ -266,7 +271,7 @@
     table.appendChild(thead);
     var tbody = el("tbody");
     table.appendChild(tbody);
-    box.appendChild(table);
+    list.appendChild(table);
 
     var pager = el("div", "pager");
     var prev = el("button", "prev", "← previous");
@@ -278,10 +283,10 @@
     next.addEventListener("click", function () { if ((state.page + 1) * state.size < state.filtered.length) { state.page++; draw(); } });
     size.addEventListener("change", function () { state.size = Number(size.value); state.page = 0; draw(); });
     pager.appendChild(prev); pager.appendChild(where); pager.appendChild(next); pager.appendChild(size);
-    box.appendChild(pager);
+    list.appendChild(pager);
     var detail = el("div", "detail");
-    detail.hidden = true;
-    box.appendChild(detail);
+    detail.appendChild(el("p", "muted", "Click an item to see it here."));
+    body.appendChild(detail);
 
     function haystack(r) {
       if (r.hay === null) {
@@ -341,7 +346,6 @@
         tr.className = tr.dataset.index === String(r.i) ? "selected" : "";
       });
       while (detail.firstChild) detail.removeChild(detail.firstChild);
-      detail.hidden = false;
       detail.appendChild(el("h4", null, "Item " + (r.i + 1) + " of " + rows.length));
       if (spec.detail) spec.detail(r.it, data, detail);
       var all = el("details");
