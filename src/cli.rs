@@ -841,7 +841,7 @@ pub struct CompareArgs {
     /// Names of the runs, comma-separated, one per --runs folder [default: the folders' names]
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', help_heading = INPUT)]
     pub labels: Option<Vec<String>>,
-    /// Folder for metrics.json, report.md and tables.tex.
+    /// Folder for metrics.json, report.md, report.html and tables.tex.
     #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     pub out: PathBuf,
     /// Overwrite results already in --out.

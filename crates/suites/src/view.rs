@@ -66,21 +66,20 @@ pub fn page(opts: &ViewOptions) -> Result<String> {
         return html::run_page(&runs[0]);
     }
     let title = format!("scorekit view: {}", labels.join(", "));
-    match comparison(&opts.dirs, opts.labels.as_deref(), opts.bootstrap, opts.seed) {
+    match comparison(
+        &opts.dirs,
+        opts.labels.as_deref(),
+        opts.bootstrap,
+        opts.seed,
+    ) {
         Ok(c) => html::compare_page(&title, Some(&c.metrics), None, &runs),
         // Runs that cannot be compared are still shown side by side, with the reason.
-        Err(Error::Usage(why)) => html::compare_page(
-            &title,
-            None,
-            Some(&format!("Not compared: {why}")),
-            &runs,
-        ),
-        Err(Error::Input(e)) => html::compare_page(
-            &title,
-            None,
-            Some(&format!("Not compared: {e}")),
-            &runs,
-        ),
+        Err(Error::Usage(why)) => {
+            html::compare_page(&title, None, Some(&format!("Not compared: {why}")), &runs)
+        }
+        Err(Error::Input(e)) => {
+            html::compare_page(&title, None, Some(&format!("Not compared: {e}")), &runs)
+        }
         Err(e) => Err(e),
     }
 }

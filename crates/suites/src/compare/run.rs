@@ -70,12 +70,20 @@ pub struct Comparison {
 
 /// Compare the runs of `args` and write the comparison's files (report.html among them).
 pub fn compare(args: &CompareOptions) -> Result<Compared> {
-    let c = comparison(&args.runs, args.labels.as_deref(), args.bootstrap, args.seed)?;
+    let c = comparison(
+        &args.runs,
+        args.labels.as_deref(),
+        args.bootstrap,
+        args.seed,
+    )?;
     let dir = OutputDir::prepare(&args.out, args.force)?;
     dir.write("tables.tex", c.tables_tex.as_bytes())?;
     dir.write("leaderboard.svg", c.chart_svg.as_bytes())?;
     dir.write("report.md", c.report_md.as_bytes())?;
-    let title = format!("scorekit compare: {}", c.metrics["compared_suite"].as_str().unwrap_or(""));
+    let title = format!(
+        "scorekit compare: {}",
+        c.metrics["compared_suite"].as_str().unwrap_or("")
+    );
     let page = scorekit_report::html::compare_page(&title, Some(&c.metrics), None, &[])?;
     dir.write(scorekit_report::html::REPORT_HTML, page.as_bytes())?;
     dir.write(METRICS_FILE, c.metrics_json.as_bytes())?;

@@ -69,13 +69,24 @@ mod tests {
             "{\"question_id\":\"q1\",\"document\":\"P\",\"question\":\"Q?\",\"options\":[\"a\",\"b\",\"c\",\"d\"],\"gold_label\":1}\n",
         )
         .unwrap();
-        std::fs::write(&gen, "{\"question_id\":\"q1\",\"model\":\"m\",\"ending\":\"</script>x\"}\n").unwrap();
+        std::fs::write(
+            &gen,
+            "{\"question_id\":\"q1\",\"model\":\"m\",\"ending\":\"</script>x\"}\n",
+        )
+        .unwrap();
         let mut doc = MetricsDoc::new("story");
-        doc.inputs = vec![InputFile::hash(&ds).unwrap(), InputFile::hash(&gen).unwrap()];
+        doc.inputs = vec![
+            InputFile::hash(&ds).unwrap(),
+            InputFile::hash(&gen).unwrap(),
+        ];
         let t = page_texts(&doc).unwrap();
         assert_eq!(t["questions"]["q1"]["passage"], "P");
         assert_eq!(t["endings"]["1"], "</script>x");
-        std::fs::write(&gen, "{\"question_id\":\"q1\",\"model\":\"m\",\"ending\":\"other\"}\n").unwrap();
+        std::fs::write(
+            &gen,
+            "{\"question_id\":\"q1\",\"model\":\"m\",\"ending\":\"other\"}\n",
+        )
+        .unwrap();
         assert!(page_texts(&doc).is_none());
     }
 }
