@@ -358,11 +358,30 @@
     apply();
   }
 
+  // The lines of items.jsonl as the page holds them: a table of columns, strings and rows, a
+  // cell being a string's index, [value], or null for a key the line does not have.
+  function linesOf(table) {
+    if (!table) return null;
+    var cols = table.columns, strings = table.strings;
+    return table.rows.map(function (row) {
+      var o = {};
+      for (var i = 0; i < row.length; i++) {
+        var c = row[i];
+        if (c === null) continue;
+        o[cols[i]] = typeof c === "number" ? strings[c] : c[0];
+      }
+      return o;
+    });
+  }
+
   var cache = {};
   function runData(id) {
     if (!(id in cache)) {
       var block = document.getElementById(id + "-data");
-      cache[id] = block ? JSON.parse(block.textContent) : { items: [] };
+      var data = block ? JSON.parse(block.textContent) : { suite: "", items: null, calibration: null, texts: null };
+      data.items = linesOf(data.items) || [];
+      data.calibration = linesOf(data.calibration);
+      cache[id] = data;
     }
     return cache[id];
   }
@@ -370,5 +389,7 @@
   Array.prototype.forEach.call(document.querySelectorAll(".browser"), function (box) {
     mount(box, runData(box.dataset.run), box.dataset.kind);
   });
+  // For tests and scripts/bench/report_html.py: the page is drawn, and when (ms since navigation).
+  window.scorekitReadyMs = performance.now();
   window.scorekitReady = true;
 })();

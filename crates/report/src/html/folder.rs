@@ -4,7 +4,8 @@
 
 use anyhow::Context;
 use scorekit_core::error::{Error, InputError, Result};
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -14,10 +15,11 @@ use std::path::Path;
 /// a million rows) is read in items.jsonl itself.
 pub const MAX_EMBEDDED_BYTES: usize = 32 << 20;
 
-/// The lines of a JSON Lines file as one JSON array (text), with how many were left out.
+/// The lines of a JSON Lines file as a page embeds them ([`read_lines`]), with how many were
+/// left out.
 #[derive(Debug, Clone, Default)]
 pub struct Lines {
-    /// `[line,line,...]`: the lines embedded, verbatim.
+    /// The table of the lines embedded (JSON text).
     pub json: String,
     /// Lines embedded.
     pub shown: usize,
@@ -100,15 +102,18 @@ pub fn read_text(path: &Path) -> Result<String> {
     Ok(std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?)
 }
 
-/// The lines of a JSON Lines file, each checked to be JSON (a bad one is an input error naming
-/// its line), embedded up to [`MAX_EMBEDDED_BYTES`].
+/// The lines of a JSON Lines file as a page embeds them (each line checked to be JSON; a bad
+/// one is an input error naming its line), up to [`MAX_EMBEDDED_BYTES`] of encoding: a table,
+/// `{"columns": [key...], "strings": [text...], "rows": [[cell...]...]}`, where a cell is the
+/// index of a string in `strings`, `[value]` for any other value, or `null` where the line has
+/// no such key. Items repeat their strings (MINT's trajectory paths, agents, verdicts), so the
+/// table is a fraction of items.jsonl: the whole MINT archive fits in a page.
 pub fn read_lines(path: &Path) -> Result<Lines> {
     let f = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut r = BufReader::with_capacity(1 << 20, f);
-    let mut out = Lines {
-        json: String::from("["),
-        ..Lines::default()
-    };
+    let mut table = Table::default();
+    let mut rows = String::from("[");
+    let (mut shown, mut total) = (0usize, 0usize);
     let mut line = String::new();
     let mut number = 0usize;
     loop {
@@ -120,37 +125,132 @@ pub fn read_lines(path: &Path) -> Result<Lines> {
             break;
         }
         number += 1;
-        let text = line.trim_end_matches(['\n', '\r']);
-        if text.trim().is_empty() {
+        if line.trim().is_empty() {
             continue;
         }
-        out.total += 1;
-        if out.json.len() + text.len() > MAX_EMBEDDED_BYTES {
+        total += 1;
+        if rows.len() + table.strings_len > MAX_EMBEDDED_BYTES {
             continue;
         }
-        serde_json::from_str::<serde::de::IgnoredAny>(text)
-            .map_err(|e| InputError::line(path, number, format!("not a JSON line: {e}")))?;
-        if out.shown > 0 {
-            out.json.push(',');
+        let v: Map<String, Value> = serde_json::from_str(&line)
+            .map_err(|e| InputError::line(path, number, format!("not a JSON object line: {e}")))?;
+        if shown > 0 {
+            rows.push(',');
         }
-        out.json.push_str(text);
-        out.shown += 1;
+        table.push_row(&mut rows, v);
+        shown += 1;
     }
-    out.json.push(']');
-    Ok(out)
+    rows.push(']');
+    let json = format!(
+        "{{\"columns\":{},\"strings\":{},\"rows\":{rows}}}",
+        Value::from(table.columns),
+        Value::from(table.strings)
+    );
+    Ok(Lines { json, shown, total })
+}
+
+/// The columns and strings of the table [`read_lines`] builds.
+#[derive(Default)]
+struct Table {
+    columns: Vec<String>,
+    column_of: HashMap<String, usize>,
+    strings: Vec<String>,
+    string_of: HashMap<String, usize>,
+    /// Bytes of the strings so far (their share of the page).
+    strings_len: usize,
+}
+
+impl Table {
+    /// One line as a row of cells, appended to `out`.
+    fn push_row(&mut self, out: &mut String, line: Map<String, Value>) {
+        let mut cells: Vec<Option<Value>> = vec![None; self.columns.len()];
+        for (k, v) in line {
+            let c = match self.column_of.get(&k) {
+                Some(&c) => c,
+                None => {
+                    self.columns.push(k.clone());
+                    self.column_of.insert(k, self.columns.len() - 1);
+                    cells.push(None);
+                    self.columns.len() - 1
+                }
+            };
+            cells[c] = Some(match v {
+                Value::String(s) => Value::from(self.intern(s)),
+                other => Value::Array(vec![other]),
+            });
+        }
+        out.push('[');
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match c {
+                Some(v) => out.push_str(&v.to_string()),
+                None => out.push_str("null"),
+            }
+        }
+        out.push(']');
+    }
+
+    fn intern(&mut self, s: String) -> usize {
+        if let Some(&i) = self.string_of.get(&s) {
+            return i;
+        }
+        self.strings_len += s.len() + 3;
+        self.strings.push(s.clone());
+        self.string_of.insert(s, self.strings.len() - 1);
+        self.strings.len() - 1
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The lines back from the table, as the page's script reads it.
+    fn decode(json: &str) -> Vec<Value> {
+        let t: Value = serde_json::from_str(json).unwrap();
+        let cols = t["columns"].as_array().unwrap();
+        t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| {
+                let mut m = Map::new();
+                for (c, cell) in cols.iter().zip(row.as_array().unwrap()) {
+                    match cell {
+                        Value::Null => continue,
+                        Value::Array(a) => m.insert(c.as_str().unwrap().into(), a[0].clone()),
+                        Value::Number(i) => m.insert(
+                            c.as_str().unwrap().into(),
+                            t["strings"][i.as_u64().unwrap() as usize].clone(),
+                        ),
+                        other => panic!("bad cell {other}"),
+                    };
+                }
+                Value::Object(m)
+            })
+            .collect()
+    }
+
     #[test]
-    fn lines_become_one_array_and_a_bad_line_is_named() {
+    fn lines_become_one_table_that_gives_them_back_and_a_bad_line_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("items.jsonl");
-        std::fs::write(&p, "{\"row\":1}\n\n{\"row\":2,\"t\":\"</script>\"}\n").unwrap();
+        let text = "{\"row\":1,\"m\":\"a\",\"x\":null}\n\n{\"row\":2,\"m\":\"a\",\"t\":\"</script>\",\"l\":[1,\"b\"]}\n";
+        std::fs::write(&p, text).unwrap();
         let l = read_lines(&p).unwrap();
-        assert_eq!(l.json, "[{\"row\":1},{\"row\":2,\"t\":\"</script>\"}]");
+        assert_eq!(
+            l.json,
+            "{\"columns\":[\"row\",\"m\",\"x\",\"t\",\"l\"],\"strings\":[\"a\",\"</script>\"],\
+             \"rows\":[[[1],0,[null]],[[2],0,null,1,[[1,\"b\"]]]]}"
+        );
+        let back: Vec<Value> = text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(decode(&l.json), back);
         assert_eq!((l.shown, l.total), (2, 2));
         std::fs::write(&p, "{\"row\":1}\n{\"row\":\n").unwrap();
         let e = read_lines(&p).unwrap_err();
