@@ -138,8 +138,11 @@ fn walk(
 /// The keys an estimate row shows.
 const ESTIMATE_KEYS: [&str; 6] = ["value", "n", "ci_low", "ci_high", "ci", "method"];
 
-/// `(value, low, high)` of an estimate object, if it is one.
-fn estimate(o: &Map<String, Value>) -> Option<(Option<f64>, Option<(f64, f64)>)> {
+/// An estimate's value (`None`: `null`) and interval (`None`: none).
+type Found = (Option<f64>, Option<(f64, f64)>);
+
+/// The value and interval of an estimate object, if it is one.
+fn estimate(o: &Map<String, Value>) -> Option<Found> {
     let value = o.get("value")?;
     if !(value.is_number() || value.is_null()) {
         return None;
