@@ -7,6 +7,7 @@ docs/img/report-items.png.
 
     scripts/browser/run.sh            # after scripts/browser/setup.sh and cargo build
 """
+import csv
 import json
 import os
 import shutil
@@ -218,6 +219,18 @@ class ReportHtml(unittest.TestCase):
             b.js("arguments[0].scrollIntoView(); arguments[0].querySelector('.list').scrollLeft = 0;"
                  " window.scrollBy(0, -60);", box)
             b.screenshot(REPO / "docs/img/report-items.png")
+
+    def test_a_grasp_item_shows_its_prompt_and_response_from_the_results_file(self):
+        with open(REPO / "tests/data/compare/grasp_b.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        b = self.load(self.runs["grasp"] / "report.html")
+        box = self.browser_of()
+        self.choose(box, "model", "Llama")
+        b.find("tbody tr", box)[4].click()
+        detail = b.one(".detail", box)
+        self.assertIn("Item ", detail.text)
+        self.assertEqual(b.one(".detail .response", box).text, rows[4]["response"].strip())
+        self.assertIn(rows[4]["prompt"], detail.text)
 
     def test_view_of_two_runs_shows_the_leaderboard(self):
         b = self.load(self.view)

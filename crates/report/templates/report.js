@@ -42,14 +42,16 @@
       model: function (it) { return it.model !== undefined ? it.model : it.group; },
       verdict: storyVerdict,
       group: function (it) { return it.group; },
-      detail: storyDetail
+      detail: storyDetail,
+      text: function (it, data) { return ((data.texts || {}).endings || {})[String(it.line)] || ""; }
     },
     grasp: {
       columns: ["row", "model", "scene", "test", "gt", "parsed", "verdict", "video_file"],
       model: function (it) { return it.label !== undefined ? it.label : it.model; },
       verdict: function (it) { return it.verdict; },
       group: function (it) { return it.test; },
-      detail: null
+      detail: graspDetail,
+      text: function (it, data) { return graspText(it, data).join(" "); }
     },
     muse: {
       columns: ["idx", "modality", "domains", "gold_tasks", "predicted_tasks", "verdict"],
@@ -149,6 +151,25 @@
     }
     var v = storyVerdict(it);
     para(box, "Verdict", v, v === "follows" ? "ok" : "bad");
+  }
+
+  // [prompt, response] of a GRASP item from the page's texts (empty where not found).
+  function graspText(it, data) {
+    var rows = ((data.texts || {}).rows || {})[it.model !== undefined ? it.model : ""] || {};
+    return rows[String(it.row)] || [];
+  }
+
+  function graspDetail(it, data, box) {
+    var t = graspText(it, data);
+    if (t.length) {
+      para(box, "Prompt", t[0]);
+      para(box, "Response", t[1], "text response");
+    } else {
+      box.appendChild(el("p", "muted", "The prompt and response are not in the page (the results file was not found as recorded, or the page's share of text was spent)."));
+    }
+    para(box, "Answer read (normalised)", shown(it.parsed));
+    para(box, "Gold", shown(it.gt));
+    para(box, "Verdict", it.verdict, it.verdict === "correct" ? "ok" : "bad");
   }
 
   function museDetail(it, data, box) {
@@ -290,8 +311,7 @@
 
     function haystack(r) {
       if (r.hay === null) {
-        var extra = "";
-        if (data.texts && data.texts.endings && r.it.line !== undefined) extra = data.texts.endings[String(r.it.line)] || "";
+        var extra = spec.text ? spec.text(r.it, data) : "";
         r.hay = (JSON.stringify(r.it) + " " + extra + " " + r.verdict + " " + r.group + " " + r.model).toLowerCase();
       }
       return r.hay;

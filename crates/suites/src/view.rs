@@ -54,10 +54,10 @@ pub fn page(opts: &ViewOptions) -> Result<String> {
         .zip(&labels)
         .map(|(dir, label)| {
             let doc = crate::merge::read_finished(dir, "finish it before viewing it")?;
-            let texts = if doc.suite == <crate::story::suite::Story as crate::suite::Suite>::NAME {
-                crate::story::texts::page_texts(&doc)
-            } else {
-                None
+            let texts = match doc.suite.as_str() {
+                "story" => crate::story::texts::page_texts(&doc),
+                "grasp" => crate::grasp::texts::page_texts(&doc),
+                _ => None,
             };
             RunData::read(dir, label.clone(), texts)
         })

@@ -125,7 +125,7 @@ pub(super) fn outputs_from(
         report,
         table,
         files,
-        texts: None,
+        texts: super::texts::page_texts(doc),
     })
 }
 
