@@ -79,3 +79,34 @@ fn is_jsonl(path: &Path) -> bool {
         Some("jsonl" | "ndjson")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scorekit_report::InputFile;
+
+    #[test]
+    fn prompts_and_responses_by_model_and_row_from_unchanged_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("a.csv");
+        std::fs::write(
+            &csv,
+            "scene,prompt,video_file,gt,response\nMovement,\"Is it, moving?\",v.mp4,yes,\"</script>\nYes\"\n",
+        )
+        .unwrap();
+        let yaml = dir.path().join("test_config.yaml");
+        std::fs::write(&yaml, "test: x\n").unwrap();
+        let mut doc = MetricsDoc::new("grasp");
+        doc.inputs = vec![
+            InputFile::hash(&csv).unwrap(),
+            InputFile::hash(&yaml).unwrap(),
+        ];
+        let t = page_texts(&doc).unwrap();
+        assert_eq!(
+            t["rows"][""]["1"],
+            json!(["Is it, moving?", "</script>\nYes"])
+        );
+        std::fs::write(&csv, "scene,prompt,video_file,gt,response\n").unwrap();
+        assert!(page_texts(&doc).is_none(), "an edited file gives no text");
+    }
+}
