@@ -11,13 +11,16 @@ Runs:
   mint-headline   `scorekit mint --outputs mint:headline` (4,102 real trajectories)
   mint-archive    `scorekit mint --outputs ARCHIVE` with --mint-archive, a copy of the upstream
                   archive's size (scripts/bench/make_mint_archive.py: 184,590 trajectories)
+  grasp-N         with --grasp-rows N, `scorekit grasp --test level2 --allow-unknown-scenes` on
+                  scripts/bench/grasp_rows.py's N-row file (synthetic: the page holds its first
+                  32 MiB of items and 16 MiB of responses)
   story-test-Nm   `scorekit story` on the test split (671 questions) with N models (--models,
                   default 8), model m answering question q with its option (q + m) mod 4, the
                   tiny BERT judge of the tests (scripts/same-outputs/make_inputs.py) and no
                   embedder
 
   build/browser-venv/bin/python scripts/bench/report_html.py [--scorekit target/release/scorekit]
-      [--mint-archive /work/mint-archive/1x] [--models 8] [--repeats 3] [--work /tmp/report-bench]
+      [--mint-archive /work/mint-archive/1x] [--grasp-rows 1000000] [--models 8] [--repeats 3] [--work /tmp/report-bench]
 """
 import argparse
 import json
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--scorekit", default=os.environ.get("SCOREKIT") or
                     str(default if default.exists() else REPO / "target/debug/scorekit"))
     ap.add_argument("--mint-archive")
+    ap.add_argument("--grasp-rows", type=int, default=0)
     ap.add_argument("--models", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--work", default="/tmp/report-bench")
@@ -78,6 +82,12 @@ def main():
     runs = [("mint-headline", ["mint", "--outputs", "mint:headline"])]
     if a.mint_archive:
         runs.append(("mint-archive", ["mint", "--outputs", a.mint_archive]))
+    if a.grasp_rows:
+        csv = work / f"grasp-{a.grasp_rows}.csv"
+        subprocess.run([sys.executable, str(REPO / "scripts/bench/grasp_rows.py"), str(csv),
+                        str(a.grasp_rows)], check=True, stdout=subprocess.DEVNULL)
+        runs.append((f"grasp-{a.grasp_rows}", ["grasp", "--responses", str(csv), "--test", "level2",
+                                               "--allow-unknown-scenes"]))
     runs.append((f"story-test-{a.models}m", ["story", "--dataset", "possible-stories:test",
                                              "--generations", str(gens), "--judge",
                                              str(work / "judge"), "--skip-embedder"]))
