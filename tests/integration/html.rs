@@ -217,3 +217,29 @@ fn view_refuses_a_folder_that_holds_no_run_by_name() {
         assert!(stderr(&o).contains(bad.to_str().unwrap()), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn two_mint_runs_of_the_real_trajectories_write_the_same_page() {
+    // MINT's report.md says how long the run took; the page leaves that line out.
+    let dir = tempfile::tempdir().unwrap();
+    let outputs = test_data("mint:headline", "data/outputs");
+    let mut pages = Vec::new();
+    for i in 0..2 {
+        let out = dir.path().join(i.to_string()).join("mint");
+        ok(&[
+            "mint",
+            "--outputs",
+            outputs.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]);
+        pages.push(std::fs::read(out.join("report.html")).unwrap());
+    }
+    assert!(pages[0] == pages[1], "the same run, the same bytes");
+    let page = String::from_utf8(pages.swap_remove(0)).unwrap();
+    assert!(!page.contains("read and tabulated in"));
+    let items = lines_of(&data_block(&page, "run0")["items"]);
+    assert_eq!(items.len(), 4102);
+    assert!(page.contains("<polyline"), "the SR_k curves");
+}
