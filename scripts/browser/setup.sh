@@ -7,7 +7,8 @@
 #   scripts/browser/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# 4.40.0: the newest whose dependencies (certifi, urllib3, trio) resolve on the package mirror CI uses.
+# 4.40.0: 4.52.0 (the newest) needs a certifi newer than this project's package index had
+# (2026-12-06); 4.40.0's dependencies resolve there.
 SELENIUM_VERSION=4.40.0
 VENV=build/browser-venv
 

@@ -25,7 +25,7 @@
   }
   function museVerdict(it) {
     if (it.missing_plan) return "no plan";
-    if (it.error) return "plan error";
+    if (it.plan_error) return "plan error";
     return ["TS", "FoT", "O"].map(function (m) { return m + (it[m.toLowerCase()] ? " ✓" : " ✗"); }).join(" ");
   }
   function storyVerdict(it) {
@@ -55,7 +55,7 @@
     },
     muse: {
       columns: ["idx", "modality", "domains", "gold_tasks", "predicted_tasks", "verdict"],
-      model: function (it) { return it.format; },
+      model: function () { return undefined; },
       verdict: museVerdict,
       group: function (it) { return (it.domains || []).join(", "); },
       detail: museDetail
@@ -178,6 +178,9 @@
     if (it.gold_edges) para(box, "Gold flow", (it.gold_edges || []).map(shown).join("; "));
     if (it.predicted_edges) para(box, "Planned flow", (it.predicted_edges || []).map(shown).join("; "));
     para(box, "Missing / extra tasks", shown(it.missing_tasks) + " / " + shown(it.extra_tasks));
+    if (it.violated_dependencies && it.violated_dependencies.length) para(box, "Violated dependencies", (it.violated_dependencies || []).map(shown).join("; "));
+    if (it.plan_error) para(box, "Plan error", it.plan_error);
+    para(box, "Final output", shown(it.final_outputs) + " (requested: " + shown(it.requested_output) + ")");
     para(box, "Verdict", museVerdict(it));
   }
 
