@@ -5,7 +5,8 @@
 //! auto-escaped template values or as JSON in a data block that the script puts in the page
 //! with `textContent`.
 //!
-//! - `folder`: a run folder read; `summary`: estimates, settings, inputs, warnings;
+//! - `folder`: a run folder read; `lines`: its JSON Lines files as a table; `summary`:
+//!   estimates, settings, inputs, warnings;
 //! - `charts`: the suites' charts from metrics.json (drawn by [`crate::svg`]);
 //! - `compare`: a comparison's leaderboard and paired tests; `escape`: JSON for a script block;
 //! - `page`: the templates of crates/report/templates/ filled.
@@ -14,11 +15,13 @@ mod charts;
 mod compare;
 mod escape;
 mod folder;
+mod lines;
 mod page;
 mod summary;
 
 pub use escape::script_json;
-pub use folder::{read_lines, Lines, RunData, MAX_EMBEDDED_BYTES};
+pub use folder::RunData;
+pub use lines::{read_lines, Lines, MAX_EMBEDDED_BYTES};
 
 use scorekit_core::error::Result;
 use serde_json::Value;

@@ -6,7 +6,8 @@
 use super::charts::{run_charts, Chart};
 use super::compare::CompareView;
 use super::escape::push_script_json;
-use super::folder::{Lines, RunData};
+use super::folder::RunData;
+use super::lines::Lines;
 use super::summary::{flatten, metric_rows, text, warnings, EstimateRow, FactRow, KeyValue};
 use scorekit_core::error::{Error, Result};
 use serde::Serialize;
