@@ -117,6 +117,14 @@ pub enum Command {
         after_help = "Example:\n  scorekit label out/story/to_label.jsonl\n  scorekit label labels.jsonl --dataset possible-stories:dev --out labels.html"
     )]
     Label(LabelArgs),
+    /// One self-contained HTML page of runs: charts, every item, a leaderboard of several runs.
+    #[command(
+        after_help = "A run, a merged run or a `scorekit compare` folder gives its own page (the report.html\n\
+                      it already holds); several runs of one suite on the same benchmark are shown side by side\n\
+                      under the leaderboard and paired tests of `scorekit compare`. The page needs no network.\n\n\
+                      Example:\n  scorekit view out/gpt4 out/llama --out leaderboard.html"
+    )]
+    View(ViewArgs),
     /// Train and evaluate multiple-choice judges (the IFSM judge).
     #[command(subcommand)]
     Judge(JudgeCommand),
@@ -843,7 +851,7 @@ pub struct CompareArgs {
     /// Names of the runs, comma-separated, one per --runs folder [default: the folders' names]
     #[arg(long, value_name = "A,B,...", value_delimiter = ',', help_heading = INPUT)]
     pub labels: Option<Vec<String>>,
-    /// Folder for metrics.json, report.md and tables.tex.
+    /// Folder for metrics.json, report.md, report.html and tables.tex.
     #[arg(long, value_name = "DIR", help_heading = OUTPUT)]
     pub out: PathBuf,
     /// Overwrite results already in --out.
@@ -880,6 +888,26 @@ pub struct LabelArgs {
     /// No progress bar (a --dataset download).
     #[arg(long, help_heading = OUTPUT)]
     pub quiet: bool,
+}
+
+/// `scorekit view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// Output folders of finished runs (or one `scorekit compare` folder).
+    #[arg(value_name = "DIR", num_args = 1.., required = true, help_heading = INPUT)]
+    pub dirs: Vec<PathBuf>,
+    /// Names of the runs, comma-separated, one per folder [default: the folders' names]
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',', help_heading = INPUT)]
+    pub labels: Option<Vec<String>>,
+    /// The page to write.
+    #[arg(long, value_name = "FILE", default_value = "report.html", help_heading = OUTPUT)]
+    pub out: PathBuf,
+    /// Bootstrap resamples of the leaderboard's intervals (several runs; 0 disables them).
+    #[arg(long, value_name = "N", default_value_t = 1000, help_heading = OUTPUT)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap (the page is the same for a seed).
+    #[arg(long, default_value_t = 0, help_heading = OUTPUT)]
+    pub seed: u64,
 }
 
 /// `scorekit merge`.

@@ -23,7 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / "../shared/data"
-OUT = Path(sys.argv[1])
+# Set from the command line; a test that imports this file for judge() sets it itself.
+OUT = Path(sys.argv[1]) if __name__ == "__main__" else None
 
 BINARY = ["Yes", "No.", "yes, the ball is moving.", "**No**", "(Yes) The statement is true.",
           "I cannot tell from the video.", "", "\u201cYes\u201d", "NA",
@@ -168,6 +169,7 @@ def mint():
     (d / "NOTES.txt").write_text("not a results file\n")
 
 
-grasp()
-mint()
-judge()
+if __name__ == "__main__":
+    grasp()
+    mint()
+    judge()

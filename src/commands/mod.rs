@@ -15,6 +15,7 @@ pub mod mint;
 pub mod models;
 pub mod muse;
 pub mod story;
+pub mod view;
 
 use crate::cli::Command;
 use scorekit_core::error::Result;
@@ -33,6 +34,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Merge(a) => merge::run(a),
         Command::Compare(a) => compare::run(a),
         Command::Label(a) => label::run(a),
+        Command::View(a) => view::run(a),
         Command::Judge(c) => judge::run(c),
         Command::Doctor(a) => doctor::run(a),
     }

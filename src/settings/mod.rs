@@ -9,7 +9,7 @@ pub mod train;
 
 use crate::cli::{
     CalibrationArgs, GraspArgs, JudgeEvalArgs, LabelArgs, MintArgs, ModelArgs, OptionOrders,
-    OutputArgs, ShotArgs, StoryArgs,
+    OutputArgs, ShotArgs, StoryArgs, ViewArgs,
 };
 use scorekit_core::error::Result;
 use scorekit_report::RunOptions;
@@ -41,6 +41,25 @@ pub fn run_options(args: &OutputArgs) -> Result<RunOptions> {
         seed: *seed,
         shard: *shard,
     })
+}
+
+/// `scorekit view`'s flags: the folders and the leaderboard's bootstrap for the suite's call,
+/// and the page's path.
+pub fn view(args: ViewArgs) -> (scorekit_suites::view::ViewOptions, PathBuf) {
+    let ViewArgs {
+        dirs,
+        labels,
+        out,
+        bootstrap,
+        seed,
+    } = args;
+    let opts = scorekit_suites::view::ViewOptions {
+        dirs,
+        labels,
+        bootstrap,
+        seed,
+    };
+    (opts, out)
 }
 
 /// A dataset argument resolved: the file to read, and the pinned dataset it came from

@@ -15,6 +15,7 @@ mod doctor;
 mod grasp;
 mod handover;
 mod help;
+mod html;
 mod judge_cli;
 mod labelling;
 mod layers;

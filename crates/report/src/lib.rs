@@ -1,11 +1,12 @@
-//! Output files of every scoring command: metrics.json, items.jsonl, report.md, and the suites'
-//! other files (CSV, LaTeX, SVG). The typed summaries that suites fill and these writers render
+//! Output files of every scoring command: metrics.json, items.jsonl, report.md, report.html, and
+//! the suites' other files (CSV, LaTeX, SVG). The typed summaries that suites fill and these writers render
 //! live here too, one module per suite, so that nothing here needs `suites/` (docs/architecture.md).
 
 mod bootstrap;
 pub mod compare;
 pub mod doctor;
 pub mod grasp;
+pub mod html;
 pub mod ifsm_corrected;
 pub mod judge;
 pub mod label_page;

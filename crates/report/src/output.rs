@@ -8,7 +8,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Files every scoring command writes; their presence means "results live here".
-const RESULT_FILES: [&str; 3] = ["metrics.json", "items.jsonl", "report.md"];
+const RESULT_FILES: [&str; 4] = ["metrics.json", "items.jsonl", "report.md", "report.html"];
 
 /// The marker of a run in progress: the run's identity (suite, version, inputs, models,
 /// settings, shard). Written before the first item, removed once metrics.json is in place.
@@ -206,7 +206,7 @@ impl OutputDir {
     }
 
     /// Write the final files of a run: items.jsonl (whole, in the single-run order), the
-    /// suite's other files, report.md, then metrics.json last, each atomically; then remove the
+    /// suite's other files, report.md, report.html, then metrics.json last, each atomically; then remove the
     /// run marker. A crash at any point leaves no metrics.json, or a complete one beside
     /// complete items and reports.
     pub fn finish(&self, items_jsonl: &[u8], outputs: &Outputs, metrics_json: &str) -> Result<()> {
@@ -231,6 +231,13 @@ impl OutputDir {
             self.write(name, body)?;
         }
         self.write("report.md", outputs.report.as_bytes())?;
+        // report.html: the page of the run, from the files just written (issue 52).
+        crate::html::write_run_page(
+            &self.path,
+            metrics_json,
+            &outputs.report,
+            outputs.texts.clone(),
+        )?;
         self.write(METRICS_FILE, metrics_json.as_bytes())?;
         let marker = self.join(RUN_FILE);
         if marker.exists() {
@@ -374,6 +381,9 @@ pub struct Outputs {
     pub table: String,
     /// Other files of the suite (name in the output folder, contents).
     pub files: Vec<(String, Vec<u8>)>,
+    /// The texts of the inputs the items point at, for report.html (story's passages,
+    /// questions, options and endings); `None` where the suite has none or did not find them.
+    pub texts: Option<Value>,
 }
 
 /// Top-level keys whose values differ between two run identities, for messages.

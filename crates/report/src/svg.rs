@@ -83,7 +83,7 @@ pub fn interval_chart(
             let y = y0 + 10.0 + 14.0 * k as f64;
             let c = COLOURS[k % COLOURS.len()];
             s.push_str(&format!(
-                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{c}\" stroke-width=\"2\"/><circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{c}\"><title>{}: {:.1} [{:.1}, {:.1}] n={}</title></circle>\n",
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{c}\" stroke-width=\"2\"/><circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{c}\"><title>{}: {:.1} [{:.1}, {:.1}]{}</title></circle>\n",
                 x(e.ci_low),
                 x(e.ci_high),
                 x(e.value),
@@ -91,7 +91,8 @@ pub fn interval_chart(
                 e.value * 100.0,
                 e.ci_low * 100.0,
                 e.ci_high * 100.0,
-                e.n
+                // n = 0: a value without items behind it (MINT's published SR_5 figures).
+                if e.n > 0 { format!(" n={}", e.n) } else { String::new() }
             ));
         }
     }

@@ -20,4 +20,5 @@ pub mod similarity;
 pub mod stats;
 pub mod story;
 pub mod suite;
+pub mod view;
 pub use similarity::cosine;

@@ -53,16 +53,64 @@ pub struct Compared {
     pub dir: OutputDir,
 }
 
-/// Compare the runs of `args` and write the comparison's files.
+/// A comparison computed, not yet written: its metrics.json, report.md, tables.tex and
+/// leaderboard chart.
+pub struct Comparison {
+    /// metrics.json (`suite: "compare"`).
+    pub metrics: Value,
+    /// metrics.json as text.
+    pub metrics_json: String,
+    /// report.md.
+    pub report_md: String,
+    /// tables.tex.
+    pub tables_tex: String,
+    /// leaderboard.svg.
+    pub chart_svg: String,
+}
+
+/// Compare the runs of `args` and write the comparison's files (report.html among them).
 pub fn compare(args: &CompareOptions) -> Result<Compared> {
-    if args.runs.is_empty() {
+    let c = comparison(
+        &args.runs,
+        args.labels.as_deref(),
+        args.bootstrap,
+        args.seed,
+    )?;
+    let dir = OutputDir::prepare(&args.out, args.force)?;
+    dir.write("tables.tex", c.tables_tex.as_bytes())?;
+    dir.write("leaderboard.svg", c.chart_svg.as_bytes())?;
+    dir.write("report.md", c.report_md.as_bytes())?;
+    let title = format!(
+        "scorekit compare: {}",
+        c.metrics["compared_suite"].as_str().unwrap_or("")
+    );
+    let page = scorekit_report::html::compare_page(&title, Some(&c.metrics), None, &[])?;
+    dir.write(scorekit_report::html::REPORT_HTML, page.as_bytes())?;
+    dir.write(METRICS_FILE, c.metrics_json.as_bytes())?;
+    Ok(Compared {
+        metrics_json: c.metrics_json,
+        report_md: c.report_md,
+        dir,
+    })
+}
+
+/// Compare the finished runs in `dirs` (named by `labels`, else by their folders' names) with
+/// `bootstrap` resamples seeded by `seed`: what `scorekit compare` writes, and `scorekit view`
+/// shows above several runs.
+pub fn comparison(
+    dirs: &[PathBuf],
+    labels: Option<&[String]>,
+    bootstrap: usize,
+    seed: u64,
+) -> Result<Comparison> {
+    if dirs.is_empty() {
         return Err(Error::usage(
             "--runs: name the output folders of the runs to compare",
         ));
     }
-    let labels = labels(args)?;
-    let runs = args
-        .runs
+    let given_labels = labels.is_some();
+    let labels = run_labels(dirs, labels)?;
+    let runs = dirs
         .iter()
         .zip(labels)
         .map(|(dir, label)| {
@@ -89,7 +137,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
         for (group, values) in observed {
             let name = if single {
                 r.label.clone()
-            } else if args.labels.is_some() {
+            } else if given_labels {
                 format!("{}/{group}", r.label)
             } else {
                 group.clone()
@@ -118,7 +166,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
         ));
     }
 
-    let mut comparisons = compare_all(&systems, suite.metrics, args.bootstrap, args.seed);
+    let mut comparisons = compare_all(&systems, suite.metrics, bootstrap, seed);
     let calibrations = runs
         .iter()
         .map(|r| (suite.calibration)(&r.doc))
@@ -143,7 +191,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
             .map(|((name, values), (from, _))| LeaderRow {
                 system: name.clone(),
                 run: from.clone(),
-                values: leaderboard_values(values, suite.metrics, args.bootstrap, args.seed),
+                values: leaderboard_values(values, suite.metrics, bootstrap, seed),
             })
             .collect(),
     };
@@ -175,7 +223,7 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
             "inputs": r.doc.inputs,
         })).collect::<Vec<_>>(),
         "benchmark": benchmark,
-        "settings": {"bootstrap": args.bootstrap, "seed": args.seed, "holm_over": comparisons.len()},
+        "settings": {"bootstrap": bootstrap, "seed": seed, "holm_over": comparisons.len()},
         "leaderboard": leaderboard,
         "comparisons": comparisons,
     });
@@ -189,38 +237,29 @@ pub fn compare(args: &CompareOptions) -> Result<Compared> {
         doc,
         &board,
         &comparisons,
-        args.bootstrap,
+        bootstrap,
         &corrected_notes,
         (&headlines, ranked),
     );
-    let tex = report::tables_tex(suite.name, &board, &comparisons);
-
-    let dir = OutputDir::prepare(&args.out, args.force)?;
-    dir.write("tables.tex", tex.as_bytes())?;
-    dir.write(
-        "leaderboard.svg",
-        report::leaderboard_chart(suite.name, &board).as_bytes(),
-    )?;
-    dir.write("report.md", report_md.as_bytes())?;
-    dir.write(METRICS_FILE, metrics_json.as_bytes())?;
-    Ok(Compared {
+    Ok(Comparison {
+        tables_tex: report::tables_tex(suite.name, &board, &comparisons),
+        chart_svg: report::leaderboard_chart(suite.name, &board),
+        metrics,
         metrics_json,
         report_md,
-        dir,
     })
 }
 
-/// One label per run: `--labels`, else each folder's name.
-fn labels(args: &CompareOptions) -> Result<Vec<String>> {
-    match &args.labels {
-        Some(l) if l.len() != args.runs.len() => Err(Error::usage(format!(
+/// One label per run: `labels` (`--labels`), else each folder's name.
+fn run_labels(dirs: &[PathBuf], labels: Option<&[String]>) -> Result<Vec<String>> {
+    match labels {
+        Some(l) if l.len() != dirs.len() => Err(Error::usage(format!(
             "--labels names {} run(s) but --runs gives {}",
             l.len(),
-            args.runs.len()
+            dirs.len()
         ))),
         Some(l) => Ok(l.iter().map(|s| s.trim().to_string()).collect()),
-        None => Ok(args
-            .runs
+        None => Ok(dirs
             .iter()
             .map(|d| {
                 d.file_name()

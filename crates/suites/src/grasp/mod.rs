@@ -15,6 +15,7 @@ pub mod rules;
 pub mod semantic;
 pub mod suite;
 pub mod table2;
+pub mod texts;
 
 use rules::{binary_answer, binary_verdict, judge_open, open_labels, Answer, OpenError, Verdict};
 pub use scorekit_report::grasp::{

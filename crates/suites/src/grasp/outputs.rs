@@ -125,6 +125,7 @@ pub(super) fn outputs_from(
         report,
         table,
         files,
+        texts: super::texts::page_texts(doc),
     })
 }
 

@@ -150,6 +150,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         report,
         table,
         files,
+        texts: super::texts::page_texts(doc),
     })
 }
 

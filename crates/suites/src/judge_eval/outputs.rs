@@ -64,6 +64,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [EvalItem]) -> Result<Outputs> 
         report: eval_report(&m),
         table: format!("{}\n", eval_table(&m)),
         files: Vec::new(),
+        texts: None,
     })
 }
 

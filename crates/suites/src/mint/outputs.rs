@@ -123,6 +123,7 @@ pub fn render(doc: &mut MetricsDoc, totals: Totals) -> Result<(Outputs, Duration
         table: report.clone(),
         report,
         files,
+        texts: None,
     };
     Ok((outputs, bootstrap_time))
 }

@@ -55,5 +55,6 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         report,
         table,
         files,
+        texts: None,
     })
 }

@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod scoring;
 pub mod suite;
+pub mod texts;
 
 use scorekit_core::error::InputError;
 use scorekit_io::Record;

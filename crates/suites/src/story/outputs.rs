@@ -122,6 +122,7 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         report,
         table,
         files: story_files(&results),
+        texts: super::texts::page_texts(doc),
     })
 }
 
