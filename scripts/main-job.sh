@@ -73,4 +73,4 @@ fi
 echo "== compare: paired tests between the MINT configurations and between the story's two endings"
 $sk compare --runs "$OUT/mint" --out "$OUT/mint-compare" --force >/dev/null
 $sk compare --runs "$OUT/story" --out "$OUT/story-compare" --force
-echo "Results: $OUT/{mint,muse,story,mint-compare,story-compare}/ (metrics.json, items.jsonl, report.md)"
+echo "Results: $OUT/{mint,muse,story,mint-compare,story-compare}/ (metrics.json, items.jsonl, report.md, report.html: open it in a browser)"
