@@ -7,11 +7,13 @@ use scorekit_core::error::Result;
 
 /// Run `scorekit doctor`.
 pub fn run(args: DoctorArgs) -> Result<()> {
-    let report = doctor::gather(Options {
-        offline: args.offline,
-        verify: args.verify,
-    })?;
-    if args.json {
+    let DoctorArgs {
+        offline,
+        verify,
+        json,
+    } = args;
+    let report = doctor::gather(Options { offline, verify })?;
+    if json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| anyhow::anyhow!("doctor report does not serialise: {e}"))?;
         println!("{text}");

@@ -4,6 +4,7 @@
 
 use crate::cli::EmbedArgs;
 use crate::model_runtime::ModelRuntime;
+use crate::settings::embed::EmbedFlags;
 use scorekit_core::error::{Error, Result};
 use scorekit_io::read_sentences;
 use scorekit_report::{atomic_write, InputFile};
@@ -114,6 +115,7 @@ fn body(
 
 /// Run `scorekit embed`.
 pub fn run(args: EmbedArgs) -> Result<()> {
+    let args = crate::settings::embed::embed(args);
     let format = format_of(&args.output)?;
     let meta_file = meta_path(&args.output);
     if !args.force {
@@ -157,7 +159,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
 /// `--shard I/N`: this shard's sentences, by their id (ids and order kept in the outputs).
 fn shard_part(
-    args: &EmbedArgs,
+    args: &EmbedFlags,
     (ids, texts): (Vec<serde_json::Value>, Vec<String>),
 ) -> Result<(Vec<serde_json::Value>, Vec<String>)> {
     let (ids, texts): (Vec<serde_json::Value>, Vec<String>) = ids
@@ -180,7 +182,7 @@ fn shard_part(
 
 /// What `<output>.meta.json` records (the ids are added last).
 fn metadata(
-    args: &EmbedArgs,
+    args: &EmbedFlags,
     rt: &ModelRuntime,
     embedder: &Embedder,
     model_ref: &scorekit_report::ModelRef,

@@ -3,6 +3,7 @@
 //! does not compile until it is handled here.
 
 pub mod bench;
+pub mod embed;
 pub mod letter;
 pub mod muse;
 pub mod train;
