@@ -137,6 +137,10 @@ impl LentModels for Lent<'_> {
                     .map(|a| a.text)
                     .collect())
             }),
+            Some(AnyJudge::Decoder(j)) => self.on_bar(prompts.len(), |p| {
+                let verdicts = j.verdicts(prompts, self.batch_tokens, p)?;
+                Ok(verdicts.iter().map(|v| v.letter().to_string()).collect())
+            }),
             _ => Err(Error::Internal(anyhow::anyhow!("no letter judge is lent"))),
         }
     }
@@ -156,12 +160,14 @@ impl LentModels for Lent<'_> {
 }
 
 /// Load the judge `model` on the runtime's device, dtype and engine (`max_length` caps its
-/// inputs; `follow_label` is a binary judge's "follows" label), with its card.
+/// inputs; `follow_label` is a binary judge's "follows" label; `system_prompt` a decoder
+/// judge's system message), with its card.
 pub fn load_judge(
     model: &ResolvedModel,
     rt: &ModelRuntime,
     max_length: Option<usize>,
     follow_label: Option<&str>,
+    system_prompt: Option<&str>,
 ) -> Result<LoadedJudge> {
     let judge = AnyJudge::load(
         &model.dir,
@@ -170,6 +176,7 @@ pub fn load_judge(
         max_length,
         follow_label,
         &rt.engine,
+        system_prompt,
     )?;
     let model_ref = model.model_ref()?;
     eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
@@ -183,7 +190,7 @@ pub fn load_judge(
             },
             max_length: j.max_length(),
         },
-        AnyJudge::Letter(_) => JudgeKind::Letter,
+        AnyJudge::Letter(_) | AnyJudge::Decoder(_) => JudgeKind::Letter,
     };
     let card = JudgeCard {
         model: model_ref,
@@ -196,6 +203,7 @@ pub fn load_judge(
         dtype: format!("{:?}", rt.dtype),
         quantize: rt.quantize_setting(),
         tf32: rt.tf32,
+        system_prompt: system_prompt.map(str::to_string),
     };
     Ok(LoadedJudge { judge, card })
 }
@@ -233,7 +241,7 @@ impl LentModels for OwnedEmbedder {
 pub fn models(judge: Option<&AnyJudge>, embedder: bool) -> Models {
     Models {
         scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
-        letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
+        letter_judge: matches!(judge, Some(AnyJudge::Letter(_) | AnyJudge::Decoder(_))),
         embedder,
     }
 }

@@ -48,6 +48,17 @@ pub fn shots_block(a: &ShotArgs, letter_judge: bool) -> Result<String> {
     Ok(letter::shots_block(&demos, a.shot_answers))
 }
 
+/// `--system-prompt`: a decoder judge's system message (the runtime refuses it for any other
+/// judge); an empty one is refused here, since templates render it differently from none.
+pub fn system_prompt(a: &ShotArgs) -> Result<Option<&str>> {
+    match a.system_prompt.as_deref() {
+        Some(s) if s.trim().is_empty() => Err(Error::usage(
+            "--system-prompt: empty; leave the flag out for no system message",
+        )),
+        other => Ok(other),
+    }
+}
+
 /// The protocol a letter judge's verdicts depend on, for metrics.json and report.md.
 pub fn letter_protocol(a: &ShotArgs) -> LetterProtocol {
     let shots = if a.shots == 0 {

@@ -32,6 +32,8 @@ pub struct JudgeCard {
     pub quantize: Option<String>,
     /// TF32 products on CUDA.
     pub tf32: bool,
+    /// A decoder judge's system message (`--system-prompt`), which changes its prompts.
+    pub system_prompt: Option<String>,
 }
 
 /// What a lent embedder is, for results.
@@ -96,7 +98,7 @@ impl JudgeCard {
             JudgeKind::Scoring { max_length, .. } => Some(max_length),
             JudgeKind::Letter => None,
         };
-        json!({
+        let mut identity = json!({
             "judge": {"id": self.model.id, "revision": self.model.revision, "sha256": self.model.sha256},
             "arch": self.arch,
             "engine": self.engine,
@@ -109,7 +111,13 @@ impl JudgeCard {
             "shots": shots,
             "cyclic": cyclic,
             "dataset_sha256": dataset_sha256,
-        })
+        });
+        // Only where set, so the identities (and calibration caches) of every other judge stay
+        // as they were.
+        if let Some(system) = &self.system_prompt {
+            identity["system_prompt"] = json!(system);
+        }
+        identity
     }
 }
 
