@@ -133,6 +133,18 @@ pub struct Models {
     pub embedder: bool,
 }
 
+/// A letter judge's answer with, where the judge reads letters from its logits (a decoder
+/// judge), the letters' scores.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScoredAnswer {
+    /// The answer text (the letter picked, for a decoder judge).
+    pub text: String,
+    /// The next-token logits of A, B, C, D.
+    pub letter_logits: Option<[f32; 4]>,
+    /// The four letters' probability among all tokens.
+    pub letter_mass: Option<f32>,
+}
+
 /// What a suite may ask of the models lent to it. A request for a kind that is not lent is an
 /// internal error (the suite asked without checking [`LentModels::models`]).
 pub trait LentModels {
@@ -147,6 +159,19 @@ pub trait LentModels {
     /// A letter judge's decoded answer to each prompt.
     fn answer(&mut self, _prompts: &[String]) -> Result<Vec<String>> {
         Err(not_lent("a letter judge"))
+    }
+
+    /// [`LentModels::answer`] with the letters' scores where the judge has them (default:
+    /// the answers alone).
+    fn answer_scored(&mut self, prompts: &[String]) -> Result<Vec<ScoredAnswer>> {
+        Ok(self
+            .answer(prompts)?
+            .into_iter()
+            .map(|text| ScoredAnswer {
+                text,
+                ..ScoredAnswer::default()
+            })
+            .collect())
     }
 
     /// The embedding of each text.
