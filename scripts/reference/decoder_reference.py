@@ -27,6 +27,8 @@ Writes tests/data/decoder/<name>/ for each layout below:
                          position ids as `generate` computes them), and with a system prompt where
                          the template takes one.
 
+Set up (once, beside chat_templates.py's venv):
+    build/ref-venv/bin/pip install transformers==4.57.1 torch==2.5.1 tokenizers==0.22.2 numpy==2.4.6
 Run: build/ref-venv/bin/python scripts/reference/decoder_reference.py [NAME...]
 (from the repository root; needs torch 2.5.1, transformers 4.57.1, tokenizers; the dev split
 from ../shared/data or target/test-data).

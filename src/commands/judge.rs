@@ -8,7 +8,7 @@ use crate::lent::{self, Lent, Progress};
 use crate::model_runtime::ModelRuntime;
 use crate::settings::letter::{setup, system_prompt};
 use scorekit_core::error::Result;
-use scorekit_runtime::judge::is_letter_judge;
+use scorekit_runtime::judge::letter_reading;
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::judge_train::{self, QuestionPairs, TrainData, Trained};
 use scorekit_suites::judge_data::read_questions;
@@ -86,7 +86,7 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let prepared = judge_eval::pipeline::prepare(&input)?;
     let rt = ModelRuntime::new(&a.model, input.out.quiet)?;
     let model = rt.resolve(&input.judge, JUDGE_FILES)?;
-    let letter = Some(is_letter_judge(&model.dir));
+    let letter = Some(letter_reading(&model.dir));
     let setup = setup(&rt, a.option_orders, &a.shots, letter)?;
     let judge = lent::load_judge(
         &model,

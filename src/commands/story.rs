@@ -9,7 +9,7 @@ use crate::model_runtime::ModelRuntime;
 use crate::settings;
 use crate::settings::letter::{setup, system_prompt};
 use scorekit_core::error::Result;
-use scorekit_runtime::judge::is_letter_judge;
+use scorekit_runtime::judge::letter_reading;
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_suites::story::pipeline::{self, Input};
 
@@ -32,7 +32,7 @@ pub fn run(args: StoryArgs) -> Result<()> {
         .map(|j| rt.resolve(&j, JUDGE_FILES))
         .transpose()?;
     let embedder = args.embedder.map(|e| rt.resolve_embedder(&e)).transpose()?;
-    let letter = judge.as_ref().map(|m| is_letter_judge(&m.dir));
+    let letter = judge.as_ref().map(|m| letter_reading(&m.dir));
     let setup = setup(&rt, args.option_orders, &args.shots, letter)?;
     let judge = judge
         .map(|m| {

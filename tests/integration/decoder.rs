@@ -296,6 +296,14 @@ fn judge_eval_picks_equal_transformers_on_the_dev_split() {
         }
         let m = read_json(&out.join("metrics.json"));
         assert_eq!(m["settings"]["judge_kind"], "decoder-letter", "{name}");
+        let decoding = m["settings"]["letter"]["judge_decoding"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            decoding.starts_with("one forward pass"),
+            "{}",
+            m["settings"]["letter"]
+        );
     }
 }
 

@@ -44,6 +44,42 @@ pub enum AnyJudge {
     Decoder(crate::decoder_judge::DecoderJudge),
 }
 
+/// How a letter judge's answer becomes a pick, for metrics.json's letter protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LetterReading {
+    /// How the answer is produced.
+    pub decoding: String,
+    /// How the pick is read from it.
+    pub pick: String,
+}
+
+/// The [`LetterReading`] of the letter judge in model folder `dir` (`None`: not a letter
+/// judge): T5's greedy generation, or a decoder's next-token logits of the four letters.
+pub fn letter_reading(dir: &Path) -> Option<LetterReading> {
+    if crate::decoder_judge::is_decoder_judge(dir) {
+        return Some(LetterReading {
+            decoding: "one forward pass of the prompt rendered through the model's chat template \
+                       (tokenized without special tokens), no generation"
+                .into(),
+            pick: "the letter among A B C D whose single token has the largest next-token logit \
+                   at the prompt's last token"
+                .into(),
+        });
+    }
+    crate::letter_judge::is_letter_judge(dir).then(t5_reading)
+}
+
+/// T5's reading: run_llm.py's greedy generation, the first letter of the answer.
+pub fn t5_reading() -> LetterReading {
+    LetterReading {
+        decoding: format!(
+            "greedy, max_length {} (the start token included), stop at </s>",
+            crate::letter_judge::MAX_LENGTH
+        ),
+        pick: "the first character of the decoded answer among A B C D; none is wrong".into(),
+    }
+}
+
 /// Whether the model folder `dir` holds a judge that answers with a letter: a T5 / Flan-T5
 /// (`letter_judge`) or a decoder-only model (`decoder_judge`).
 pub fn is_letter_judge(dir: &Path) -> bool {
