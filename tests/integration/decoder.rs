@@ -399,3 +399,51 @@ fn broken_decoder_folders_exit_2_naming_the_file_and_field() {
     let r = eval(&gemma, &["--system-prompt", "Be brief."]);
     assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
 }
+
+/// A prompt longer than the context keeps its last tokens, is counted, and still gets a verdict
+/// (every position within the context); `judge eval` warns about it.
+#[test]
+fn prompts_longer_than_the_context_keep_their_last_tokens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = decoder_folder("qwen3", &tmp.path().join("full"), false);
+    let short = decoder_folder("qwen3", &tmp.path().join("short"), false);
+    let mut cfg = read_json(&short.join("config.json"));
+    cfg["max_position_embeddings"] = json!(64);
+    std::fs::write(short.join("config.json"), cfg.to_string()).unwrap();
+    let load = |d: &Path| {
+        DecoderJudge::load(d, &candle_core::Device::Cpu, candle_core::DType::F32, None).unwrap()
+    };
+    let (full, short_judge) = (load(&full), load(&short));
+    let prompts = dev_prompts()[..3].to_vec();
+    let whole = full.encode(&prompts).unwrap();
+    let cut = short_judge.encode(&prompts).unwrap();
+    for ((ids, was_cut), (all, _)) in cut.iter().zip(&whole) {
+        assert!(*was_cut && all.len() > 64);
+        assert_eq!(ids[..], all[all.len() - 64..]);
+    }
+    let bar = indicatif::ProgressBar::hidden();
+    let verdicts = short_judge.verdicts(&prompts, 4096, &bar).unwrap();
+    assert!(verdicts.iter().all(|v| v.truncated));
+    assert_eq!(short_judge.truncated(), 3);
+    let dev = crate::letter::dev_head(tmp.path(), 3);
+    let out = tmp.path().join("eval");
+    let r = run(&[
+        "judge",
+        "eval",
+        "--judge",
+        short.to_str().unwrap(),
+        "--dataset",
+        dev.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--quiet",
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("prompts were longer than the judge's context"),
+        "{}",
+        stderr(&r)
+    );
+}

@@ -41,7 +41,7 @@ pub enum AnyJudge {
     Letter(crate::letter_judge::LetterJudge),
     /// A decoder-only chat model asked the prompt through its chat template, its letter read
     /// from the next-token logits of A–D.
-    Decoder(crate::decoder_judge::DecoderJudge),
+    Decoder(Box<crate::decoder_judge::DecoderJudge>),
 }
 
 /// How a letter judge's answer becomes a pick, for metrics.json's letter protocol.
@@ -128,7 +128,7 @@ impl AnyJudge {
             }
             let judge =
                 crate::decoder_judge::DecoderJudge::load(dir, device, dtype, system_prompt)?;
-            return Ok(AnyJudge::Decoder(judge));
+            return Ok(AnyJudge::Decoder(Box::new(judge)));
         }
         if crate::letter_judge::is_letter_judge(dir) {
             if let Some(label) = follow_label {

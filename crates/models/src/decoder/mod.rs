@@ -343,3 +343,97 @@ pub fn layer_windows(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(json: &str) -> Result<DecoderConfig> {
+        let raw: Map<String, Value> = serde_json::from_str(json).unwrap();
+        let model_type = raw["model_type"].as_str().unwrap().to_string();
+        family(&model_type)
+            .unwrap()
+            .config(raw, Path::new("config.json"))
+    }
+
+    const DIMS: &str = r#""vocab_size": 100, "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 4, "num_attention_heads": 4"#;
+
+    #[test]
+    fn each_family_fills_transformers_defaults() {
+        let llama = config(&format!(r#"{{"model_type": "llama", {DIMS}}}"#)).unwrap();
+        assert_eq!((llama.num_kv_heads, llama.head_dim), (4, 16));
+        assert!(!llama.tie_word_embeddings && !llama.qkv_bias);
+        assert_eq!(llama.sliding_windows, vec![None; 4]);
+        // Mistral: 4096 when absent, none when null.
+        let absent = config(&format!(
+            r#"{{"model_type": "mistral", "num_key_value_heads": 2, {DIMS}}}"#
+        ))
+        .unwrap();
+        assert_eq!(absent.sliding_windows, vec![Some(4096); 4]);
+        let null = config(&format!(
+            r#"{{"model_type": "mistral", "sliding_window": null, "num_key_value_heads": 1, {DIMS}}}"#
+        ))
+        .unwrap();
+        assert_eq!(null.sliding_windows, vec![None; 4]);
+        // Gemma 2: sliding on layers 0 and 2, head_dim 256, tied, capped, (1 + w) norms.
+        let gemma = config(&format!(
+            r#"{{"model_type": "gemma2", "num_key_value_heads": 2, {DIMS}}}"#
+        ))
+        .unwrap();
+        assert_eq!(
+            gemma.sliding_windows,
+            vec![Some(4096), None, Some(4096), None]
+        );
+        assert_eq!(gemma.head_dim, 256);
+        assert!(gemma.tie_word_embeddings && gemma.norm_plus_one && gemma.embed_scale);
+        assert_eq!(
+            (gemma.attn_softcap, gemma.final_softcap),
+            (Some(50.0), Some(30.0))
+        );
+        assert_eq!(gemma.attn_scaling, 256f64.powf(-0.5));
+        // Qwen2: biases; sliding only from max_window_layers on, and only when asked.
+        let qwen = config(&format!(
+            r#"{{"model_type": "qwen2", "num_key_value_heads": 2, "use_sliding_window": true,
+                "sliding_window": 32, "max_window_layers": 2, {DIMS}}}"#
+        ))
+        .unwrap();
+        assert!(qwen.qkv_bias && !qwen.o_bias);
+        assert_eq!(qwen.sliding_windows, vec![None, None, Some(32), Some(32)]);
+        let qwen3 = config(&format!(
+            r#"{{"model_type": "qwen3", "num_key_value_heads": 2, {DIMS}}}"#
+        ))
+        .unwrap();
+        assert!(qwen3.qk_norm && !qwen3.qkv_bias);
+        assert_eq!(qwen3.head_dim, 128);
+        let phi = config(&format!(r#"{{"model_type": "phi3", {DIMS}}}"#)).unwrap();
+        assert_eq!(phi.layout, Layout::Fused);
+        assert_eq!(phi.rms_norm_eps, 1e-5);
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let e = config(&format!(
+            r#"{{"model_type": "llama", "num_key_value_heads": 3, {DIMS}}}"#
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("num_key_value_heads"), "{e}");
+        let e = config(&format!(
+            r#"{{"model_type": "gemma2", "layer_types": ["full_attention"], {DIMS}}}"#
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("layer_types"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, r#"{"model_type": "gpt_neox"}"#).unwrap();
+        let e = read_decoder_config(&path).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("gpt_neox"));
+        assert!(is_decoder_config(
+            &serde_json::json!({"architectures": ["GPTNeoXForCausalLM"]})
+        ));
+        assert!(!is_decoder_config(&serde_json::json!({"model_type": "t5"})));
+    }
+}

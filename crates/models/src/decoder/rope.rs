@@ -135,7 +135,8 @@ fn llama3(inv_freq: &mut [f32], factor: f64, low: f64, high: f64, old_context: f
         };
         let smooth = (old / wavelen - low) / (high - low);
         let smoothed = (1.0 - smooth) * scaled / factor + smooth * scaled;
-        let medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+        // `~(wavelen < high) * ~(wavelen > low)`; wavelengths are finite and positive.
+        let medium = wavelen >= high_wavelen && wavelen <= low_wavelen;
         *f = if medium { smoothed } else { scaled };
     }
 }
