@@ -304,7 +304,7 @@ pub struct ShotArgs {
     #[arg(long, value_enum, default_value_t = ShotAnswers::Letters)]
     pub shot_answers: ShotAnswers,
     /// A decoder (chat model) judge's system message, before the question in its chat template
-    /// (none by default).
+    /// (omitted: no system message).
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,
 }
