@@ -447,3 +447,36 @@ fn prompts_longer_than_the_context_keep_their_last_tokens() {
         stderr(&r)
     );
 }
+
+/// `--dtype bf16` loads the weights in bf16 and runs the layers in it (norms and softmax in
+/// f32): its letter logits stay near f32's, and its picks equal f32's wherever f32's best
+/// letter leads by more than that distance.
+#[test]
+fn bf16_letter_logits_stay_near_f32() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["llama", "gemma2"] {
+        let dir = decoder_folder(name, tmp.path(), false);
+        let load =
+            |dtype| DecoderJudge::load(&dir, &candle_core::Device::Cpu, dtype, None).unwrap();
+        let prompts = dev_prompts()[..40].to_vec();
+        let bar = indicatif::ProgressBar::hidden();
+        let f32s = load(candle_core::DType::F32)
+            .verdicts(&prompts, 4096, &bar)
+            .unwrap();
+        let bf16s = load(candle_core::DType::BF16)
+            .verdicts(&prompts, 4096, &bar)
+            .unwrap();
+        let mut worst = 0f32;
+        for (a, b) in f32s.iter().zip(&bf16s) {
+            let d = max_diff(&a.letter_logits, &b.letter_logits);
+            worst = worst.max(d);
+            let mut sorted = a.letter_logits;
+            sorted.sort_by(|x, y| y.total_cmp(x));
+            if sorted[0] - sorted[1] > 2.0 * d {
+                assert_eq!(a.pick, b.pick, "{name}");
+            }
+        }
+        assert!(worst < 0.1, "{name}: bf16 letter logits {worst} from f32's");
+        eprintln!("{name}: bf16 letter logits within {worst:.3} of f32");
+    }
+}
