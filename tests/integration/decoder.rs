@@ -125,6 +125,7 @@ fn parity(name: &str, sharded: bool) {
         &candle_core::Device::Cpu,
         candle_core::DType::F32,
         None,
+        None,
     )
     .unwrap();
     let letter_ids: Vec<u32> = serde_json::from_value(reference["letter_ids"].clone()).unwrap();
@@ -201,6 +202,7 @@ fn parity(name: &str, sharded: bool) {
             &candle_core::Device::Cpu,
             candle_core::DType::F32,
             Some(system),
+            None,
         )
         .unwrap();
         let want = reference["system"].as_array().unwrap();
@@ -405,15 +407,22 @@ fn broken_decoder_folders_exit_2_naming_the_file_and_field() {
 #[test]
 fn prompts_longer_than_the_context_keep_their_last_tokens() {
     let tmp = tempfile::tempdir().unwrap();
-    let full = decoder_folder("qwen3", &tmp.path().join("full"), false);
+    let full_dir = decoder_folder("qwen3", &tmp.path().join("full"), false);
     let short = decoder_folder("qwen3", &tmp.path().join("short"), false);
     let mut cfg = read_json(&short.join("config.json"));
     cfg["max_position_embeddings"] = json!(64);
     std::fs::write(short.join("config.json"), cfg.to_string()).unwrap();
     let load = |d: &Path| {
-        DecoderJudge::load(d, &candle_core::Device::Cpu, candle_core::DType::F32, None).unwrap()
+        DecoderJudge::load(
+            d,
+            &candle_core::Device::Cpu,
+            candle_core::DType::F32,
+            None,
+            None,
+        )
+        .unwrap()
     };
-    let (full, short_judge) = (load(&full), load(&short));
+    let (full, short_judge) = (load(&full_dir), load(&short));
     let prompts = dev_prompts()[..3].to_vec();
     let whole = full.encode(&prompts).unwrap();
     let cut = short_judge.encode(&prompts).unwrap();
@@ -426,26 +435,34 @@ fn prompts_longer_than_the_context_keep_their_last_tokens() {
     assert!(verdicts.iter().all(|v| v.truncated));
     assert_eq!(short_judge.truncated(), 3);
     let dev = crate::letter::dev_head(tmp.path(), 3);
-    let out = tmp.path().join("eval");
-    let r = run(&[
-        "judge",
-        "eval",
-        "--judge",
-        short.to_str().unwrap(),
-        "--dataset",
-        dev.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--device",
-        "cpu",
-        "--quiet",
-    ]);
-    assert!(r.status.success(), "{}", stderr(&r));
-    assert!(
-        stderr(&r).contains("prompts were longer than the judge's context"),
-        "{}",
-        stderr(&r)
-    );
+    // `judge eval` warns; `--max-length` cuts the same way below the model's own context.
+    for (judge, extra) in [(&short, None), (&full_dir, Some("64"))] {
+        let out = tmp.path().join("eval");
+        let mut args = vec![
+            "judge",
+            "eval",
+            "--judge",
+            judge.to_str().unwrap(),
+            "--dataset",
+            dev.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--force",
+        ];
+        if let Some(n) = extra {
+            args.extend(["--max-length", n]);
+        }
+        let r = run(&args);
+        assert!(r.status.success(), "{}", stderr(&r));
+        assert!(
+            stderr(&r).contains("prompts were longer than the judge's context"),
+            "{}",
+            stderr(&r)
+        );
+    }
 }
 
 /// `--dtype bf16` loads the weights in bf16 and runs the layers in it (norms and softmax in
@@ -457,7 +474,7 @@ fn bf16_letter_logits_stay_near_f32() {
     for name in ["llama", "gemma2"] {
         let dir = decoder_folder(name, tmp.path(), false);
         let load =
-            |dtype| DecoderJudge::load(&dir, &candle_core::Device::Cpu, dtype, None).unwrap();
+            |dtype| DecoderJudge::load(&dir, &candle_core::Device::Cpu, dtype, None, None).unwrap();
         let prompts = dev_prompts()[..40].to_vec();
         let bar = indicatif::ProgressBar::hidden();
         let f32s = load(candle_core::DType::F32)

@@ -75,12 +75,14 @@ impl DecoderJudge {
     /// Load a decoder folder: config.json (an unsupported family, rope type or activation is
     /// refused naming the field), tokenizer.json, the chat template if any, the weights in any of
     /// the Hub's forms (shards behind their index). Everything is checked before any scoring:
-    /// each letter must be one token, a system prompt needs a chat template.
+    /// each letter must be one token, a system prompt needs a chat template. `max_length`
+    /// (`--max-length`) caps the context below the model's own.
     pub fn load(
         dir: &Path,
         device: &Device,
         dtype: DType,
         system_prompt: Option<&str>,
+        max_length: Option<usize>,
     ) -> Result<DecoderJudge> {
         let config_path = dir.join("config.json");
         let cfg = read_decoder_config(&config_path)?;
@@ -99,7 +101,7 @@ impl DecoderJudge {
             format!("{dtype:?}").to_lowercase()
         );
         Ok(DecoderJudge {
-            context: cfg.max_positions,
+            context: max_length.map_or(cfg.max_positions, |m| m.clamp(1, cfg.max_positions)),
             model,
             tokenizer,
             template,
@@ -125,7 +127,7 @@ impl DecoderJudge {
         self.letter_ids
     }
 
-    /// Tokens a prompt may have (the model's `max_position_embeddings`).
+    /// Tokens a prompt may have (the model's `max_position_embeddings`, or `--max-length`).
     pub fn context(&self) -> usize {
         self.context
     }

@@ -126,8 +126,13 @@ impl AnyJudge {
                     dir.display()
                 )));
             }
-            let judge =
-                crate::decoder_judge::DecoderJudge::load(dir, device, dtype, system_prompt)?;
+            let judge = crate::decoder_judge::DecoderJudge::load(
+                dir,
+                device,
+                dtype,
+                system_prompt,
+                max_length,
+            )?;
             return Ok(AnyJudge::Decoder(Box::new(judge)));
         }
         if crate::letter_judge::is_letter_judge(dir) {
