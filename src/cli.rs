@@ -317,6 +317,10 @@ pub struct ShotArgs {
     /// bug: the gold label's number, and nothing for label 0).
     #[arg(long, value_enum, default_value_t = ShotAnswers::Letters)]
     pub shot_answers: ShotAnswers,
+    /// A decoder (chat model) judge's system message, before the question in its chat template
+    /// (omitted: no system message).
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
 }
 
 /// Which option orders a letter judge is asked (`--option-orders`).

@@ -11,7 +11,9 @@ use scorekit_core::progress::bar;
 use scorekit_runtime::embedder::Embedder;
 use scorekit_runtime::judge::{AnyJudge, Head};
 use scorekit_runtime::ResolvedModel;
-use scorekit_suites::models::{EmbedderCard, JudgeCard, JudgeKind, LentModels, Models};
+use scorekit_suites::models::{
+    EmbedderCard, JudgeCard, JudgeKind, LentModels, Models, ScoredAnswer,
+};
 
 /// Where the lent models show their progress: a bar per step the suite announces
 /// ([`LentModels::step`]) when its size is known, else one per request.
@@ -68,6 +70,10 @@ pub struct Lent<'a> {
     embedder: Option<&'a LoadedEmbedder>,
     batch_tokens: usize,
     progress: Progress,
+    /// A decoder judge's letter mass of every prompt answered, for the warning at the end.
+    letter_masses: Vec<f32>,
+    /// A decoder judge's prompts cut to its context.
+    truncated: usize,
 }
 
 impl<'a> Lent<'a> {
@@ -83,6 +89,8 @@ impl<'a> Lent<'a> {
             embedder,
             batch_tokens,
             progress,
+            letter_masses: Vec::new(),
+            truncated: 0,
         }
     }
 
@@ -137,8 +145,38 @@ impl LentModels for Lent<'_> {
                     .map(|a| a.text)
                     .collect())
             }),
+            Some(AnyJudge::Decoder(_)) => Ok(self
+                .answer_scored(prompts)?
+                .into_iter()
+                .map(|a| a.text)
+                .collect()),
             _ => Err(Error::Internal(anyhow::anyhow!("no letter judge is lent"))),
         }
+    }
+
+    fn answer_scored(&mut self, prompts: &[String]) -> Result<Vec<ScoredAnswer>> {
+        let Some(AnyJudge::Decoder(j)) = self.judge.map(|j| &j.judge) else {
+            return Ok(self
+                .answer(prompts)?
+                .into_iter()
+                .map(|text| ScoredAnswer {
+                    text,
+                    ..ScoredAnswer::default()
+                })
+                .collect());
+        };
+        let verdicts = self.on_bar(prompts.len(), |p| j.verdicts(prompts, self.batch_tokens, p))?;
+        self.letter_masses
+            .extend(verdicts.iter().map(|v| v.letter_mass));
+        self.truncated += verdicts.iter().filter(|v| v.truncated).count();
+        Ok(verdicts
+            .iter()
+            .map(|v| ScoredAnswer {
+                text: v.letter().to_string(),
+                letter_logits: Some(v.letter_logits),
+                letter_mass: Some(v.letter_mass),
+            })
+            .collect())
     }
 
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
@@ -155,13 +193,52 @@ impl LentModels for Lent<'_> {
     }
 }
 
+impl Drop for Lent<'_> {
+    /// A decoder judge's warnings, once the run asked it everything: prompts cut to its
+    /// context, and a median letter mass below one half (the model mostly does not answer with
+    /// a letter, so its picks say little).
+    fn drop(&mut self) {
+        if self.truncated > 0 {
+            eprintln!(
+                "warning: {} prompts were longer than the judge's context and kept their last tokens",
+                self.truncated
+            );
+        }
+        if let Some(median) = median(&mut self.letter_masses) {
+            if median < 0.5 {
+                eprintln!(
+                    "warning: the judge's median letter mass is {median:.3} (< 0.5): the model \
+                     mostly answers with something other than A-D, so its picks are weak evidence \
+                     (try its chat template's system prompt, or another judge)"
+                );
+            }
+        }
+    }
+}
+
+/// The median of `values` (`None` when empty).
+fn median(values: &mut [f32]) -> Option<f32> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f32::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
 /// Load the judge `model` on the runtime's device, dtype and engine (`max_length` caps its
-/// inputs; `follow_label` is a binary judge's "follows" label), with its card.
+/// inputs; `follow_label` is a binary judge's "follows" label; `system_prompt` a decoder
+/// judge's system message), with its card.
 pub fn load_judge(
     model: &ResolvedModel,
     rt: &ModelRuntime,
     max_length: Option<usize>,
     follow_label: Option<&str>,
+    system_prompt: Option<&str>,
 ) -> Result<LoadedJudge> {
     let judge = AnyJudge::load(
         &model.dir,
@@ -170,6 +247,7 @@ pub fn load_judge(
         max_length,
         follow_label,
         &rt.engine,
+        system_prompt,
     )?;
     let model_ref = model.model_ref()?;
     eprintln!("judge: {} @ {}", model_ref.id, model_ref.revision);
@@ -183,7 +261,7 @@ pub fn load_judge(
             },
             max_length: j.max_length(),
         },
-        AnyJudge::Letter(_) => JudgeKind::Letter,
+        AnyJudge::Letter(_) | AnyJudge::Decoder(_) => JudgeKind::Letter,
     };
     let card = JudgeCard {
         model: model_ref,
@@ -196,6 +274,7 @@ pub fn load_judge(
         dtype: format!("{:?}", rt.dtype),
         quantize: rt.quantize_setting(),
         tf32: rt.tf32,
+        system_prompt: system_prompt.map(str::to_string),
     };
     Ok(LoadedJudge { judge, card })
 }
@@ -233,7 +312,7 @@ impl LentModels for OwnedEmbedder {
 pub fn models(judge: Option<&AnyJudge>, embedder: bool) -> Models {
     Models {
         scoring_judge: matches!(judge, Some(AnyJudge::Scoring(_))),
-        letter_judge: matches!(judge, Some(AnyJudge::Letter(_))),
+        letter_judge: matches!(judge, Some(AnyJudge::Letter(_) | AnyJudge::Decoder(_))),
         embedder,
     }
 }

@@ -6,11 +6,11 @@
 use crate::cli::{JudgeCommand, JudgeEvalArgs, JudgeTrainArgs};
 use crate::lent::{self, Lent, Progress};
 use crate::model_runtime::ModelRuntime;
-use crate::settings::letter::setup;
+use crate::settings::letter::{setup, system_prompt};
 use scorekit_core::error::Result;
+use scorekit_runtime::judge::letter_reading;
 use scorekit_runtime::judge::JUDGE_FILES;
 use scorekit_runtime::judge_train::{self, QuestionPairs, TrainData, Trained};
-use scorekit_runtime::letter_judge::is_letter_judge;
 use scorekit_suites::judge_data::read_questions;
 use scorekit_suites::judge_eval;
 use scorekit_suites::story::Question;
@@ -86,9 +86,15 @@ fn eval(a: JudgeEvalArgs) -> Result<()> {
     let prepared = judge_eval::pipeline::prepare(&input)?;
     let rt = ModelRuntime::new(&a.model, input.out.quiet)?;
     let model = rt.resolve(&input.judge, JUDGE_FILES)?;
-    let letter = Some(is_letter_judge(&model.dir));
+    let letter = Some(letter_reading(&model.dir));
     let setup = setup(&rt, a.option_orders, &a.shots, letter)?;
-    let judge = lent::load_judge(&model, &rt, rt.max_length, a.follow_label.as_deref())?;
+    let judge = lent::load_judge(
+        &model,
+        &rt,
+        rt.max_length,
+        a.follow_label.as_deref(),
+        system_prompt(&a.shots)?,
+    )?;
     let progress = Progress::new("judge", input.out.quiet);
     let mut lent = Lent::new(Some(&judge), None, rt.batch_tokens, progress);
     prepared.run(&input, &setup, &mut lent)?.print();

@@ -7,10 +7,10 @@ use crate::cli::StoryArgs;
 use crate::lent::{self, Lent, Progress};
 use crate::model_runtime::ModelRuntime;
 use crate::settings;
-use crate::settings::letter::setup;
+use crate::settings::letter::{setup, system_prompt};
 use scorekit_core::error::Result;
+use scorekit_runtime::judge::letter_reading;
 use scorekit_runtime::judge::JUDGE_FILES;
-use scorekit_runtime::letter_judge::is_letter_judge;
 use scorekit_suites::story::pipeline::{self, Input};
 
 /// Run `scorekit story`.
@@ -32,10 +32,18 @@ pub fn run(args: StoryArgs) -> Result<()> {
         .map(|j| rt.resolve(&j, JUDGE_FILES))
         .transpose()?;
     let embedder = args.embedder.map(|e| rt.resolve_embedder(&e)).transpose()?;
-    let letter = judge.as_ref().map(|m| is_letter_judge(&m.dir));
+    let letter = judge.as_ref().map(|m| letter_reading(&m.dir));
     let setup = setup(&rt, args.option_orders, &args.shots, letter)?;
     let judge = judge
-        .map(|m| lent::load_judge(&m, &rt, args.model.max_length, args.follow_label.as_deref()))
+        .map(|m| {
+            lent::load_judge(
+                &m,
+                &rt,
+                args.model.max_length,
+                args.follow_label.as_deref(),
+                system_prompt(&args.shots)?,
+            )
+        })
         .transpose()?;
     let embedder = embedder.map(|m| lent::load_embedder(&m, &rt)).transpose()?;
     let progress = Progress::new("calibrate", input.out.quiet);

@@ -6,6 +6,7 @@ use crate::cli::{OptionOrders, ShotArgs};
 use crate::model_runtime::ModelRuntime;
 use scorekit_core::error::{Error, Result};
 use scorekit_report::story::LetterProtocol;
+use scorekit_runtime::judge::{t5_reading, LetterReading};
 use scorekit_suites::letter::{self, ShotAnswers};
 use scorekit_suites::models::Setup;
 
@@ -48,8 +49,21 @@ pub fn shots_block(a: &ShotArgs, letter_judge: bool) -> Result<String> {
     Ok(letter::shots_block(&demos, a.shot_answers))
 }
 
-/// The protocol a letter judge's verdicts depend on, for metrics.json and report.md.
-pub fn letter_protocol(a: &ShotArgs) -> LetterProtocol {
+/// `--system-prompt`: a decoder judge's system message (the runtime refuses it for any other
+/// judge); an empty one is refused here, since templates render it differently from none.
+pub fn system_prompt(a: &ShotArgs) -> Result<Option<&str>> {
+    match a.system_prompt.as_deref() {
+        Some(s) if s.trim().is_empty() => Err(Error::usage(
+            "--system-prompt: empty; leave the flag out for no system message",
+        )),
+        other => Ok(other),
+    }
+}
+
+/// The protocol a letter judge's verdicts depend on, for metrics.json and report.md: the
+/// prompt of `a`, and how the judge's answer becomes a pick (`reading`, the runtime's; T5's when
+/// no letter judge runs, as before).
+pub fn letter_protocol(a: &ShotArgs, reading: Option<&LetterReading>) -> LetterProtocol {
     let shots = if a.shots == 0 {
         "zero-shot".to_string()
     } else {
@@ -67,13 +81,11 @@ pub fn letter_protocol(a: &ShotArgs) -> LetterProtocol {
             }
         )
     };
+    let reading = reading.cloned().unwrap_or_else(t5_reading);
     LetterProtocol {
         prompt: format!("{shots}, nii-cl/possible-stories run_llm.py (3f8c525): instruction, demonstrations, \"\\n\", passage, question, options (A)-(D), \"Answer:\""),
-        decoding: format!(
-            "greedy, max_length {} (the start token included), stop at </s>",
-            scorekit_runtime::letter_judge::MAX_LENGTH
-        ),
-        pick: "the first character of the decoded answer among A B C D; none is wrong".into(),
+        decoding: reading.decoding,
+        pick: reading.pick,
         option_orders: None,
     }
 }
@@ -110,13 +122,14 @@ pub fn setup(
     rt: &ModelRuntime,
     orders: OptionOrders,
     shots: &ShotArgs,
-    letter_judge: Option<bool>,
+    reading: Option<Option<LetterReading>>,
 ) -> Result<Setup> {
+    let letter_judge = reading.as_ref().map(Option::is_some);
     let (cyclic, block) = letter_options(orders, shots, letter_judge)?;
     Ok(Setup {
         shots: block,
         cyclic,
-        letter: letter_protocol(shots),
+        letter: letter_protocol(shots, reading.flatten().as_ref()),
         device: rt.device_name(),
         quantize: rt.quantize_setting(),
         tf32: rt.tf32,

@@ -10,6 +10,7 @@ mod calibration;
 mod cli;
 mod compare;
 mod datasets;
+mod decoder;
 mod docs;
 mod doctor;
 mod grasp;

@@ -11,6 +11,7 @@ pub mod bert;
 pub mod bert_layers;
 pub mod deberta_v2;
 pub mod deberta_v2_layers;
+pub mod decoder;
 pub mod electra;
 pub mod heads;
 pub mod roberta;

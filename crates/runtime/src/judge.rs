@@ -32,18 +32,64 @@ pub const JUDGE_FILES: &[&str] = &[
     "model.safetensors|pytorch_model.bin|model.safetensors.index.json|pytorch_model.bin.index.json",
 ];
 
-/// A loaded judge of any kind: scoring (multiple-choice or binary) or letter (T5 / Flan-T5).
-/// config.json decides which, here and nowhere else.
+/// A loaded judge of any kind: scoring (multiple-choice or binary), letter (T5 / Flan-T5) or
+/// decoder letter (a decoder-only chat model). config.json decides which, here and nowhere else.
 pub enum AnyJudge {
     /// An encoder with a classification head: one score per (passage, question + option).
     Scoring(Judge),
     /// An encoder-decoder asked the prompt with all options, answering with a letter.
     Letter(crate::letter_judge::LetterJudge),
+    /// A decoder-only chat model asked the prompt through its chat template, its letter read
+    /// from the next-token logits of A–D.
+    Decoder(Box<crate::decoder_judge::DecoderJudge>),
+}
+
+/// How a letter judge's answer becomes a pick, for metrics.json's letter protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LetterReading {
+    /// How the answer is produced.
+    pub decoding: String,
+    /// How the pick is read from it.
+    pub pick: String,
+}
+
+/// The [`LetterReading`] of the letter judge in model folder `dir` (`None`: not a letter
+/// judge): T5's greedy generation, or a decoder's next-token logits of the four letters.
+pub fn letter_reading(dir: &Path) -> Option<LetterReading> {
+    if crate::decoder_judge::is_decoder_judge(dir) {
+        return Some(LetterReading {
+            decoding: "one forward pass of the prompt rendered through the model's chat template \
+                       (tokenized without special tokens), no generation"
+                .into(),
+            pick: "the letter among A B C D whose single token has the largest next-token logit \
+                   at the prompt's last token"
+                .into(),
+        });
+    }
+    crate::letter_judge::is_letter_judge(dir).then(t5_reading)
+}
+
+/// T5's reading: run_llm.py's greedy generation, the first letter of the answer.
+pub fn t5_reading() -> LetterReading {
+    LetterReading {
+        decoding: format!(
+            "greedy, max_length {} (the start token included), stop at </s>",
+            crate::letter_judge::MAX_LENGTH
+        ),
+        pick: "the first character of the decoded answer among A B C D; none is wrong".into(),
+    }
+}
+
+/// Whether the model folder `dir` holds a judge that answers with a letter: a T5 / Flan-T5
+/// (`letter_judge`) or a decoder-only model (`decoder_judge`).
+pub fn is_letter_judge(dir: &Path) -> bool {
+    crate::letter_judge::is_letter_judge(dir) || crate::decoder_judge::is_decoder_judge(dir)
 }
 
 impl AnyJudge {
     /// Load the judge of model folder `dir` (see [`Judge::load`]; `max_length` and
-    /// `follow_label` apply to scoring judges, and `--follow-label` is refused for a letter one).
+    /// `follow_label` apply to scoring judges, and `--follow-label` is refused for a letter one;
+    /// `system_prompt` is a decoder judge's, refused for the others).
     pub fn load(
         dir: &Path,
         device: &Device,
@@ -51,7 +97,44 @@ impl AnyJudge {
         max_length: Option<usize>,
         follow_label: Option<&str>,
         engine: &EngineOptions,
+        system_prompt: Option<&str>,
     ) -> Result<AnyJudge> {
+        let decoder = crate::decoder_judge::is_decoder_judge(dir);
+        if let (Some(_), false) = (system_prompt, decoder) {
+            return Err(Error::usage(format!(
+                "--system-prompt: judge {} is not a chat model (a decoder-only model with a chat \
+                 template); only a decoder judge's prompt has a system message",
+                dir.display()
+            )));
+        }
+        if decoder {
+            if let Some(label) = follow_label {
+                return Err(Error::setting(
+                    Setting::FollowLabel,
+                    Some(format!("{label:?}")),
+                    format!(
+                        "judge {} is a decoder letter judge, which answers with an option's \
+                         letter; a follow label is for sequence-classification judges",
+                        dir.display()
+                    ),
+                ));
+            }
+            if engine.int8 {
+                return Err(Error::usage(format!(
+                    "--quantize: judge {} is a decoder letter judge, which runs on candle in the \
+                     dtype asked for (f32, bf16, f16); int8 products are for encoders and T5",
+                    dir.display()
+                )));
+            }
+            let judge = crate::decoder_judge::DecoderJudge::load(
+                dir,
+                device,
+                dtype,
+                system_prompt,
+                max_length,
+            )?;
+            return Ok(AnyJudge::Decoder(Box::new(judge)));
+        }
         if crate::letter_judge::is_letter_judge(dir) {
             if let Some(label) = follow_label {
                 return Err(Error::setting(
@@ -70,7 +153,8 @@ impl AnyJudge {
         Judge::load(dir, device, dtype, max_length, follow_label, engine).map(AnyJudge::Scoring)
     }
 
-    /// What kind of judge: `multiple-choice`, `binary` or `letter` (for reports).
+    /// What kind of judge: `multiple-choice`, `binary`, `letter` or `decoder-letter` (for
+    /// reports).
     pub fn kind(&self) -> &'static str {
         match self {
             AnyJudge::Scoring(j) => match j.head() {
@@ -78,6 +162,7 @@ impl AnyJudge {
                 Head::Binary { .. } => "binary",
             },
             AnyJudge::Letter(_) => "letter",
+            AnyJudge::Decoder(_) => "decoder-letter",
         }
     }
 
@@ -86,6 +171,7 @@ impl AnyJudge {
         match self {
             AnyJudge::Scoring(j) => j.engine(),
             AnyJudge::Letter(j) => j.engine(),
+            AnyJudge::Decoder(j) => j.engine(),
         }
     }
 
@@ -94,6 +180,7 @@ impl AnyJudge {
         match self {
             AnyJudge::Scoring(j) => j.arch(),
             AnyJudge::Letter(_) => "t5",
+            AnyJudge::Decoder(j) => j.arch(),
         }
     }
 }

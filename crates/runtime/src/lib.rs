@@ -7,6 +7,7 @@
 //! under short names. See docs/architecture.md and docs/runtime.md.
 
 pub mod chat_template;
+pub mod decoder_judge;
 pub mod device;
 pub mod embedder;
 pub mod engine;

@@ -32,6 +32,8 @@ pub struct JudgeCard {
     pub quantize: Option<String>,
     /// TF32 products on CUDA.
     pub tf32: bool,
+    /// A decoder judge's system message (`--system-prompt`), which changes its prompts.
+    pub system_prompt: Option<String>,
 }
 
 /// What a lent embedder is, for results.
@@ -96,7 +98,7 @@ impl JudgeCard {
             JudgeKind::Scoring { max_length, .. } => Some(max_length),
             JudgeKind::Letter => None,
         };
-        json!({
+        let mut identity = json!({
             "judge": {"id": self.model.id, "revision": self.model.revision, "sha256": self.model.sha256},
             "arch": self.arch,
             "engine": self.engine,
@@ -109,7 +111,13 @@ impl JudgeCard {
             "shots": shots,
             "cyclic": cyclic,
             "dataset_sha256": dataset_sha256,
-        })
+        });
+        // Only where set, so the identities (and calibration caches) of every other judge stay
+        // as they were.
+        if let Some(system) = &self.system_prompt {
+            identity["system_prompt"] = json!(system);
+        }
+        identity
     }
 }
 
@@ -123,6 +131,18 @@ pub struct Models {
     pub letter_judge: bool,
     /// A sentence embedder.
     pub embedder: bool,
+}
+
+/// A letter judge's answer with, where the judge reads letters from its logits (a decoder
+/// judge), the letters' scores.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScoredAnswer {
+    /// The answer text (the letter picked, for a decoder judge).
+    pub text: String,
+    /// The next-token logits of A, B, C, D.
+    pub letter_logits: Option<[f32; 4]>,
+    /// The four letters' probability among all tokens.
+    pub letter_mass: Option<f32>,
 }
 
 /// What a suite may ask of the models lent to it. A request for a kind that is not lent is an
@@ -139,6 +159,19 @@ pub trait LentModels {
     /// A letter judge's decoded answer to each prompt.
     fn answer(&mut self, _prompts: &[String]) -> Result<Vec<String>> {
         Err(not_lent("a letter judge"))
+    }
+
+    /// [`LentModels::answer`] with the letters' scores where the judge has them (default:
+    /// the answers alone).
+    fn answer_scored(&mut self, prompts: &[String]) -> Result<Vec<ScoredAnswer>> {
+        Ok(self
+            .answer(prompts)?
+            .into_iter()
+            .map(|text| ScoredAnswer {
+                text,
+                ..ScoredAnswer::default()
+            })
+            .collect())
     }
 
     /// The embedding of each text.

@@ -13,6 +13,7 @@ pub mod pipeline;
 pub mod suite;
 
 use crate::letter;
+use crate::models::ScoredAnswer;
 use crate::story::{argmax, Question};
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +44,12 @@ pub struct EvalItem {
     /// Under `--option-orders cyclic`: the verdict of every rotation of the options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cyclic: Option<CyclicVerdict>,
+    /// A decoder judge's next-token logits of A, B, C, D (the options in the dataset's order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub letter_logits: Option<[f32; 4]>,
+    /// A decoder judge's probability of the four letters among all tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub letter_mass: Option<f32>,
 }
 
 impl EvalItem {
@@ -58,6 +65,8 @@ impl EvalItem {
             scores: Vec::new(),
             answer: None,
             cyclic: None,
+            letter_logits: None,
+            letter_mass: None,
         }
     }
 }
@@ -139,6 +148,25 @@ pub fn answered_items(
     rotations: usize,
     cyclic: bool,
 ) -> anyhow::Result<Vec<EvalItem>> {
+    let scored: Vec<ScoredAnswer> = answers
+        .iter()
+        .map(|text| ScoredAnswer {
+            text: text.clone(),
+            ..ScoredAnswer::default()
+        })
+        .collect();
+    scored_answer_items(chunk, &scored, rotations, cyclic)
+}
+
+/// [`answered_items`] from answers with their letter scores: rotation 0's (the dataset's
+/// order) are the item's.
+pub fn scored_answer_items(
+    chunk: &Chunk,
+    scored: &[ScoredAnswer],
+    rotations: usize,
+    cyclic: bool,
+) -> anyhow::Result<Vec<EvalItem>> {
+    let answers: Vec<String> = scored.iter().map(|a| a.text.clone()).collect();
     anyhow::ensure!(
         rotations > 0 && answers.len() == chunk.len() * rotations,
         "the judge returned {} answers for {} prompts",
@@ -149,6 +177,9 @@ pub fn answered_items(
     for (&(i, q), group) in chunk.iter().zip(answers.chunks(rotations)) {
         let mut it = EvalItem::new(i, q, letter::pick(&group[0]));
         it.answer = Some(group[0].clone());
+        let first = &scored[items.len() * rotations];
+        it.letter_logits = first.letter_logits;
+        it.letter_mass = first.letter_mass;
         if cyclic {
             let texts: Vec<&str> = group.iter().map(String::as_str).collect();
             let (picks, pick, agreement) = letter::cyclic_picks(&texts);

@@ -4,7 +4,7 @@
 //! as it finishes, so a killed run resumes where it stopped.
 
 use super::suite::JudgeEval;
-use super::{answered_items, letter_prompts, pairs, rotations, scored_items, EvalItem, SUITE};
+use super::{letter_prompts, pairs, rotations, scored_answer_items, scored_items, EvalItem, SUITE};
 use crate::judge_data::read_questions;
 use crate::models::{JudgeCard, LentModels, Setup};
 use crate::run::{Done, Run};
@@ -176,8 +176,8 @@ impl Ask<'_> {
     ) -> Result<Vec<EvalItem>> {
         let items = if self.letter {
             let prompts = letter_prompts(chunk, self.shots, self.rotations);
-            let answers = judge.answer(&prompts)?;
-            answered_items(chunk, &answers, self.rotations, self.cyclic)?
+            let answers = judge.answer_scored(&prompts)?;
+            scored_answer_items(chunk, &answers, self.rotations, self.cyclic)?
         } else {
             let scores = judge.score(&pairs(chunk))?;
             scored_items(chunk, &scores)?

@@ -1,0 +1,186 @@
+//! Rotary position embeddings as `transformers`' `ROPE_INIT_FUNCTIONS` compute them: the
+//! default frequencies, `linear` scaling and Llama 3's `llama3` scaling (`rope_scaling` in
+//! config.json), on the first `partial_rotary_factor` of each head. Other rope types (dynamic,
+//! yarn, longrope) are refused by name: they change the frequencies with the sequence's length.
+
+use crate::arch::bad;
+use crate::decoder::opt_f64;
+use candle_core::{DType, Device, Tensor};
+use scorekit_core::error::Result;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// A model's rotary embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rope {
+    /// The inverse frequencies, one per pair of rotated dimensions (f32, as transformers keeps
+    /// them).
+    pub inv_freq: Vec<f32>,
+    /// Dimensions of each head that rotate (the first ones; the rest pass through).
+    pub rotary_dim: usize,
+    /// The rope type, as config.json names it (`default`, `linear`, `llama3`).
+    pub rope_type: String,
+}
+
+impl Rope {
+    /// Read `rope_theta`, `partial_rotary_factor` and `rope_scaling` from config.json.
+    pub fn read(raw: &Map<String, Value>, path: &Path, head_dim: usize) -> Result<Rope> {
+        let base = opt_f64(raw, "rope_theta").unwrap_or(10000.0);
+        let partial = opt_f64(raw, "partial_rotary_factor").unwrap_or(1.0);
+        let dim = (head_dim as f64 * partial) as usize;
+        // `1.0 / (base ** (arange(0, dim, 2).float() / dim))`, in f32 as torch computes it.
+        let mut inv_freq: Vec<f32> = (0..dim)
+            .step_by(2)
+            .map(|i| 1.0 / (base as f32).powf(i as f32 / dim as f32))
+            .collect();
+        let scaling = match raw.get("rope_scaling") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(v) => {
+                return Err(bad(
+                    path,
+                    format!("field \"rope_scaling\": {v} is not an object"),
+                ))
+            }
+        };
+        let rope_type = scaling
+            .and_then(|m| m.get("rope_type").or_else(|| m.get("type")))
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string();
+        let num = |field: &str| -> Result<f64> {
+            scaling
+                .and_then(|m| m.get(field))
+                .and_then(Value::as_f64)
+                .ok_or_else(|| {
+                    bad(
+                        path,
+                        format!(
+                            "field \"rope_scaling.{field}\": missing for rope type {rope_type:?}"
+                        ),
+                    )
+                })
+        };
+        match rope_type.as_str() {
+            "default" => {}
+            "linear" => {
+                let factor = num("factor")? as f32;
+                inv_freq.iter_mut().for_each(|f| *f /= factor);
+            }
+            "llama3" => {
+                llama3(
+                    &mut inv_freq,
+                    num("factor")?,
+                    num("low_freq_factor")?,
+                    num("high_freq_factor")?,
+                    num("original_max_position_embeddings")?,
+                );
+            }
+            other => {
+                return Err(bad(
+                    path,
+                    format!(
+                        "field \"rope_scaling.rope_type\": {other:?} is not supported (default, \
+                         linear, llama3)"
+                    ),
+                ))
+            }
+        }
+        Ok(Rope {
+            inv_freq,
+            rotary_dim: dim,
+            rope_type,
+        })
+    }
+
+    /// `(cos, sin)` of positions `0..len`, `[len, rotary_dim]` in `dtype`: computed in f32 and
+    /// cast, as transformers' rotary embedding does.
+    pub fn cos_sin(
+        &self,
+        len: usize,
+        dtype: DType,
+        device: &Device,
+    ) -> candle_core::Result<(Tensor, Tensor)> {
+        let half = self.inv_freq.len();
+        let mut cos = Vec::with_capacity(len * half * 2);
+        let mut sin = Vec::with_capacity(len * half * 2);
+        for p in 0..len {
+            // `emb = cat(freqs, freqs)`.
+            for _ in 0..2 {
+                for f in &self.inv_freq {
+                    let a = p as f32 * f;
+                    cos.push(a.cos());
+                    sin.push(a.sin());
+                }
+            }
+        }
+        let cos = Tensor::from_vec(cos, (len, half * 2), device)?.to_dtype(dtype)?;
+        let sin = Tensor::from_vec(sin, (len, half * 2), device)?.to_dtype(dtype)?;
+        Ok((cos, sin))
+    }
+}
+
+/// `_compute_llama3_parameters`: long wavelengths divided by `factor`, short ones kept, the band
+/// between smoothly interpolated (computed in f32 as torch does on f32 `inv_freq`).
+fn llama3(inv_freq: &mut [f32], factor: f64, low: f64, high: f64, old_context: f64) {
+    let (factor, low, high, old) = (factor as f32, low as f32, high as f32, old_context as f32);
+    let low_wavelen = old / low;
+    let high_wavelen = old / high;
+    for f in inv_freq.iter_mut() {
+        let wavelen = 2.0 * std::f32::consts::PI / *f;
+        let scaled = if wavelen > low_wavelen {
+            *f / factor
+        } else {
+            *f
+        };
+        let smooth = (old / wavelen - low) / (high - low);
+        let smoothed = (1.0 - smooth) * scaled / factor + smooth * scaled;
+        // `~(wavelen < high) * ~(wavelen > low)`; wavelengths are finite and positive.
+        let medium = wavelen >= high_wavelen && wavelen <= low_wavelen;
+        *f = if medium { smoothed } else { scaled };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rope(json: &str) -> Result<Rope> {
+        let raw: Map<String, Value> = serde_json::from_str(json).unwrap();
+        Rope::read(&raw, Path::new("config.json"), 64)
+    }
+
+    #[test]
+    fn llama3_scaling_divides_long_wavelengths_only() {
+        let plain = rope(r#"{"rope_theta": 500000.0}"#).unwrap();
+        let scaled = rope(
+            r#"{"rope_theta": 500000.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 8192}}"#,
+        )
+        .unwrap();
+        // The highest frequency (wavelength 2π) is untouched; the lowest is divided by 8.
+        assert_eq!(plain.inv_freq[0], scaled.inv_freq[0]);
+        let last = plain.inv_freq.len() - 1;
+        assert!((plain.inv_freq[last] / 8.0 - scaled.inv_freq[last]).abs() < 1e-12);
+        assert_eq!(scaled.rope_type, "llama3");
+    }
+
+    #[test]
+    fn unknown_rope_types_are_refused_naming_the_field() {
+        let e = rope(r#"{"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}"#).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = e.to_string();
+        assert!(
+            e.contains("config.json") && e.contains("rope_scaling.rope_type") && e.contains("yarn"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn partial_rotary_factor_rotates_the_first_dimensions() {
+        let r = rope(r#"{"partial_rotary_factor": 0.75}"#).unwrap();
+        assert_eq!(r.rotary_dim, 48);
+        assert_eq!(r.inv_freq.len(), 24);
+    }
+}

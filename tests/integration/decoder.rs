@@ -1,0 +1,499 @@
+//! Decoder-only letter judges against `transformers`: tiny layouts of each family written by
+//! scripts/reference/decoder_reference.py (tests/data/decoder/<name>: config, tokenizer, the
+//! family's real chat template, the weights' names and shapes; the values from the shared
+//! generator), asked every Possible Stories dev question through the chat template. The four
+//! letter logits at the last token equal transformers' (f32, eager attention) within 1e-4 and
+//! every pick equals it, one prompt at a time and batched; through `scorekit judge eval` the
+//! picks of all 458 dev questions equal the reference's.
+
+use crate::common::tiny_judge::tiny_weight;
+use crate::common::{read_json, run, stderr, test_data};
+use scorekit::runtime::decoder_judge::DecoderJudge;
+use scorekit::runtime::weights::write_safetensors;
+use scorekit::suites::letter;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The letter logits' tolerance against transformers.
+const TOL: f32 = 1e-4;
+
+fn data(name: &str) -> PathBuf {
+    crate::common::repo().join("tests/data/decoder").join(name)
+}
+
+/// The model folder of layout `name` under `dir`: the committed files and the generated
+/// weights, in two safetensors shards behind an index when `sharded`.
+pub(crate) fn decoder_folder(name: &str, dir: &Path, sharded: bool) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for f in [
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+    ] {
+        if data(name).join(f).exists() {
+            std::fs::copy(data(name).join(f), to.join(f)).unwrap();
+        }
+    }
+    let list: Vec<Value> =
+        serde_json::from_value(read_json(&data(name).join("tensors.json"))).unwrap();
+    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = list
+        .iter()
+        .map(|t| {
+            let name = t["name"].as_str().unwrap().to_string();
+            let shape: Vec<usize> = t["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap() as usize)
+                .collect();
+            let values = tiny_weight(&name, shape.iter().product());
+            (name, shape, values)
+        })
+        .collect();
+    if !sharded {
+        write_safetensors(&to.join("model.safetensors"), &tensors).unwrap();
+        return to;
+    }
+    let half = tensors.len() / 2;
+    let mut map = serde_json::Map::new();
+    for (i, part) in [&tensors[..half], &tensors[half..]].iter().enumerate() {
+        let file = format!("model-0000{}-of-00002.safetensors", i + 1);
+        write_safetensors(&to.join(&file), part).unwrap();
+        for (n, _, _) in part.iter() {
+            map.insert(n.clone(), json!(file));
+        }
+    }
+    let index = json!({"metadata": {}, "weight_map": map});
+    std::fs::write(to.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    to
+}
+
+/// The dev split's questions and their zero-shot prompts (the suite's letter prompt).
+fn dev_prompts() -> Vec<String> {
+    crate::common::dev_questions()
+        .iter()
+        .map(|q| {
+            let options: Vec<&str> = q["options"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o.as_str().unwrap())
+                .collect();
+            letter::zero_shot_prompt(
+                q["document"].as_str().unwrap(),
+                q["question"].as_str().unwrap(),
+                &options,
+            )
+        })
+        .collect()
+}
+
+fn ids_sha(ids: &[u32]) -> String {
+    let text = ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn logits_of(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// Layout `name`: token ids, letter logits and picks of all dev prompts equal transformers',
+/// batched under a budget and one at a time; the system-prompt renders too.
+fn parity(name: &str, sharded: bool) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = decoder_folder(name, tmp.path(), sharded);
+    let reference = read_json(&data(name).join("reference.json"));
+    let judge = DecoderJudge::load(
+        &dir,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        None,
+        None,
+    )
+    .unwrap();
+    let letter_ids: Vec<u32> = serde_json::from_value(reference["letter_ids"].clone()).unwrap();
+    assert_eq!(
+        judge.letter_ids().to_vec(),
+        letter_ids,
+        "{name}: letter tokens"
+    );
+    let prompts = dev_prompts();
+    let rows = reference["questions"].as_array().unwrap();
+    assert_eq!(rows.len(), prompts.len());
+    let encoded = judge.encode(&prompts).unwrap();
+    for (i, ((ids, cut), row)) in encoded.iter().zip(rows).enumerate() {
+        assert!(!cut, "{name} prompt {i} was truncated");
+        assert_eq!(
+            ids.len() as u64,
+            row["tokens"].as_u64().unwrap(),
+            "{name} prompt {i}: tokens"
+        );
+        assert_eq!(
+            ids_sha(ids),
+            row["ids_sha256"].as_str().unwrap(),
+            "{name} prompt {i}: ids"
+        );
+    }
+    let bar = indicatif::ProgressBar::hidden();
+    let batched = judge.verdicts(&prompts, 4096, &bar).unwrap();
+    let mut worst = 0f32;
+    for (i, (v, row)) in batched.iter().zip(rows).enumerate() {
+        let want = logits_of(&row["letter_logits"]);
+        let d = max_diff(&v.letter_logits, &want);
+        worst = worst.max(d);
+        assert!(
+            d < TOL,
+            "{name} prompt {i}: {:?} vs {want:?}",
+            v.letter_logits
+        );
+        assert_eq!(
+            v.pick as u64,
+            row["pick"].as_u64().unwrap(),
+            "{name} prompt {i}: pick"
+        );
+        let mass = row["letter_mass"].as_f64().unwrap() as f32;
+        assert!(
+            (v.letter_mass - mass).abs() < 1e-4,
+            "{name} prompt {i}: mass {} vs {mass}",
+            v.letter_mass
+        );
+    }
+    // One prompt at a time (a budget below any prompt), against transformers' left-padded
+    // batches of 5 with their attention masks and position ids.
+    let n = reference["batched"].as_array().unwrap().len();
+    let alone = judge.verdicts(&prompts[..n], 1, &bar).unwrap();
+    for (i, (v, want)) in alone
+        .iter()
+        .zip(reference["batched"].as_array().unwrap())
+        .enumerate()
+    {
+        let want = logits_of(want);
+        assert!(
+            max_diff(&v.letter_logits, &want) < TOL,
+            "{name} batched prompt {i}"
+        );
+        assert_eq!(v.pick, batched[i].pick);
+    }
+    eprintln!(
+        "{name}: largest letter-logit difference {worst:.2e} over {} prompts",
+        prompts.len()
+    );
+    // With a system message, where the template takes one.
+    if let Some(system) = reference["system_prompt"].as_str() {
+        let judge = DecoderJudge::load(
+            &dir,
+            &candle_core::Device::Cpu,
+            candle_core::DType::F32,
+            Some(system),
+            None,
+        )
+        .unwrap();
+        let want = reference["system"].as_array().unwrap();
+        let encoded = judge.encode(&prompts[..want.len()]).unwrap();
+        let got = judge.verdicts(&prompts[..want.len()], 4096, &bar).unwrap();
+        for (i, ((v, (ids, _)), row)) in got.iter().zip(&encoded).zip(want).enumerate() {
+            assert_eq!(
+                ids_sha(ids),
+                row["ids_sha256"].as_str().unwrap(),
+                "{name} system prompt {i}"
+            );
+            assert!(max_diff(&v.letter_logits, &logits_of(&row["letter_logits"])) < TOL);
+            assert_eq!(v.pick as u64, row["pick"].as_u64().unwrap());
+        }
+    }
+}
+
+#[test]
+fn llama_letter_logits_equal_transformers_from_shards() {
+    parity("llama", true);
+}
+
+#[test]
+fn smollm_tied_llama_letter_logits_equal_transformers() {
+    parity("smollm", false);
+}
+
+#[test]
+fn qwen2_letter_logits_equal_transformers() {
+    parity("qwen2", false);
+}
+
+#[test]
+fn qwen3_letter_logits_equal_transformers() {
+    parity("qwen3", false);
+}
+
+#[test]
+fn mistral_letter_logits_equal_transformers() {
+    parity("mistral", false);
+}
+
+#[test]
+fn gemma2_letter_logits_equal_transformers() {
+    parity("gemma2", false);
+}
+
+#[test]
+fn phi3_letter_logits_equal_transformers() {
+    parity("phi3", false);
+}
+
+/// `scorekit judge eval` with a decoder judge on the whole dev split: every pick is the
+/// reference's, the judge recorded as a decoder letter judge.
+#[test]
+fn judge_eval_picks_equal_transformers_on_the_dev_split() {
+    for name in ["qwen3", "gemma2"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = decoder_folder(name, tmp.path(), false);
+        let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
+        let out = tmp.path().join("eval");
+        let r = run(&[
+            "judge",
+            "eval",
+            "--judge",
+            dir.to_str().unwrap(),
+            "--dataset",
+            dev.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--bootstrap",
+            "100",
+        ]);
+        assert!(r.status.success(), "{}", stderr(&r));
+        let reference = read_json(&data(name).join("reference.json"));
+        let rows = reference["questions"].as_array().unwrap();
+        let items: Vec<Value> = std::fs::read_to_string(out.join("items.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(items.len(), rows.len());
+        for (item, row) in items.iter().zip(rows) {
+            assert_eq!(item["question_id"], row["question_id"]);
+            assert_eq!(item["pick"], row["pick"], "{name} {}", row["question_id"]);
+            assert_eq!(
+                item["answer"].as_str().unwrap(),
+                LETTERS_OF[row["pick"].as_u64().unwrap() as usize]
+            );
+        }
+        let m = read_json(&out.join("metrics.json"));
+        assert_eq!(m["settings"]["judge_kind"], "decoder-letter", "{name}");
+        let decoding = m["settings"]["letter"]["judge_decoding"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            decoding.starts_with("one forward pass"),
+            "{}",
+            m["settings"]["letter"]
+        );
+    }
+}
+
+const LETTERS_OF: [&str; 4] = ["A", "B", "C", "D"];
+
+/// Bad decoder folders exit 2 naming the file and the field, before any scoring.
+#[test]
+fn broken_decoder_folders_exit_2_naming_the_file_and_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dev = crate::letter::dev_head(tmp.path(), 3);
+    let eval = |dir: &Path, extra: &[&str]| {
+        let out = tmp.path().join("out");
+        let mut args = vec![
+            "judge",
+            "eval",
+            "--judge",
+            dir.to_str().unwrap(),
+            "--dataset",
+            dev.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--force",
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    let edit = |name: &str, f: &dyn Fn(&mut Value)| {
+        let dir = decoder_folder("llama", &tmp.path().join(name), false);
+        let mut cfg = read_json(&dir.join("config.json"));
+        f(&mut cfg);
+        std::fs::write(dir.join("config.json"), cfg.to_string()).unwrap();
+        dir
+    };
+    let cases: Vec<(PathBuf, Vec<&str>)> = vec![
+        (
+            edit("rope", &|c| c["rope_scaling"]["rope_type"] = json!("yarn")),
+            vec!["config.json", "rope_scaling.rope_type", "yarn"],
+        ),
+        (
+            edit("arch", &|c| {
+                c["model_type"] = json!("falcon");
+                c["architectures"] = json!(["FalconForCausalLM"]);
+            }),
+            vec!["config.json", "model_type", "falcon"],
+        ),
+        (
+            edit("act", &|c| c["hidden_act"] = json!("relu2")),
+            vec!["config.json", "hidden_act", "relu2"],
+        ),
+    ];
+    for (dir, words) in cases {
+        let r = eval(&dir, &[]);
+        assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+        let e = stderr(&r);
+        for w in words {
+            assert!(e.contains(w), "{w:?} not in {e}");
+        }
+    }
+    // A missing shard: the index and the tensor named.
+    let sharded = decoder_folder("llama", &tmp.path().join("shard"), true);
+    std::fs::remove_file(sharded.join("model-00002-of-00002.safetensors")).unwrap();
+    let r = eval(&sharded, &[]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("model.safetensors.index.json"),
+        "{}",
+        stderr(&r)
+    );
+    // A letter of several tokens (Mistral's "C" is "▁C"; without that merge it is "▁", "C"):
+    // the model and the letter named.
+    let multi = decoder_folder("mistral", &tmp.path().join("multi"), false);
+    let mut tok = read_json(&multi.join("tokenizer.json"));
+    let merges = tok["model"]["merges"].as_array_mut().unwrap();
+    let before = merges.len();
+    merges.retain(|m| {
+        let pair: Vec<String> = match m {
+            Value::String(s) => s.split(' ').map(str::to_string).collect(),
+            other => serde_json::from_value(other.clone()).unwrap(),
+        };
+        pair.concat() != "\u{2581}C"
+    });
+    assert_eq!(merges.len(), before - 1);
+    std::fs::write(multi.join("tokenizer.json"), tok.to_string()).unwrap();
+    let r = eval(&multi, &[]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+    let e = stderr(&r);
+    assert!(e.contains("tokenizer.json") && e.contains("\"C\""), "{e}");
+    // A system prompt for a model whose template refuses one (Gemma 2's raises).
+    let gemma = decoder_folder("gemma2", &tmp.path().join("gemma"), false);
+    let r = eval(&gemma, &["--system-prompt", "Be brief."]);
+    assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+}
+
+/// A prompt longer than the context keeps its last tokens, is counted, and still gets a verdict
+/// (every position within the context); `judge eval` warns about it.
+#[test]
+fn prompts_longer_than_the_context_keep_their_last_tokens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full_dir = decoder_folder("qwen3", &tmp.path().join("full"), false);
+    let short = decoder_folder("qwen3", &tmp.path().join("short"), false);
+    let mut cfg = read_json(&short.join("config.json"));
+    cfg["max_position_embeddings"] = json!(64);
+    std::fs::write(short.join("config.json"), cfg.to_string()).unwrap();
+    let load = |d: &Path| {
+        DecoderJudge::load(
+            d,
+            &candle_core::Device::Cpu,
+            candle_core::DType::F32,
+            None,
+            None,
+        )
+        .unwrap()
+    };
+    let (full, short_judge) = (load(&full_dir), load(&short));
+    let prompts = dev_prompts()[..3].to_vec();
+    let whole = full.encode(&prompts).unwrap();
+    let cut = short_judge.encode(&prompts).unwrap();
+    for ((ids, was_cut), (all, _)) in cut.iter().zip(&whole) {
+        assert!(*was_cut && all.len() > 64);
+        assert_eq!(ids[..], all[all.len() - 64..]);
+    }
+    let bar = indicatif::ProgressBar::hidden();
+    let verdicts = short_judge.verdicts(&prompts, 4096, &bar).unwrap();
+    assert!(verdicts.iter().all(|v| v.truncated));
+    assert_eq!(short_judge.truncated(), 3);
+    let dev = crate::letter::dev_head(tmp.path(), 3);
+    // `judge eval` warns; `--max-length` cuts the same way below the model's own context.
+    for (judge, extra) in [(&short, None), (&full_dir, Some("64"))] {
+        let out = tmp.path().join("eval");
+        let mut args = vec![
+            "judge",
+            "eval",
+            "--judge",
+            judge.to_str().unwrap(),
+            "--dataset",
+            dev.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--force",
+        ];
+        if let Some(n) = extra {
+            args.extend(["--max-length", n]);
+        }
+        let r = run(&args);
+        assert!(r.status.success(), "{}", stderr(&r));
+        assert!(
+            stderr(&r).contains("prompts were longer than the judge's context"),
+            "{}",
+            stderr(&r)
+        );
+    }
+}
+
+/// `--dtype bf16` loads the weights in bf16 and runs the layers in it (norms and softmax in
+/// f32): its letter logits stay near f32's, and its picks equal f32's wherever f32's best
+/// letter leads by more than that distance.
+#[test]
+fn bf16_letter_logits_stay_near_f32() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["llama", "gemma2"] {
+        let dir = decoder_folder(name, tmp.path(), false);
+        let load =
+            |dtype| DecoderJudge::load(&dir, &candle_core::Device::Cpu, dtype, None, None).unwrap();
+        let prompts = dev_prompts()[..40].to_vec();
+        let bar = indicatif::ProgressBar::hidden();
+        let f32s = load(candle_core::DType::F32)
+            .verdicts(&prompts, 4096, &bar)
+            .unwrap();
+        let bf16s = load(candle_core::DType::BF16)
+            .verdicts(&prompts, 4096, &bar)
+            .unwrap();
+        let mut worst = 0f32;
+        for (a, b) in f32s.iter().zip(&bf16s) {
+            let d = max_diff(&a.letter_logits, &b.letter_logits);
+            worst = worst.max(d);
+            let mut sorted = a.letter_logits;
+            sorted.sort_by(|x, y| y.total_cmp(x));
+            if sorted[0] - sorted[1] > 2.0 * d {
+                assert_eq!(a.pick, b.pick, "{name}");
+            }
+        }
+        assert!(worst < 0.1, "{name}: bf16 letter logits {worst} from f32's");
+        eprintln!("{name}: bf16 letter logits within {worst:.3} of f32");
+    }
+}
