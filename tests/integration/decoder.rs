@@ -6,8 +6,7 @@
 //! every pick equals it, one prompt at a time and batched; through `scorekit judge eval` the
 //! picks of all 458 dev questions equal the reference's.
 
-use crate::common::tiny_judge::tiny_weight;
-use crate::common::{read_json, run, stderr, test_data};
+use crate::common::{read_json, stderr, test_data};
 use scorekit::runtime::decoder_judge::DecoderJudge;
 use scorekit::runtime::weights::write_safetensors;
 use scorekit::suites::letter;
@@ -37,22 +36,7 @@ pub(crate) fn decoder_folder(name: &str, dir: &Path, sharded: bool) -> PathBuf {
             std::fs::copy(data(name).join(f), to.join(f)).unwrap();
         }
     }
-    let list: Vec<Value> =
-        serde_json::from_value(read_json(&data(name).join("tensors.json"))).unwrap();
-    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = list
-        .iter()
-        .map(|t| {
-            let name = t["name"].as_str().unwrap().to_string();
-            let shape: Vec<usize> = t["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_u64().unwrap() as usize)
-                .collect();
-            let values = tiny_weight(&name, shape.iter().product());
-            (name, shape, values)
-        })
-        .collect();
+    let tensors = crate::common::tiny_judge::tiny_tensors(&data(name).join("tensors.json"));
     if !sharded {
         write_safetensors(&to.join("model.safetensors"), &tensors).unwrap();
         return to;
@@ -264,29 +248,11 @@ fn judge_eval_picks_equal_transformers_on_the_dev_split() {
         let dir = decoder_folder(name, tmp.path(), false);
         let dev = test_data("possible-stories:dev", "dataset/dev.jsonl");
         let out = tmp.path().join("eval");
-        let r = run(&[
-            "judge",
-            "eval",
-            "--judge",
-            dir.to_str().unwrap(),
-            "--dataset",
-            dev.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--device",
-            "cpu",
-            "--quiet",
-            "--bootstrap",
-            "100",
-        ]);
+        let r = crate::letter::eval_letter(&dir, &dev, &out, &[]);
         assert!(r.status.success(), "{}", stderr(&r));
         let reference = read_json(&data(name).join("reference.json"));
         let rows = reference["questions"].as_array().unwrap();
-        let items: Vec<Value> = std::fs::read_to_string(out.join("items.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let items = crate::letter::read_items(&out.join("items.jsonl"));
         assert_eq!(items.len(), rows.len());
         for (item, row) in items.iter().zip(rows) {
             assert_eq!(item["question_id"], row["question_id"]);
@@ -317,23 +283,9 @@ fn broken_decoder_folders_exit_2_naming_the_file_and_field() {
     let tmp = tempfile::tempdir().unwrap();
     let dev = crate::letter::dev_head(tmp.path(), 3);
     let eval = |dir: &Path, extra: &[&str]| {
-        let out = tmp.path().join("out");
-        let mut args = vec![
-            "judge",
-            "eval",
-            "--judge",
-            dir.to_str().unwrap(),
-            "--dataset",
-            dev.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--device",
-            "cpu",
-            "--quiet",
-            "--force",
-        ];
-        args.extend_from_slice(extra);
-        run(&args)
+        let mut extra = extra.to_vec();
+        extra.push("--force");
+        crate::letter::eval_letter(dir, &dev, &tmp.path().join("out"), &extra)
     };
     let edit = |name: &str, f: &dyn Fn(&mut Value)| {
         let dir = decoder_folder("llama", &tmp.path().join(name), false);
@@ -437,25 +389,11 @@ fn prompts_longer_than_the_context_keep_their_last_tokens() {
     let dev = crate::letter::dev_head(tmp.path(), 3);
     // `judge eval` warns; `--max-length` cuts the same way below the model's own context.
     for (judge, extra) in [(&short, None), (&full_dir, Some("64"))] {
-        let out = tmp.path().join("eval");
-        let mut args = vec![
-            "judge",
-            "eval",
-            "--judge",
-            judge.to_str().unwrap(),
-            "--dataset",
-            dev.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--device",
-            "cpu",
-            "--quiet",
-            "--force",
-        ];
+        let mut args = vec!["--force"];
         if let Some(n) = extra {
             args.extend(["--max-length", n]);
         }
-        let r = run(&args);
+        let r = crate::letter::eval_letter(judge, &dev, &tmp.path().join("eval"), &args);
         assert!(r.status.success(), "{}", stderr(&r));
         assert!(
             stderr(&r).contains("prompts were longer than the judge's context"),

@@ -128,7 +128,12 @@ pub(crate) fn dev_head(dir: &Path, n: usize) -> PathBuf {
 }
 
 /// `scorekit judge eval` of `judge` on `dataset` into `out`, on the CPU, with `extra` flags.
-fn eval_letter(judge: &Path, dataset: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+pub(crate) fn eval_letter(
+    judge: &Path,
+    dataset: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> std::process::Output {
     let mut args = vec![
         "judge",
         "eval",
@@ -149,7 +154,7 @@ fn eval_letter(judge: &Path, dataset: &Path, out: &Path, extra: &[&str]) -> std:
 }
 
 /// The lines of an items.jsonl.
-fn read_items(path: &Path) -> Vec<Value> {
+pub(crate) fn read_items(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()

@@ -45,10 +45,15 @@ pub fn build_judge(name: &str, dir: &Path, with_tokenizer_json: bool) {
             std::fs::copy(tok.join(f), dir.join(f)).unwrap();
         }
     }
+    let tensors = tiny_tensors(&src.join("tensors.json"));
+    write_safetensors(&dir.join("model.safetensors"), &tensors).unwrap();
+}
+
+/// The tensors a `tensors.json` lists (name and shape), each filled by [`tiny_weight`].
+pub fn tiny_tensors(tensors_json: &Path) -> Vec<(String, Vec<usize>, Vec<f32>)> {
     let list: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(src.join("tensors.json")).unwrap()).unwrap();
-    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = list
-        .iter()
+        serde_json::from_str(&std::fs::read_to_string(tensors_json).unwrap()).unwrap();
+    list.iter()
         .map(|t| {
             let name = t["name"].as_str().unwrap().to_string();
             let shape: Vec<usize> = t["shape"]
@@ -60,8 +65,7 @@ pub fn build_judge(name: &str, dir: &Path, with_tokenizer_json: bool) {
             let data = tiny_weight(&name, shape.iter().product());
             (name, shape, data)
         })
-        .collect();
-    write_safetensors(&dir.join("model.safetensors"), &tensors).unwrap();
+        .collect()
 }
 
 /// A `scorekit story` run on the real dev split, without `--out`: a tiny BERT judge and tiny

@@ -98,9 +98,10 @@ fn walk(
         } else {
             format!("{prefix}.{k}")
         };
-        match v {
-            Value::Object(o) if estimate(o).is_some() => {
-                est.push(estimate_row(scope, &path, o));
+        let parsed = v.as_object().and_then(estimate);
+        match (v, parsed) {
+            (Value::Object(o), Some(parsed)) => {
+                est.push(estimate_row(scope, &path, o, parsed));
                 // What else the estimate carries (J, q0, the counts) is shown beside it.
                 let rest: Map<String, Value> = o
                     .iter()
@@ -109,8 +110,10 @@ fn walk(
                     .collect();
                 walk(scope, &path, &rest, depth + 1, est, facts);
             }
-            Value::Object(o) if depth < 4 => walk(scope, &path, o, depth + 1, est, facts),
-            Value::Array(a) if a.iter().all(Value::is_object) && !a.is_empty() && depth < 4 => {
+            (Value::Object(o), None) if depth < 4 => walk(scope, &path, o, depth + 1, est, facts),
+            (Value::Array(a), _)
+                if a.iter().all(Value::is_object) && !a.is_empty() && depth < 4 =>
+            {
                 // MINT's table2/table3: one object per agent, named by its keys.
                 for (i, x) in a.iter().enumerate() {
                     let o = x.as_object().expect("checked");
@@ -157,8 +160,12 @@ fn estimate(o: &Map<String, Value>) -> Option<Found> {
     Some((value.as_f64(), ci))
 }
 
-fn estimate_row(scope: &str, path: &str, o: &Map<String, Value>) -> EstimateRow {
-    let (value, ci) = estimate(o).expect("an estimate");
+fn estimate_row(
+    scope: &str,
+    path: &str,
+    o: &Map<String, Value>,
+    (value, ci): Found,
+) -> EstimateRow {
     let rate = is_rate(path);
     EstimateRow {
         scope: scope.to_string(),
