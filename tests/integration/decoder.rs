@@ -4,10 +4,12 @@
 //! generator), asked every Possible Stories dev question through the chat template. The four
 //! letter logits at the last token equal transformers' (f32, eager attention) within 1e-4 and
 //! every pick equals it, one prompt at a time and batched; through `scorekit judge eval` the
-//! picks of all 458 dev questions equal the reference's.
+//! picks of all 458 dev questions equal the reference's. Both engines are checked: candle's
+//! layers and scorekit's kernels (where this CPU runs them).
 
 use crate::common::{read_json, stderr, test_data};
 use scorekit::runtime::decoder_judge::DecoderJudge;
+use scorekit::runtime::engine::{EngineChoice, EngineOptions};
 use scorekit::runtime::weights::write_safetensors;
 use scorekit::suites::letter;
 use serde_json::{json, Value};
@@ -91,6 +93,36 @@ fn logits_of(v: &Value) -> Vec<f32> {
         .collect()
 }
 
+/// The engines a decoder judge runs on here: candle, and scorekit's kernels where this CPU has
+/// AVX-512F (f32 products: split-bf16 AMX tiles where the CPU has them, and AVX-512).
+fn engines() -> Vec<EngineOptions> {
+    let mut all = vec![EngineOptions {
+        engine: EngineChoice::Candle,
+        ..EngineOptions::default()
+    }];
+    if scorekit::runtime::kernels::kernels_available() {
+        all.push(EngineOptions {
+            engine: EngineChoice::Native,
+            ..EngineOptions::default()
+        });
+    }
+    // With AMX tiles the kernels' f32 default is split-bf16 tile products: plain AVX-512 f32
+    // products too.
+    if scorekit::runtime::kernels::amx_available() {
+        all.push(EngineOptions {
+            engine: EngineChoice::Native,
+            amx: false,
+            ..EngineOptions::default()
+        });
+    }
+    all
+}
+
+/// Load layout folder `dir` in `dtype` on `engine`, without a system prompt or length cap.
+fn load_on(dir: &Path, dtype: candle_core::DType, engine: &EngineOptions) -> DecoderJudge {
+    DecoderJudge::load(dir, &candle_core::Device::Cpu, dtype, engine, None, None).unwrap()
+}
+
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     a.iter()
         .zip(b)
@@ -99,19 +131,22 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// Layout `name`: token ids, letter logits and picks of all dev prompts equal transformers',
-/// batched under a budget and one at a time; the system-prompt renders too.
+/// batched under a budget and one at a time; the system-prompt renders too. On every engine.
 fn parity(name: &str, sharded: bool) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = decoder_folder(name, tmp.path(), sharded);
+    for engine in engines() {
+        let tiles = if engine.amx { "" } else { ", no AMX" };
+        parity_on(&format!("{name} on {:?}{tiles}", engine.engine), &dir, &engine);
+    }
+}
+
+/// [`parity`] of the layout folder `dir` on one engine (`label` names both in failures).
+fn parity_on(label: &str, dir: &Path, engine: &EngineOptions) {
+    let name = dir.file_name().unwrap().to_str().unwrap();
     let reference = read_json(&data(name).join("reference.json"));
-    let judge = DecoderJudge::load(
-        &dir,
-        &candle_core::Device::Cpu,
-        candle_core::DType::F32,
-        None,
-        None,
-    )
-    .unwrap();
+    let name = label;
+    let judge = load_on(dir, candle_core::DType::F32, engine);
     let letter_ids: Vec<u32> = serde_json::from_value(reference["letter_ids"].clone()).unwrap();
     assert_eq!(
         judge.letter_ids().to_vec(),
@@ -182,9 +217,10 @@ fn parity(name: &str, sharded: bool) {
     // With a system message, where the template takes one.
     if let Some(system) = reference["system_prompt"].as_str() {
         let judge = DecoderJudge::load(
-            &dir,
+            dir,
             &candle_core::Device::Cpu,
             candle_core::DType::F32,
+            engine,
             Some(system),
             None,
         )
@@ -364,16 +400,7 @@ fn prompts_longer_than_the_context_keep_their_last_tokens() {
     let mut cfg = read_json(&short.join("config.json"));
     cfg["max_position_embeddings"] = json!(64);
     std::fs::write(short.join("config.json"), cfg.to_string()).unwrap();
-    let load = |d: &Path| {
-        DecoderJudge::load(
-            d,
-            &candle_core::Device::Cpu,
-            candle_core::DType::F32,
-            None,
-            None,
-        )
-        .unwrap()
-    };
+    let load = |d: &Path| load_on(d, candle_core::DType::F32, &EngineOptions::default());
     let (full, short_judge) = (load(&full_dir), load(&short));
     let prompts = dev_prompts()[..3].to_vec();
     let whole = full.encode(&prompts).unwrap();
@@ -403,35 +430,77 @@ fn prompts_longer_than_the_context_keep_their_last_tokens() {
     }
 }
 
-/// `--dtype bf16` loads the weights in bf16 and runs the layers in it (norms and softmax in
-/// f32): its letter logits stay near f32's, and its picks equal f32's wherever f32's best
-/// letter leads by more than that distance.
+/// Letter logits of the first 40 dev prompts in `dtype` on `engine` stay within `tol` of
+/// candle's f32 ones, and the picks equal f32's wherever f32's best letter leads by more than
+/// twice the distance.
+fn near_f32(name: &str, dir: &Path, dtype: candle_core::DType, engine: &EngineOptions, tol: f32) {
+    let prompts = dev_prompts()[..40].to_vec();
+    let bar = indicatif::ProgressBar::hidden();
+    let f32s = load_on(dir, candle_core::DType::F32, &engines()[0])
+        .verdicts(&prompts, 4096, &bar)
+        .unwrap();
+    let judge = load_on(dir, dtype, engine);
+    let others = judge.verdicts(&prompts, 4096, &bar).unwrap();
+    let mut worst = 0f32;
+    for (a, b) in f32s.iter().zip(&others) {
+        let d = max_diff(&a.letter_logits, &b.letter_logits);
+        worst = worst.max(d);
+        let mut sorted = a.letter_logits;
+        sorted.sort_by(|x, y| y.total_cmp(x));
+        if sorted[0] - sorted[1] > 2.0 * d {
+            assert_eq!(a.pick, b.pick, "{name}");
+        }
+    }
+    let what = format!("{name} {dtype:?} on {}", judge.engine());
+    assert!(worst < tol, "{what}: letter logits {worst} from f32's");
+    eprintln!("{what}: letter logits within {worst:.3} of f32");
+}
+
+/// `--dtype bf16` loads the weights in bf16 (candle runs the layers in it, norms and softmax in
+/// f32; scorekit's kernels run bf16 products with f32 accumulation on f32 activations): the
+/// letter logits stay near f32's.
 #[test]
 fn bf16_letter_logits_stay_near_f32() {
     let tmp = tempfile::tempdir().unwrap();
     for name in ["llama", "gemma2"] {
         let dir = decoder_folder(name, tmp.path(), false);
-        let load =
-            |dtype| DecoderJudge::load(&dir, &candle_core::Device::Cpu, dtype, None, None).unwrap();
-        let prompts = dev_prompts()[..40].to_vec();
-        let bar = indicatif::ProgressBar::hidden();
-        let f32s = load(candle_core::DType::F32)
-            .verdicts(&prompts, 4096, &bar)
-            .unwrap();
-        let bf16s = load(candle_core::DType::BF16)
-            .verdicts(&prompts, 4096, &bar)
-            .unwrap();
-        let mut worst = 0f32;
-        for (a, b) in f32s.iter().zip(&bf16s) {
-            let d = max_diff(&a.letter_logits, &b.letter_logits);
-            worst = worst.max(d);
-            let mut sorted = a.letter_logits;
-            sorted.sort_by(|x, y| y.total_cmp(x));
-            if sorted[0] - sorted[1] > 2.0 * d {
-                assert_eq!(a.pick, b.pick, "{name}");
-            }
+        for engine in engines() {
+            near_f32(name, &dir, candle_core::DType::BF16, &engine, 0.1);
         }
-        assert!(worst < 0.1, "{name}: bf16 letter logits {worst} from f32's");
-        eprintln!("{name}: bf16 letter logits within {worst:.3} of f32");
     }
+}
+
+/// `--quantize`: int8 products (weights per output row, activations per row) on scorekit's
+/// kernels stay near f32's letter logits; without the kernels it is refused.
+#[test]
+fn int8_letter_logits_stay_near_f32() {
+    let tmp = tempfile::tempdir().unwrap();
+    let int8 = EngineOptions {
+        int8: true,
+        ..EngineOptions::default()
+    };
+    if !scorekit::runtime::kernels::int8_available() {
+        return;
+    }
+    for name in ["llama", "qwen2", "gemma2", "phi3"] {
+        let dir = decoder_folder(name, tmp.path(), false);
+        near_f32(name, &dir, candle_core::DType::F32, &int8, 0.1);
+    }
+    let candle_int8 = EngineOptions {
+        engine: EngineChoice::Candle,
+        ..int8
+    };
+    let dir = tmp.path().join("llama");
+    let e = DecoderJudge::load(
+        &dir,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        &candle_int8,
+        None,
+        None,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.exit_code(), 2, "{e}");
+    assert!(e.to_string().contains("int8"), "{e}");
 }

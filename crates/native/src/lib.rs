@@ -1,5 +1,6 @@
 //! scorekit's native engine: a BERT encoder on the kernels of `scorekit-kernels` (and T5's encoder
-//! and packed products for the letter judge, `t5.rs`), for CPU f32 (optionally int8 or bf16 matrix
+//! and packed products for the letter judge, `t5.rs`; decoder-only chat models for the decoder
+//! letter judge, `decoder.rs`), for CPU f32 (optionally int8 or bf16 matrix
 //! products), on x86-64 with AVX-512F (elsewhere this crate is empty and
 //! candle's layers run):
 //!
@@ -35,7 +36,9 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+mod decoder;
 mod t5;
+pub use decoder::{DecoderShape, FastDecoder, ReadOptional, RopeTable, QUERY_BLOCK};
 pub use t5::{FastT5Encoder, ReadTensor, T5Shape};
 
 /// A weight matrix for y = x·Wᵀ + b.

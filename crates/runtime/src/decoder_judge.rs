@@ -12,6 +12,8 @@
 //! cut are counted ([`DecoderJudge::truncated`]).
 
 use crate::chat_template::{judge_prompt, ChatTemplate, JudgePrompt};
+use crate::decoder_native::NativeDecoder;
+use crate::engine::{products_on_kernels, EngineOptions};
 use anyhow::anyhow;
 use candle_core::{DType, Device};
 use indicatif::ProgressBar;
@@ -59,9 +61,16 @@ impl Verdict {
     }
 }
 
+/// The model, on candle or on scorekit's kernels.
+enum Model {
+    Candle(Decoder),
+    Native(Box<NativeDecoder>),
+}
+
 /// A loaded decoder letter judge.
 pub struct DecoderJudge {
-    model: Decoder,
+    model: Model,
+    cfg: DecoderConfig,
     tokenizer: Tokenizer,
     template: Option<ChatTemplate>,
     system_prompt: Option<String>,
@@ -76,14 +85,18 @@ impl DecoderJudge {
     /// refused naming the field), tokenizer.json, the chat template if any, the weights in any of
     /// the Hub's forms (shards behind their index). Everything is checked before any scoring:
     /// each letter must be one token, a system prompt needs a chat template. `max_length`
-    /// (`--max-length`) caps the context below the model's own.
+    /// (`--max-length`) caps the context below the model's own. The model runs on scorekit's
+    /// kernels where `engine` allows and they run here (`engine::products_on_kernels`), else on
+    /// candle.
     pub fn load(
         dir: &Path,
         device: &Device,
         dtype: DType,
+        engine: &EngineOptions,
         system_prompt: Option<&str>,
         max_length: Option<usize>,
     ) -> Result<DecoderJudge> {
+        let on_kernels = products_on_kernels(engine, device, dtype)?;
         let config_path = dir.join("config.json");
         let cfg = read_decoder_config(&config_path)?;
         // Missing shards are named here, before anything is read.
@@ -93,16 +106,28 @@ impl DecoderJudge {
         let template = ChatTemplate::from_model_dir(dir)?;
         // A system prompt without a template, or a template that raises, fails here.
         judge_prompt(template.as_ref(), "", system_prompt)?;
-        let vb = var_builder_of(&files, dtype, device)?;
-        let model = Decoder::load(vb, &cfg).map_err(|e| weights_error(&files.files()[0], e))?;
-        let engine = format!(
-            "candle ({}, eager attention, {})",
-            cfg.model_type,
-            format!("{dtype:?}").to_lowercase()
-        );
+        let (model, engine) = if on_kernels {
+            let native = crate::decoder_native::load(&files, &cfg, dtype, engine)?;
+            let name = format!(
+                "scorekit kernels ({}, {}; causal attention per sequence)",
+                cfg.model_type,
+                native.products_name()
+            );
+            (Model::Native(Box::new(native)), name)
+        } else {
+            let vb = var_builder_of(&files, dtype, device)?;
+            let model = Decoder::load(vb, &cfg).map_err(|e| weights_error(&files.files()[0], e))?;
+            let name = format!(
+                "candle ({}, eager attention, {})",
+                cfg.model_type,
+                format!("{dtype:?}").to_lowercase()
+            );
+            (Model::Candle(model), name)
+        };
         Ok(DecoderJudge {
             context: max_length.map_or(cfg.max_positions, |m| m.clamp(1, cfg.max_positions)),
             model,
+            cfg,
             tokenizer,
             template,
             system_prompt: system_prompt.map(str::to_string),
@@ -119,7 +144,7 @@ impl DecoderJudge {
 
     /// The architecture, as config.json's `model_type`.
     pub fn arch(&self) -> &str {
-        &self.model.config().model_type
+        &self.cfg.model_type
     }
 
     /// The token ids of A, B, C, D.
@@ -186,9 +211,7 @@ impl DecoderJudge {
         let mut out = run_batched(&rows, batch_tokens, progress, |batch| {
             let ids: Vec<Vec<u32>> = (0..batch.len()).map(|i| batch.seq(i).0.to_vec()).collect();
             let logits = self
-                .model
                 .last_logits(&ids)
-                .and_then(|t| t.to_vec2::<f32>())
                 .map_err(|e| Error::Internal(anyhow!("decoder judge model: {e}")))?;
             Ok(logits.iter().map(|row| self.verdict(row)).collect())
         })?;
@@ -199,6 +222,14 @@ impl DecoderJudge {
         }
         self.truncated.fetch_add(cut, Ordering::Relaxed);
         Ok(out)
+    }
+
+    /// Next-token logits at the last token of each row of `ids`, on the model's engine.
+    fn last_logits(&self, ids: &[Vec<u32>]) -> candle_core::Result<Vec<Vec<f32>>> {
+        match &self.model {
+            Model::Candle(m) => m.last_logits(ids)?.to_vec2::<f32>(),
+            Model::Native(m) => m.last_logits(ids, &self.cfg),
+        }
     }
 
     /// The verdict read from one row of next-token logits.

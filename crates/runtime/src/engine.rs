@@ -201,6 +201,17 @@ pub fn seq2seq_engine(
     // With int8 the encoder's products are int8 on f32 activations whatever `dtype`, which then
     // sets the decoder's weights only: `--quantize --dtype bf16` is how flan-t5-xxl fits in
     // 24 GiB (docs/judge.md).
+    Ok(if products_on_kernels(opts, device, dtype)? {
+        Seq2SeqEngine::Native
+    } else {
+        Seq2SeqEngine::Candle
+    })
+}
+
+/// Whether a judge's products run on scorekit's kernels (T5's encoder, a decoder-only judge):
+/// with `auto` where the kernels run here for the products asked (`--quantize` makes them
+/// int8 on f32 activations whatever `dtype`), else candle; `--quantize` needs the kernels.
+pub fn products_on_kernels(opts: &EngineOptions, device: &Device, dtype: DType) -> Result<bool> {
     let products_dtype = if opts.int8 { DType::F32 } else { dtype };
     let native = use_native(opts, || opts.native_runs_here(device, products_dtype))?;
     if opts.int8 && !native {
@@ -210,9 +221,5 @@ pub fn seq2seq_engine(
             "int8 products need scorekit's CPU kernels (x86-64 with AVX-512 VNNI, the CPU, not --engine candle)",
         ));
     }
-    Ok(if native {
-        Seq2SeqEngine::Native
-    } else {
-        Seq2SeqEngine::Candle
-    })
+    Ok(native)
 }

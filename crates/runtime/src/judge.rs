@@ -119,17 +119,11 @@ impl AnyJudge {
                     ),
                 ));
             }
-            if engine.int8 {
-                return Err(Error::usage(format!(
-                    "--quantize: judge {} is a decoder letter judge, which runs on candle in the \
-                     dtype asked for (f32, bf16, f16); int8 products are for encoders and T5",
-                    dir.display()
-                )));
-            }
             let judge = crate::decoder_judge::DecoderJudge::load(
                 dir,
                 device,
                 dtype,
+                engine,
                 system_prompt,
                 max_length,
             )?;

@@ -8,6 +8,7 @@
 
 pub mod chat_template;
 pub mod decoder_judge;
+pub mod decoder_native;
 pub mod device;
 pub mod embedder;
 pub mod engine;
