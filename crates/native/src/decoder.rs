@@ -188,7 +188,7 @@ impl FastDecoder {
     ) -> candle_core::Result<FastDecoder> {
         let cpu = products.check()?;
         let s = &shape;
-        if s.windows.len() != s.layers || s.kv_heads == 0 || s.heads % s.kv_heads != 0 {
+        if s.windows.len() != s.layers || s.kv_heads == 0 || !s.heads.is_multiple_of(s.kv_heads) {
             return Err(err(
                 "decoder: heads, kv heads or windows do not fit the layers",
             ));

@@ -63,7 +63,7 @@ impl Verdict {
 
 /// The model, on candle or on scorekit's kernels.
 enum Model {
-    Candle(Decoder),
+    Candle(Box<Decoder>),
     Native(Box<NativeDecoder>),
 }
 
@@ -122,7 +122,7 @@ impl DecoderJudge {
                 cfg.model_type,
                 format!("{dtype:?}").to_lowercase()
             );
-            (Model::Candle(model), name)
+            (Model::Candle(Box::new(model)), name)
         };
         Ok(DecoderJudge {
             context: max_length.map_or(cfg.max_positions, |m| m.clamp(1, cfg.max_positions)),
