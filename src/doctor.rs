@@ -100,12 +100,19 @@ fn cpu() -> Cpu {
         } else {
             "candle's layers (no AVX-512F)".into()
         },
+        // The same rule the engine applies (`engine::bf16_products`: peaks measured here).
         bf16: if amx.granted {
-            "scorekit kernels: bf16 AMX tile products".into()
-        } else if avx512_bf16 {
-            "scorekit kernels: AVX512-BF16 (vdpbf16ps)".into()
+            format!(
+                "scorekit kernels: bf16 AMX tile products (--amx off: {})",
+                scorekit_runtime::engine::bf16_products(false).describe()
+            )
+        } else if avx512f {
+            format!(
+                "scorekit kernels: {}",
+                scorekit_runtime::engine::bf16_products(false).describe()
+            )
         } else {
-            "candle's bf16 layers (no AMX-BF16, no AVX512-BF16)".into()
+            "candle's bf16 layers (no AVX-512F)".into()
         },
         int8: if amx.int8 {
             "scorekit kernels: AMX-INT8 tiles".into()

@@ -534,6 +534,8 @@ fn judge_bench_measures_against_its_own_precision_peak() {
         measured("amx-bf16");
     } else if engine.contains("AVX512-BF16") {
         measured("avx512-bf16");
+    } else if engine.contains("widened to f32") {
+        measured("avx512");
     } else {
         // candle's bf16: no probe measures it, so no figure is made up.
         assert!(bf16["peak_gflops"].is_null(), "{bf16}");

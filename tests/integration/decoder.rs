@@ -137,7 +137,11 @@ fn parity(name: &str, sharded: bool) {
     let dir = decoder_folder(name, tmp.path(), sharded);
     for engine in engines() {
         let tiles = if engine.amx { "" } else { ", no AMX" };
-        parity_on(&format!("{name} on {:?}{tiles}", engine.engine), &dir, &engine);
+        parity_on(
+            &format!("{name} on {:?}{tiles}", engine.engine),
+            &dir,
+            &engine,
+        );
     }
 }
 

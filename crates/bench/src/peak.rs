@@ -18,8 +18,8 @@ pub enum PeakKind {
 }
 
 impl PeakKind {
-    /// On the CPU: f32 FMAs for f32, bf16 tile products for scorekit's bf16 AMX encoder,
-    /// `vdpbf16ps` for its AVX512-BF16 one; none for int8, for candle's half types and on a GPU
+    /// On the CPU: f32 FMAs for f32 and for bf16 weights widened to f32, bf16 tile products for
+    /// scorekit's bf16 AMX encoder, `vdpbf16ps` for its AVX512-BF16 one; none for int8, for candle's half types and on a GPU
     /// (nothing measures those).
     pub fn of(device: &Device, dtype: DType, int8: bool, engine: &str) -> Option<Self> {
         match dtype {
@@ -28,6 +28,8 @@ impl PeakKind {
             // The engine as it names itself (`FastBert::engine` in scorekit-native).
             DType::BF16 if engine.contains("bf16 AMX") => Some(PeakKind::Bf16Amx),
             DType::BF16 if engine.contains("AVX512-BF16") => Some(PeakKind::Bf16Dot),
+            // bf16 weights widened to f32: the products are f32 FMAs.
+            DType::BF16 if engine.contains("widened to f32") => Some(PeakKind::F32),
             _ => None,
         }
     }

@@ -93,6 +93,20 @@ impl PackedB {
         }
     }
 
+    /// The packed values, panel after panel (padding columns zero).
+    pub(crate) fn data(&self) -> &[f32] {
+        &self.data
+    }
+
+    /// Refill with `n` columns of depth `k` whose packed values `fill` writes (every value of
+    /// the `n.div_ceil(NR) · k · NR`, padding zero): for copies of other packings.
+    pub(crate) fn refill(&mut self, k: usize, n: usize, fill: impl FnOnce(&mut [f32])) {
+        self.k = k;
+        self.n = n;
+        self.data.resize(Self::panels(n) * k * NR, 0.0);
+        fill(&mut self.data);
+    }
+
     /// Size `data` for `np` panels of depth `k` without clearing it (every value of a whole
     /// column is written by the caller), zeroing only the last panel's columns beyond n.
     fn resize_zeroing_padding(&mut self, np: usize, k: usize) {

@@ -47,6 +47,8 @@ pub mod resample;
 pub mod sha256_lanes;
 pub mod splitmix;
 pub mod train;
+#[cfg(target_arch = "x86_64")]
+pub mod widened;
 
 /// Whether this CPU can run the fast encoder's f32 kernels (x86-64 with AVX-512F).
 pub fn kernels_available() -> bool {

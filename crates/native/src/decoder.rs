@@ -591,3 +591,130 @@ fn add(x: &mut [f32], y: &[f32]) {
         .zip(y.par_chunks(4096))
         .for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(x, y)| *x += y));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scorekit_kernels::gemm;
+
+    /// A tiny Gemma-2-like model (GQA 4/2 heads, sandwich norms, soft-capping, a window on
+    /// layer 1, q/k norms, widths not multiples of 16 so every masked tail runs); weights from
+    /// a fixed generator, rounded to bf16 so f32 and bf16 storage hold the same values.
+    fn tiny(products: Products, embed_bf16: bool) -> FastDecoder {
+        let shape = DecoderShape {
+            hidden: 20,
+            heads: 4,
+            kv_heads: 2,
+            head_dim: 6,
+            intermediate: 36,
+            layers: 2,
+            vocab: 50,
+            eps: 1e-6,
+            act: Activation::GeluTanh,
+            norm_plus_one: true,
+            qk_norm: true,
+            sandwich_norms: true,
+            fused: false,
+            qkv_bias: true,
+            o_bias: false,
+            mlp_bias: false,
+            embed_scale: Some(4.5),
+            attn_scaling: 0.4,
+            attn_softcap: Some(50.0),
+            final_softcap: Some(30.0),
+            windows: vec![None, Some(3)],
+            tied: true,
+            embed_bf16,
+        };
+        let read = |name: &str, dims: &[usize]| -> candle_core::Result<Option<Vec<f32>>> {
+            let seed = name
+                .bytes()
+                .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(b as u32));
+            let n: usize = dims.iter().product();
+            Ok(Some(
+                (0..n as u32)
+                    .map(|i| {
+                        let v = (i.wrapping_mul(2654435761) ^ seed) >> 16;
+                        let x = (v % 2001) as f32 / 10000.0 - 0.1;
+                        f32::from_bits((x.to_bits() >> 16) << 16)
+                    })
+                    .collect(),
+            ))
+        };
+        FastDecoder::load(&read, "model.", "lm_head", shape, products).unwrap()
+    }
+
+    fn f32_products() -> Products {
+        Products {
+            int8: false,
+            amx: false,
+            bf16: false,
+            widen_bf16: false,
+        }
+    }
+
+    fn ropes(len: usize) -> RopeTable {
+        let inv: Vec<f32> = (0..3)
+            .map(|i| 1.0 / 10000f32.powf(i as f32 / 3.0))
+            .collect();
+        RopeTable::new(&inv, 1.0, len)
+    }
+
+    #[test]
+    fn batched_sequences_get_the_logits_they_get_alone() {
+        if !gemm::available() {
+            return;
+        }
+        let model = tiny(f32_products(), false);
+        let table = ropes(70);
+        let r = [&table, &table];
+        let long: Vec<u32> = (0..70).map(|i| (i * 7 % 50) as u32).collect();
+        let short = [3u32, 9, 4];
+        let both = model.last_logits(&[&long, &short], &r).unwrap();
+        let alone_long = model.last_logits(&[&long], &r).unwrap();
+        let alone_short = model.last_logits(&[&short], &r).unwrap();
+        assert_eq!(both[..50], alone_long[..]);
+        assert_eq!(both[50..], alone_short[..]);
+        assert!(both.iter().all(|v| v.is_finite() && v.abs() <= 30.0));
+    }
+
+    #[test]
+    fn widened_bf16_weights_give_the_f32_logits_bit_for_bit() {
+        if !gemm::available() {
+            return;
+        }
+        let widened = Products {
+            bf16: true,
+            widen_bf16: true,
+            ..f32_products()
+        };
+        let table = ropes(70);
+        let r = [&table, &table];
+        let seq: Vec<u32> = (0..70).map(|i| (i * 11 % 50) as u32).collect();
+        let a = tiny(f32_products(), false)
+            .last_logits(&[&seq], &r)
+            .unwrap();
+        let b = tiny(widened, true).last_logits(&[&seq], &r).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            tiny(widened, true).products_name(),
+            "bf16 weights widened to f32 AVX-512 products"
+        );
+    }
+
+    #[test]
+    fn bad_sequences_are_errors_not_panics() {
+        if !gemm::available() {
+            return;
+        }
+        let model = tiny(f32_products(), false);
+        let table = ropes(4);
+        let r = [&table, &table];
+        let e = model.last_logits(&[&[1, 2], &[]], &r).unwrap_err();
+        assert!(e.to_string().contains("at least one token"), "{e}");
+        let e = model.last_logits(&[&[1, 50]], &r).unwrap_err();
+        assert!(e.to_string().contains("outside the vocabulary"), "{e}");
+        let e = model.last_logits(&[&[1, 2, 3, 4, 5]], &r).unwrap_err();
+        assert!(e.to_string().contains("rope table"), "{e}");
+    }
+}

@@ -32,6 +32,7 @@ use scorekit_kernels::block::BlockMut;
 use scorekit_kernels::cpu::Avx512;
 use scorekit_kernels::gemm::{self, Epilogue, PackedB};
 use scorekit_kernels::int8::PackedI8;
+use scorekit_kernels::widened::PackedBf16Weights;
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -49,6 +50,8 @@ enum Weight {
     Split(PackedSplit),
     /// bf16 products on AVX512-BF16 (`vdpbf16ps`), for CPUs without AMX tiles.
     Bf16Dot(PackedBf16Dot),
+    /// bf16 weights widened to f32 for AVX-512 f32 products, where bf16 products are slower.
+    Widened(PackedBf16Weights),
     I8(PackedI8),
 }
 
@@ -63,6 +66,10 @@ pub struct Products {
     /// allows and the CPU has them, else on AVX512-BF16; everything else (embeddings,
     /// LayerNorm, attention, GELU, residuals, heads) stays f32.
     pub bf16: bool,
+    /// With `bf16` and no AMX tiles: keep the weights in bf16 but multiply them widened to f32
+    /// with f32 FMAs (where the CPU's bf16 products are slower than its f32 FMAs; the runtime
+    /// measures and decides).
+    pub widen_bf16: bool,
 }
 
 impl Products {
@@ -76,9 +83,10 @@ impl Products {
         if self.int8 && !scorekit_kernels::int8::available() {
             return Err(err("int8 products need AVX-512 VNNI"));
         }
-        if self.bf16 && (self.int8 || !(self.amx && amx::available() || bf16dot::available())) {
+        let bf16_runs = self.amx && amx::available() || bf16dot::available() || self.widen_bf16;
+        if self.bf16 && (self.int8 || !bf16_runs) {
             return Err(err(
-                "bf16 products need AMX-BF16 tiles or AVX512-BF16 (and exclude int8) in scorekit's kernels",
+                "bf16 products need AMX-BF16 tiles, AVX512-BF16 or widening to f32 (and exclude int8) in scorekit's kernels",
             ));
         }
         Ok(cpu)
@@ -90,7 +98,9 @@ impl Weight {
     /// bf16 when asked (tiles where allowed and available, else AVX512-BF16, which `load_with`
     /// checked), else split-bf16 AMX where allowed and available, else AVX-512 f32.
     fn pack(w: &[f32], n: usize, k: usize, products: Products) -> Self {
-        if products.bf16 && products.amx && amx::available() {
+        if products.bf16 && products.widen_bf16 && !(products.amx && amx::available()) {
+            Weight::Widened(PackedBf16Weights::from_nk(w, n, k))
+        } else if products.bf16 && products.amx && amx::available() {
             Weight::Split(PackedSplit::from_nk_as(w, n, k, TileTerms::Bf16))
         } else if products.bf16 {
             Weight::Bf16Dot(PackedBf16Dot::from_nk(w, n, k))
@@ -120,6 +130,7 @@ impl Weight {
             }
             Weight::Split(_) => "f32 as split-bf16 AMX products",
             Weight::Bf16Dot(_) => "bf16 AVX512-BF16 products (f32 accumulation)",
+            Weight::Widened(_) => "bf16 weights widened to f32 AVX-512 products",
             Weight::F32(_) => "f32 AVX-512",
         }
     }
@@ -150,6 +161,7 @@ impl Linear {
             ),
             Weight::Split(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
             Weight::Bf16Dot(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
+            Weight::Widened(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
             Weight::I8(p) => p.gemm(m, x, out, &self.b, accumulate, gelu),
         }
     }
@@ -555,6 +567,9 @@ impl FastBert {
             Some(Weight::Split(_)) => "scorekit encoder, f32 as split-bf16 AMX products",
             Some(Weight::Bf16Dot(_)) => {
                 "scorekit encoder, bf16 AVX512-BF16 products (f32 accumulation)"
+            }
+            Some(Weight::Widened(_)) => {
+                "scorekit encoder, bf16 weights widened to f32 AVX-512 products"
             }
             _ => "scorekit encoder, f32 AVX-512",
         }

@@ -261,6 +261,7 @@ mod tests {
             int8: false,
             amx: false,
             bf16: false,
+            widen_bf16: false,
         };
         FastT5Encoder::load(&read, shape, products).unwrap()
     }

@@ -48,7 +48,7 @@ mod x86 {
     use scorekit_kernels::act::Activation;
     use scorekit_models::decoder::{DecoderAct, DecoderConfig, Layout};
     use scorekit_models::shards::{var_builder_of, WeightFiles};
-    use scorekit_native::{DecoderShape, FastDecoder, Products, RopeTable};
+    use scorekit_native::{DecoderShape, FastDecoder, RopeTable};
 
     /// A decoder on scorekit's kernels.
     pub struct NativeDecoder(FastDecoder);
@@ -100,11 +100,7 @@ mod x86 {
             tied: cfg.tie_word_embeddings,
             embed_bf16: bf16,
         };
-        let products = Products {
-            int8: opts.int8,
-            amx: opts.amx,
-            bf16: bf16 && !opts.int8,
-        };
+        let products = crate::engine::kernel_products(opts, dtype);
         // An f32 view of the weights on the CPU, read one tensor at a time as the model packs it.
         let f32s = var_builder_of(files, DType::F32, &Device::Cpu)?;
         let read = |name: &str, dims: &[usize]| -> candle_core::Result<Option<Vec<f32>>> {

@@ -1,7 +1,8 @@
 //! The one place an engine is chosen: [`load_encoder`] (encoders) and [`seq2seq_engine`] (T5
 //! letter judges) pick scorekit's native kernels (`scorekit-native`) or candle's layers
 //! (`scorekit-models`) from [`EngineOptions`], the architecture and the device, by one rule
-//! ([`use_native`]); nothing else in the runtime decides.
+//! ([`use_native`]); nothing else in the runtime decides. Which products the kernels then run
+//! is decided here too ([`kernel_products`]), bf16's by measuring the CPU ([`bf16_products`]).
 
 use candle_core::{DType, Device};
 use scorekit_core::error::{Error, Result, Setting};
@@ -13,8 +14,9 @@ use std::path::Path;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum EngineChoice {
-    /// scorekit's kernels where they apply (x86-64 CPU with AVX-512F; f32, or bf16 on AMX-BF16
-    /// tiles or AVX512-BF16; a BERT-layout model with erf-GELU), else candle's layers.
+    /// scorekit's kernels where they apply (x86-64 CPU with AVX-512F; f32 or bf16; a
+    /// BERT-layout model with erf-GELU, T5's encoder, a decoder-only judge), else candle's
+    /// layers.
     #[default]
     Auto,
     /// scorekit's kernels; an error where they cannot run the model here.
@@ -46,22 +48,12 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// Whether the native kernels compute in `dtype` here with these options: f32 always; bf16
-    /// on AMX-BF16 tiles (AMX allowed and granted) or with AVX512-BF16, not with int8; nothing
-    /// else.
+    /// (on AMX-BF16 tiles, AVX512-BF16, or widened to f32: [`bf16_products`]), not with int8;
+    /// nothing else.
     pub fn native_dtype(&self, dtype: DType) -> std::result::Result<(), String> {
         match dtype {
             DType::F32 => Ok(()),
             DType::BF16 if self.int8 => Err("int8 products take f32 activations, not bf16".into()),
-            DType::BF16
-                if !(self.amx && scorekit_kernels::amx_available()
-                    || scorekit_kernels::bf16dot_available()) =>
-            {
-                Err(
-                    "scorekit's kernels compute bf16 products on AMX-BF16 tiles or with \
-                     AVX512-BF16, and this CPU has neither (or AMX was turned off)"
-                        .into(),
-                )
-            }
             DType::BF16 => Ok(()),
             _ => Err(format!(
                 "scorekit's kernels run in f32 or bf16, not {dtype:?}"
@@ -154,11 +146,7 @@ pub fn load_encoder(
             let enc = scorekit_native::FastBert::load_with(
                 weights,
                 &cfg.bert,
-                scorekit_native::Products {
-                    int8: opts.int8,
-                    amx: opts.amx,
-                    bf16: dtype == DType::BF16,
-                },
+                kernel_products(opts, dtype),
                 layout,
             )
             .map_err(|e| scorekit_models::weights_error(weights, e))?;
@@ -168,6 +156,102 @@ pub fn load_encoder(
     let vb = scorekit_models::var_builder(weights, arch.candle_dtype(dtype), device)?;
     arch.load_candle(vb, cfg)
         .map_err(|e| scorekit_models::weights_error(weights, e))
+}
+
+/// How `--dtype bf16` products run on scorekit's kernels on this CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bf16Products {
+    /// AMX-BF16 tile products (AMX allowed and granted): far above the f32 FMA peak.
+    Tiles,
+    /// AVX512-BF16 (`vdpbf16ps`), whose measured peak is at least the f32 FMA peak (Zen 4).
+    Dot {
+        /// Measured bf16 pair-product peak, GFLOP/s.
+        bf16_gflops: f64,
+        /// Measured f32 FMA peak, GFLOP/s.
+        f32_gflops: f64,
+    },
+    /// The weights kept in bf16 and multiplied widened to f32 with f32 FMAs: the CPU has no
+    /// bf16 instructions, or they are slower than its f32 FMAs (an Intel Xeon guest with
+    /// AVX512-BF16 and no AMX measured 171 against 350 GFLOP/s).
+    Widened {
+        /// Measured bf16 pair-product peak, GFLOP/s, where the CPU has AVX512-BF16.
+        bf16_gflops: Option<f64>,
+        /// Measured f32 FMA peak, GFLOP/s.
+        f32_gflops: f64,
+    },
+}
+
+impl Bf16Products {
+    /// What runs, and why, for `doctor` and engine names.
+    pub fn describe(&self) -> String {
+        match self {
+            Bf16Products::Tiles => "bf16 AMX tile products".into(),
+            Bf16Products::Dot {
+                bf16_gflops,
+                f32_gflops,
+            } => format!(
+                "AVX512-BF16 products (measured {bf16_gflops:.0} GFLOP/s, f32 FMA {f32_gflops:.0})"
+            ),
+            Bf16Products::Widened {
+                bf16_gflops: Some(b),
+                f32_gflops,
+            } => format!(
+                "bf16 weights widened to f32 FMA products (AVX512-BF16 measured {b:.0} GFLOP/s, \
+                 below f32 FMA's {f32_gflops:.0})"
+            ),
+            Bf16Products::Widened { f32_gflops, .. } => format!(
+                "bf16 weights widened to f32 FMA products (no AVX512-BF16; f32 FMA {f32_gflops:.0} GFLOP/s)"
+            ),
+        }
+    }
+}
+
+/// The rule "bf16 is never slower than f32": tiles where they run; else bf16 pair products only
+/// where their measured peak (`dot`, GFLOP/s; `None` without AVX512-BF16) reaches the f32 FMA
+/// peak, else the widened f32 products.
+pub fn choose_bf16(tiles: bool, dot: Option<f64>, f32_peak: f64) -> Bf16Products {
+    match dot {
+        _ if tiles => Bf16Products::Tiles,
+        Some(d) if d >= f32_peak => Bf16Products::Dot {
+            bf16_gflops: d,
+            f32_gflops: f32_peak,
+        },
+        _ => Bf16Products::Widened {
+            bf16_gflops: dot,
+            f32_gflops: f32_peak,
+        },
+    }
+}
+
+/// How bf16 products run here (`amx`: tiles allowed): tiles where granted, else by measuring
+/// the AVX512-BF16 and f32 FMA peaks on every core for 0.1 s each, once per process.
+pub fn bf16_products(amx: bool) -> Bf16Products {
+    if amx && scorekit_kernels::amx_available() {
+        return Bf16Products::Tiles;
+    }
+    static PEAKS: std::sync::OnceLock<(Option<f64>, f64)> = std::sync::OnceLock::new();
+    let &(dot, f32_peak) = PEAKS.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (
+            scorekit_kernels::bf16dot_peak(threads, 0.1).map(|p| p.gflops),
+            scorekit_kernels::peak::measure(threads, 0.1).gflops,
+        )
+    });
+    choose_bf16(false, dot, f32_peak)
+}
+
+/// The products scorekit's kernels run for `opts` and `dtype`: int8 with `--quantize`, bf16
+/// with `--dtype bf16` (widened to f32 where [`bf16_products`] says so), else f32; AMX tiles
+/// where allowed.
+#[cfg(target_arch = "x86_64")]
+pub fn kernel_products(opts: &EngineOptions, dtype: DType) -> scorekit_native::Products {
+    let bf16 = dtype == DType::BF16 && !opts.int8;
+    scorekit_native::Products {
+        int8: opts.int8,
+        amx: opts.amx,
+        bf16,
+        widen_bf16: bf16 && matches!(bf16_products(opts.amx), Bf16Products::Widened { .. }),
+    }
 }
 
 /// Which implementation runs an encoder-decoder (letter) judge's encoder.
@@ -222,4 +306,38 @@ pub fn products_on_kernels(opts: &EngineOptions, device: &Device, dtype: DType) 
         ));
     }
     Ok(native)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_is_never_chosen_slower_than_f32() {
+        // Emerald Rapids guest without AMX: vdpbf16ps 171 against f32 FMA 350 GFLOP/s.
+        assert_eq!(
+            choose_bf16(false, Some(171.0), 350.0),
+            Bf16Products::Widened {
+                bf16_gflops: Some(171.0),
+                f32_gflops: 350.0
+            }
+        );
+        // Zen 4: bf16 pair products about twice the f32 peak.
+        assert!(matches!(
+            choose_bf16(false, Some(700.0), 350.0),
+            Bf16Products::Dot { .. }
+        ));
+        // No AVX512-BF16 at all: widened; AMX tiles whatever the peaks.
+        assert!(matches!(
+            choose_bf16(false, None, 350.0),
+            Bf16Products::Widened {
+                bf16_gflops: None,
+                ..
+            }
+        ));
+        assert_eq!(choose_bf16(true, Some(1.0), 350.0), Bf16Products::Tiles);
+        assert!(choose_bf16(false, Some(171.0), 350.0)
+            .describe()
+            .contains("below f32 FMA's 350"));
+    }
 }

@@ -321,11 +321,7 @@ fn load_native(
     let read = |name: &str, shape: &[usize]| -> candle_core::Result<Vec<f32>> {
         f32s.get(shape, name)?.flatten_all()?.to_vec1::<f32>()
     };
-    let products = scorekit_native::Products {
-        int8: engine.int8,
-        amx: engine.amx,
-        bf16: dtype == DType::BF16 && !engine.int8,
-    };
+    let products = crate::engine::kernel_products(engine, dtype);
     // The decoder's products see one row per prompt and step: they are bound by reading the
     // weights, where f32 as split-bf16 tiles reads no fewer bytes than AVX-512 f32 and adds
     // error (measured at 1.3e-4–2.9e-4 on the first step's log-probabilities of the Flan test
