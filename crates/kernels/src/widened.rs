@@ -94,7 +94,9 @@ impl PackedBf16Weights {
             .iter()
             .map(|&p| p * NR..((p + PANELS_PER_JOB) * NR).min(n))
             .collect();
-        let blocks = BlockMut::grid(&mut out[..m * n], n, &[0..m], &cols);
+        // One row range (all rows) by the jobs' column ranges.
+        let all_rows = std::iter::once(0..m).collect::<Vec<_>>();
+        let blocks = BlockMut::grid(&mut out[..m * n], n, &all_rows, &cols);
         thread_local! {
             /// A job's widened panels, kept between jobs on a thread.
             static PANEL: RefCell<PackedB> = RefCell::new(PackedB::default());
