@@ -621,6 +621,9 @@ def main():
     ap.add_argument("--skip-letter", action="store_true", help="skip the Flan-T5 letter judge step (7)")
     ap.add_argument("--letter-shape", default=None, help="xl (default on GPU), large, base; tiny on CPU")
     ap.add_argument("--letter-questions", type=int, default=None, help="default 256 GPU, 8 CPU")
+    ap.add_argument("--skip-decoder", action="store_true", help="skip the decoder letter judge step (8)")
+    ap.add_argument("--decoder-shape", default=None, help="qwen2.5-1.5b (default on GPU), qwen2.5-7b; tiny on CPU")
+    ap.add_argument("--decoder-questions", type=int, default=None, help="default 256 GPU, 8 CPU")
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--train-only", action="store_true", help="only the judge-training step (6)")
     ap.add_argument("--train-steps", type=int, default=None, help="optimiser steps (default 20 GPU, 3 CPU)")
@@ -883,6 +886,16 @@ def main():
             if dev.startswith("cuda"):
                 torch.cuda.empty_cache()
 
+        # 8. a decoder letter judge (Qwen2.5-shaped, bf16 on the GPU) against PyTorch's forward
+        if not args.skip_decoder:
+            try:
+                decoder_step(args, sk, work, small, dev, rows, note)
+            except Exception as e:  # noqa: BLE001
+                LOG(traceback.format_exc(), quiet=True)
+                rows.append({"test": "decoder judge", "engine": "-", "status": "ERROR", "detail": str(e)[:200]})
+            if dev.startswith("cuda"):
+                torch.cuda.empty_cache()
+
         # 6. judge training: RoBERTa-large-shaped, then DeBERTa-v3-large-shaped
         if not args.skip_train:
             for arch in ["roberta"] + ([] if args.skip_deberta_train else ["deberta-v3"]):
@@ -1117,6 +1130,112 @@ def letter_step(args, sk, work: Path, small: bool, dev: str, rows, note):
                  "seconds": secs, "status": "ok", "sent_per_s": nq / secs,
                  "detail": f"PyTorch time / scorekit time {secs / (sk_secs * nq / (nq - 2)):.2f} (above 1: scorekit faster); picks equal on {100 * same:.1f}% of prompts"})
     LOG(f"letter PyTorch: {rows[-1]['sent_per_s']:.1f} prompts/s; {rows[-1]['detail']}")
+    del model
+
+
+DECODER_SHAPES = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, tie_word_embeddings=True),
+    "qwen2.5-1.5b": dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
+                         num_key_value_heads=2, tie_word_embeddings=True),
+    "qwen2.5-7b": dict(hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+                       num_key_value_heads=4, tie_word_embeddings=False),
+}
+
+
+def decoder_step(args, sk, work: Path, small: bool, dev: str, rows, note):
+    """A Qwen2.5-shaped decoder letter judge with random weights (bf16 on the GPU, f32 on the CPU),
+    the tiny qwen2 fixture's real Qwen tokenizer and chat template, on the real test prompts: scorekit
+    judge eval (candle's CUDA layers on a GPU, scorekit's kernels on a CPU) against transformers'
+    forward pass of the same rendered prompts (eager attention, left padding, the last position's
+    logits), picks compared. Picks equal is reported, not required in bf16 (no exact reference)."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    src = find_data(args.data, "test.jsonl")
+    if not src:
+        note("no test.jsonl: decoder judge step skipped")
+        return
+    repo = Path(__file__).resolve().parents[2]
+    fixture = repo / "tests/data/decoder/qwen2"
+    shape = args.decoder_shape or ("tiny" if small else "qwen2.5-1.5b")
+    nq = args.decoder_questions or (8 if small else 256)
+    qs = list(read_jsonl(src))[:nq]
+    dtype_name = "f32" if dev == "cpu" else "bf16"
+    tdtype = torch.float32 if dev == "cpu" else torch.bfloat16
+    folder = work / f"decoder-{shape}-random"
+    torch.manual_seed(args.seed)
+    cfg = Qwen2Config(vocab_size=151936, max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6,
+                      **DECODER_SHAPES[shape])
+    t = time.perf_counter()
+    with torch.device(dev):
+        model = Qwen2ForCausalLM(cfg).to(tdtype).eval()
+    model.save_pretrained(folder, safe_serialization=True, max_shard_size="4GB")
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(fixture / f, folder / f)
+    n_params = sum(p.numel() for p in model.parameters())
+    LOG(f"decoder judge: {shape} Qwen2 shape, {n_params / 1e9:.2f} B parameters, {dtype_name} "
+        f"({time.perf_counter() - t:.1f} s to make and save)")
+
+    ds, tiny = work / "decoder-test.jsonl", work / "decoder-tiny.jsonl"
+    ds.write_text("".join(json.dumps(q) + "\n" for q in qs))
+    tiny.write_text("".join(json.dumps(q) + "\n" for q in qs[:2]))
+    base = ["judge", "eval", "--judge", str(folder), "--device", dev, "--dtype", dtype_name, "--no-calibration",
+            "--batch-tokens", str(args.batch_tokens), "--bootstrap", "0", "--quiet", "--force", "--offline"]
+    rc0, t0, text0 = sk.run("decoder-tiny", base + ["--dataset", str(tiny), "--out", str(work / "decoder-tiny")])
+    if rc0 != 0:
+        why = Scorekit.missing(rc0, text0)
+        rows.append({"test": "decoder judge", "engine": f"scorekit {dtype_name}", "status": "n/a" if why else "ERROR",
+                     "detail": why or text0.strip()[-200:]})
+        return
+    rc, t1, text = sk.run("decoder", base + ["--dataset", str(ds), "--out", str(work / "decoder")])
+    if rc != 0:
+        rows.append({"test": "decoder judge", "engine": f"scorekit {dtype_name}", "status": "ERROR",
+                     "detail": text.strip()[-200:]})
+        return
+    sk_secs = max(t1 - t0, 1e-6)
+    sk_items = list(read_jsonl(work / "decoder" / "items.jsonl"))
+    engine = json.loads((work / "decoder" / "metrics.json").read_text())["settings"].get("engine", "?")
+    rows.append({"test": "decoder judge", "engine": f"scorekit judge eval {dtype_name}", "seconds": sk_secs,
+                 "status": "ok", "sent_per_s": (nq - 2) / sk_secs,
+                 "detail": f"{engine}; end to end {t1:.2f} s minus a 2-question run {t0:.2f} s; prompts/s"})
+    LOG(f"decoder scorekit: {rows[-1]['sent_per_s']:.1f} prompts/s ({engine})")
+
+    sys.path.insert(0, str(repo / "scripts/reference"))
+    from decoder_reference import zero_shot
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.padding_side = "left"
+    tok.pad_token = "<|endoftext|>"
+    texts = [tok.apply_chat_template([{"role": "user", "content": zero_shot(q)}], add_generation_prompt=True,
+                                     tokenize=False) for q in qs]
+    letters = [tok.encode(x, add_special_tokens=False)[0] for x in "ABCD"]
+    model = model.to(dev)
+    batch = 8 if small else 16
+
+    def once():
+        picks, n = [], 0
+        with torch.inference_mode():
+            for i in range(0, len(texts), batch):
+                enc = tok(texts[i:i + batch], add_special_tokens=False, padding=True, return_tensors="pt").to(dev)
+                mask = enc["attention_mask"]
+                pos = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+                out = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos, logits_to_keep=1)
+                picks += out.logits[:, -1, letters].float().argmax(-1).tolist()
+                n += int(mask.sum())
+        return picks, n
+
+    once()  # warm-up
+    sync(dev)
+    t = time.perf_counter()
+    picks, tokens = once()
+    sync(dev)
+    secs = time.perf_counter() - t
+    same = sum(p == it["pick"] for p, it in zip(picks, sk_items)) / max(len(sk_items), 1)
+    rows.append({"test": "decoder judge", "engine": f"PyTorch forward {dtype_name} (batch {batch}, default attention)",
+                 "seconds": secs, "status": "ok", "sent_per_s": nq / secs,
+                 "detail": f"{tokens} prompt tokens; PyTorch time / scorekit time {secs / (sk_secs * nq / (nq - 2)):.2f} "
+                           f"(above 1: scorekit faster); picks equal on {100 * same:.1f}% of prompts"})
+    LOG(f"decoder PyTorch: {rows[-1]['sent_per_s']:.1f} prompts/s; {rows[-1]['detail']}")
     del model
 
 
