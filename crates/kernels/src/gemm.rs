@@ -805,11 +805,22 @@ mod speed {
             } else {
                 (f64::NAN, f64::NAN)
             };
+            // bf16 weights widened to f32 products (the inference path where AVX512-BF16 is
+            // slower than f32 FMA), and AVX512-BF16's inference product (f32 out), side by side.
+            let wide = crate::widened::PackedBf16Weights::from_nk(&w, n, k);
+            let widened = fl / best(&mut || wide.gemm(m, &a, &mut c, &bias, false, false));
+            let dot_f32 = if crate::bf16dot::available() {
+                use crate::amx::PackedProduct;
+                let d = crate::bf16dot::PackedBf16Dot::from_nk(&w, n, k);
+                fl / best(&mut || d.gemm(m, &a, &mut c, &bias, false, false))
+            } else {
+                f64::NAN
+            };
             let p1 = crate::peak::measure(1, 0.3);
             let p2 = crate::peak::measure(2, 0.3);
             println!(
-                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}, AMX bf16 rounded {:.1}, AVX512-BF16 rounded {:.1} (peak {:.1}); peak {:.1} ({})",
-                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, bf16, dot, dot_peak, p2.gflops, p2.isa
+                "round {round}: f32 1 thread {:.1} GFLOP/s (peak {:.1}), 2 threads {:.1}, +gelu {:.1}, int8 {:.1} GOP/s, AMX split-bf16 {:.1}, AMX bf16 rounded {:.1}, AVX512-BF16 rounded {:.1} (peak {:.1}), AVX512-BF16 {:.1}, bf16 widened to f32 {:.1}; peak {:.1} ({})",
+                fl / st, p1.gflops, fl / mt, fl / ge, fl / i8s, amx, bf16, dot, dot_peak, dot_f32, widened, p2.gflops, p2.isa
             );
         }
     }
