@@ -435,3 +435,78 @@ fn bf16_letter_logits_stay_near_f32() {
         eprintln!("{name}: bf16 letter logits within {worst:.3} of f32");
     }
 }
+
+/// Generations whose ending for dev question i is question i+1's gold option.
+fn next_gold_generations(dir: &Path) -> PathBuf {
+    let qs = crate::common::dev_questions();
+    let gens: String = (0..qs.len())
+        .map(|i| {
+            let next = &qs[(i + 1) % qs.len()];
+            let ending = &next["options"][next["gold_label"].as_u64().unwrap() as usize];
+            format!(
+                "{}\n",
+                json!({"question_id": qs[i]["question_id"], "ending": ending})
+            )
+        })
+        .collect();
+    crate::common::write(dir, "gens.jsonl", gens)
+}
+
+/// A story run with a decoder judge on the whole dev split: every item carries the letter
+/// logits and letter mass of both prompts (the human options' ones served from the calibration's
+/// memo, fresh or cached alike, equal to transformers'), the pick is their argmax, and the run
+/// warns that the tiny model's median letter mass is below one half.
+#[test]
+fn story_items_carry_letter_logits_and_mass_from_the_calibration_memo() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = decoder_folder("qwen3", tmp.path(), false);
+    let gens = next_gold_generations(tmp.path());
+    let reference = read_json(&data("qwen3").join("reference.json"));
+    let by_id: std::collections::HashMap<&str, &Value> = reference["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["question_id"].as_str().unwrap(), r))
+        .collect();
+    let mut runs = Vec::new();
+    for (name, recalibrate) in [("fresh", true), ("cached", false)] {
+        let out = tmp.path().join(name);
+        let mut args = vec!["--device", "cpu", "--bootstrap", "100"];
+        if recalibrate {
+            args.push("--recalibrate");
+        }
+        let r = crate::common::judge_only(&dir, &gens, &out, &args);
+        assert!(r.status.success(), "{}", stderr(&r));
+        assert!(
+            stderr(&r).contains("median letter mass"),
+            "{name}: {}",
+            stderr(&r)
+        );
+        let items = crate::letter::read_items(&out.join("items.jsonl"));
+        assert_eq!(items.len(), by_id.len());
+        for it in &items {
+            let row = by_id[it["question_id"].as_str().unwrap()];
+            let gold = logits_of(&it["gold_letter_logits"]);
+            assert!(
+                max_diff(&gold, &logits_of(&row["letter_logits"])) < TOL,
+                "{name} {}: {gold:?} vs {}",
+                it["question_id"],
+                row["letter_logits"]
+            );
+            assert_eq!(it["judge_gold_pick"], row["pick"]);
+            let mass = it["gold_letter_mass"].as_f64().unwrap();
+            assert!((mass - row["letter_mass"].as_f64().unwrap()).abs() < 1e-4);
+            // The ending's prompt: its own logits, whose argmax is the pick.
+            let own = logits_of(&it["letter_logits"]);
+            let argmax = (0..4).fold(0, |b, k| if own[k] > own[b] { k } else { b });
+            assert_eq!(it["judge_pick"], json!(argmax), "{name}");
+            let m = it["letter_mass"].as_f64().unwrap();
+            assert!(m > 0.0 && m < 0.5, "{m}");
+        }
+        runs.push(items);
+    }
+    assert_eq!(
+        runs[0], runs[1],
+        "fresh and cached calibrations give the same items"
+    );
+}
