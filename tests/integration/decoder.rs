@@ -393,14 +393,113 @@ fn prompts_longer_than_the_context_keep_their_last_tokens() {
         if let Some(n) = extra {
             args.extend(["--max-length", n]);
         }
-        let r = crate::letter::eval_letter(judge, &dev, &tmp.path().join("eval"), &args);
+        let out = tmp.path().join("eval");
+        let r = crate::letter::eval_letter(judge, &dev, &out, &args);
         assert!(r.status.success(), "{}", stderr(&r));
         assert!(
             stderr(&r).contains("prompts were longer than the judge's context"),
             "{}",
             stderr(&r)
         );
+        // metrics.json counts the items cut; each says so.
+        let m = read_json(&out.join("metrics.json"));
+        assert_eq!(m["metrics"]["truncated_items"], 3, "{}", m["metrics"]);
+        let items = crate::letter::read_items(&out.join("items.jsonl"));
+        assert!(items.iter().all(|it| it["truncated"] == true));
     }
+    // Nothing cut: the count is there, and 0.
+    let out = tmp.path().join("eval-full");
+    let r = crate::letter::eval_letter(&full_dir, &dev, &out, &[]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(
+        read_json(&out.join("metrics.json"))["metrics"]["truncated_items"],
+        0
+    );
+    assert!(!stderr(&r).contains("longer than the judge's context"));
+}
+
+/// A story run with `--max-length` below some prompts: an item is marked `truncated` exactly
+/// when its ending's prompt or its human options' prompt has more tokens than that, and
+/// metrics.json counts them.
+#[test]
+fn story_counts_the_items_whose_prompts_were_cut() {
+    const N: usize = 40;
+    const CONTEXT: usize = 200;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = decoder_folder("qwen3", tmp.path(), false);
+    let qs = crate::common::dev_questions();
+    let all = next_gold_generations(tmp.path());
+    let head: String = std::fs::read_to_string(&all)
+        .unwrap()
+        .lines()
+        .take(N)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let gens = crate::common::write(tmp.path(), "head.jsonl", head);
+    let out = tmp.path().join("story");
+    let context = CONTEXT.to_string();
+    let r = crate::common::judge_only(
+        &dir,
+        &gens,
+        &out,
+        &[
+            "--device",
+            "cpu",
+            "--bootstrap",
+            "100",
+            "--no-calibration",
+            "--max-length",
+            &context,
+        ],
+    );
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert!(stderr(&r).contains("prompts were longer than the judge's context"));
+    // The expected marks, from the prompts' token counts.
+    let judge = DecoderJudge::load(
+        &dir,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        None,
+        None,
+    )
+    .unwrap();
+    let options = |q: &Value| -> Vec<String> {
+        q["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_str().unwrap().to_string())
+            .collect()
+    };
+    let prompt = |q: &Value, opts: &[String]| {
+        let opts: Vec<&str> = opts.iter().map(String::as_str).collect();
+        letter::zero_shot_prompt(
+            q["document"].as_str().unwrap(),
+            q["question"].as_str().unwrap(),
+            &opts,
+        )
+    };
+    let mut want = 0;
+    let items = crate::letter::read_items(&out.join("items.jsonl"));
+    assert_eq!(items.len(), N);
+    for (i, it) in items.iter().enumerate() {
+        let q = &qs[i];
+        assert_eq!(it["question_id"], q["question_id"]);
+        let human = options(q);
+        let mut ending = human.clone();
+        let next = &qs[i + 1];
+        let gold = q["gold_label"].as_u64().unwrap() as usize;
+        ending[gold] = options(next)[next["gold_label"].as_u64().unwrap() as usize].clone();
+        let lens = judge
+            .encode(&[prompt(q, &human), prompt(q, &ending)])
+            .unwrap();
+        let cut = lens.iter().any(|(ids, _)| ids.len() > CONTEXT);
+        assert_eq!(it["truncated"] == true, cut, "item {i}");
+        want += usize::from(cut);
+    }
+    assert!(want > 0 && want < N, "{want}");
+    let m = read_json(&out.join("metrics.json"));
+    assert_eq!(m["metrics"]["truncated_items"], json!(want));
 }
 
 /// `--dtype bf16` loads the weights in bf16 and runs the layers in it (norms and softmax in

@@ -170,6 +170,7 @@ pub fn letter_verdict(
         letter_mass: None,
         gold_letter_logits: None,
         gold_letter_mass: None,
+        truncated: false,
         cyclic: None,
     }
 }

@@ -310,6 +310,10 @@ pub struct JudgeVerdict {
     /// A decoder judge's letter mass on the human options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gold_letter_mass: Option<f32>,
+    /// A prompt of the verdict (the ending's or the human options', any rotation) was longer
+    /// than the judge's context and lost its first tokens.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// Under `--option-orders cyclic`: the verdict of every rotation of the options, reported
     /// apart from the reference protocol above (rotation 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -358,6 +362,7 @@ pub fn judge_verdict(gold_scores: &[f32], gold: usize, ending_score: f32) -> Jud
         letter_mass: None,
         gold_letter_logits: None,
         gold_letter_mass: None,
+        truncated: false,
         cyclic: None,
     }
 }

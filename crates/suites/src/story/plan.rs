@@ -179,7 +179,8 @@ impl<'a> ChunkPlan<'a> {
         self.members
             .iter()
             .zip(&self.letter_slots)
-            .map(|(c, (human, own))| {
+            .map(|(c, (human_slots, own_slots))| {
+                let (human, own) = (human_slots, own_slots);
                 let qi = c.question.expect("scored");
                 let text = |slots: &[usize]| -> Vec<&str> {
                     slots.iter().map(|&i| answers[i].text.as_str()).collect()
@@ -196,6 +197,10 @@ impl<'a> ChunkPlan<'a> {
                 v.letter_mass = ending.letter_mass;
                 v.gold_letter_logits = human.letter_logits;
                 v.gold_letter_mass = human.letter_mass;
+                v.truncated = own_slots
+                    .iter()
+                    .chain(human_slots)
+                    .any(|&i| answers[i].truncated);
                 (c.generation, v)
             })
             .collect()

@@ -41,6 +41,8 @@ pub struct Picked {
     pub letter_logits: Vec<[f32; 4]>,
     /// A decoder judge's letter mass for each rotation asked (empty for other judges).
     pub letter_mass: Vec<f32>,
+    /// The rotations whose prompt was cut to the judge's context.
+    pub truncated: Vec<usize>,
 }
 
 /// Ask `judge` every frame; one [`Picked`] per frame, in order.
@@ -90,6 +92,7 @@ fn ask_scoring(
                 answers: Vec::new(),
                 letter_logits: Vec::new(),
                 letter_mass: Vec::new(),
+                truncated: Vec::new(),
             }
         })
         .collect())
@@ -138,6 +141,7 @@ fn ask_letter(
                 // All or none: a judge reads letter logits for every prompt or for none.
                 letter_logits: asked.iter().filter_map(|a| a.letter_logits).collect(),
                 letter_mass: asked.iter().filter_map(|a| a.letter_mass).collect(),
+                truncated: (0..asked.len()).filter(|&r| asked[r].truncated).collect(),
             }
         })
         .collect())

@@ -51,6 +51,7 @@ impl Memo {
                         text: answer.clone(),
                         letter_logits: it.letter_logits.get(r).copied(),
                         letter_mass: it.letter_mass.get(r).copied(),
+                        truncated: it.truncated.contains(&r),
                     };
                     memo.answers.insert(prompt, scored);
                 }
@@ -134,6 +135,7 @@ mod tests {
             answers: Vec::new(),
             letter_logits: Vec::new(),
             letter_mass: Vec::new(),
+            truncated: Vec::new(),
         };
         let memo = Memo::of(&[item], std::slice::from_ref(&q), Protocol::Scoring);
         let pairs = vec![q.pair("c"), q.pair("new"), q.pair("a"), q.pair("other")];

@@ -97,6 +97,9 @@ pub struct CalibrationItem {
     /// A decoder judge's letter mass (the four letters' probability) for each rotation asked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub letter_mass: Vec<f32>,
+    /// The rotations whose prompt was cut to a decoder judge's context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<usize>,
 }
 
 impl CalibrationItem {
@@ -130,6 +133,7 @@ impl CalibrationItem {
             answers: picked.answers,
             letter_logits: picked.letter_logits,
             letter_mass: picked.letter_mass,
+            truncated: picked.truncated,
         }
     }
 

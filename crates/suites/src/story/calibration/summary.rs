@@ -218,6 +218,7 @@ mod tests {
             answers: Vec::new(),
             letter_logits: Vec::new(),
             letter_mass: Vec::new(),
+            truncated: Vec::new(),
         }
     }
 
