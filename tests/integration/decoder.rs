@@ -160,10 +160,16 @@ fn parity(name: &str, sharded: bool) {
         );
     }
     // One prompt at a time (a budget below any prompt), against transformers' left-padded
-    // batches of 5 with their attention masks and position ids.
+    // batches of 5 with their attention masks and position ids (of the dev questions
+    // `batched_index` names).
     let n = reference["batched"].as_array().unwrap().len();
-    let alone = judge.verdicts(&prompts[..n], 1, &bar).unwrap();
-    for (i, (v, want)) in alone
+    let index: Vec<usize> = match reference.get("batched_index") {
+        Some(v) => serde_json::from_value(v.clone()).unwrap(),
+        None => (0..n).collect(),
+    };
+    let asked: Vec<String> = index.iter().map(|&i| prompts[i].clone()).collect();
+    let alone = judge.verdicts(&asked, 1, &bar).unwrap();
+    for (k, (v, want)) in alone
         .iter()
         .zip(reference["batched"].as_array().unwrap())
         .enumerate()
@@ -171,9 +177,10 @@ fn parity(name: &str, sharded: bool) {
         let want = logits_of(want);
         assert!(
             max_diff(&v.letter_logits, &want) < TOL,
-            "{name} batched prompt {i}"
+            "{name} batched prompt {}",
+            index[k]
         );
-        assert_eq!(v.pick, batched[i].pick);
+        assert_eq!(v.pick, batched[index[k]].pick);
     }
     eprintln!(
         "{name}: largest letter-logit difference {worst:.2e} over {} prompts",
@@ -237,6 +244,96 @@ fn gemma2_letter_logits_equal_transformers() {
 #[test]
 fn phi3_letter_logits_equal_transformers() {
     parity("phi3", false);
+}
+
+#[test]
+fn gemma3_letter_logits_equal_transformers() {
+    parity("gemma3", false);
+}
+
+/// A multimodal Gemma 3 checkpoint (`model_type` `gemma3`, `text_config`, the text weights under
+/// `language_model.model.` as the Hub stores them, a vision tower beside them) judges with its
+/// text part: the same letter logits as the text model's reference.
+#[test]
+fn a_multimodal_gemma3_checkpoint_judges_with_its_text_part() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = decoder_folder("gemma3", &tmp.path().join("text"), false);
+    let mm = tmp.path().join("mm");
+    std::fs::create_dir_all(&mm).unwrap();
+    for f in [
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+    ] {
+        if text.join(f).exists() {
+            std::fs::copy(text.join(f), mm.join(f)).unwrap();
+        }
+    }
+    let text_config = read_json(&text.join("config.json"));
+    let config = json!({
+        "model_type": "gemma3",
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "text_config": text_config,
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 8},
+        "mm_tokens_per_image": 4,
+    });
+    std::fs::write(mm.join("config.json"), config.to_string()).unwrap();
+    let mut tensors = crate::common::tiny_judge::tiny_tensors(&data("gemma3").join("tensors.json"));
+    for t in tensors.iter_mut() {
+        t.0 = t.0.replacen("model.", "language_model.model.", 1);
+    }
+    tensors.push((
+        "vision_tower.vision_model.embeddings.patch_embedding.weight".into(),
+        vec![8, 3, 2, 2],
+        vec![0.5; 96],
+    ));
+    tensors.push((
+        "multi_modal_projector.mm_input_projection_weight".into(),
+        vec![8, 64],
+        vec![0.25; 512],
+    ));
+    write_safetensors(&mm.join("model.safetensors"), &tensors).unwrap();
+    let judge = DecoderJudge::load(
+        &mm,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        None,
+        None,
+    )
+    .unwrap();
+    assert_eq!(judge.arch(), "gemma3");
+    let reference = read_json(&data("gemma3").join("reference.json"));
+    let prompts = dev_prompts()[..40].to_vec();
+    let got = judge
+        .verdicts(&prompts, 4096, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    for (i, (v, row)) in got
+        .iter()
+        .zip(reference["questions"].as_array().unwrap())
+        .enumerate()
+    {
+        assert!(
+            max_diff(&v.letter_logits, &logits_of(&row["letter_logits"])) < TOL,
+            "prompt {i}"
+        );
+    }
+    // Without text_config: exit 2 naming the field.
+    std::fs::write(
+        mm.join("config.json"),
+        json!({"model_type": "gemma3", "vision_config": {}}).to_string(),
+    )
+    .unwrap();
+    let e = DecoderJudge::load(
+        &mm,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        None,
+        None,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("text_config"), "{e}");
 }
 
 /// `scorekit judge eval` with a decoder judge on the whole dev split: every pick is the

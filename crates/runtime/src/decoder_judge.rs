@@ -1,5 +1,5 @@
 //! The decoder letter judge: a decoder-only chat model (Llama, Qwen2, Qwen3, Mistral, Gemma 2,
-//! Phi-3; `models::decoder`) asked the letter judge's prompt as the one user message of its chat
+//! Gemma 3, Phi-3; `models::decoder`) asked the letter judge's prompt as the one user message of its chat
 //! template (`chat_template::judge_prompt`), its verdict read from one forward pass: the letter
 //! among A–D whose single token has the largest next-token logit after the prompt's last token.
 //!

@@ -105,7 +105,13 @@ impl Decoder {
     pub fn load(vb: VarBuilder, cfg: &DecoderConfig) -> candle_core::Result<Decoder> {
         let (h, hd) = (cfg.hidden_size, cfg.head_dim);
         let (nh, nkv) = (cfg.num_heads, cfg.num_kv_heads);
-        let m = vb.pp("model");
+        // The first prefix the files use (none: the first, so the error names its tensor).
+        let prefix = cfg
+            .weight_prefixes
+            .iter()
+            .find(|p| vb.contains_tensor(&format!("{p}.embed_tokens.weight")))
+            .unwrap_or(&cfg.weight_prefixes[0]);
+        let m = vb.pp(prefix);
         let embed = m.get((cfg.vocab_size, h), "embed_tokens.weight")?;
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for i in 0..cfg.num_layers {
@@ -176,6 +182,8 @@ impl Decoder {
         let norm = RmsNorm::load(m.pp("norm"), h, cfg)?;
         let head = if cfg.tie_word_embeddings {
             embed.clone()
+        } else if prefix == "language_model.model" && !vb.contains_tensor("lm_head.weight") {
+            vb.get((cfg.vocab_size, h), "language_model.lm_head.weight")?
         } else {
             vb.get((cfg.vocab_size, h), "lm_head.weight")?
         };
@@ -227,10 +235,19 @@ impl Decoder {
                 .to_dtype(self.dtype)?;
             x = x.broadcast_mul(&scale)?;
         }
-        let (cos, sin) = self.cfg.rope.cos_sin(s, self.dtype, &self.device)?;
+        // One table per rotary embedding (Gemma 3's sliding layers have their own).
+        let global = self.cfg.rope.cos_sin(s, self.dtype, &self.device)?;
+        let local = match &self.cfg.local_rope {
+            Some(r) => Some(r.cos_sin(s, self.dtype, &self.device)?),
+            None => None,
+        };
         let masks = Masks::new(s, self.dtype, &self.device)?;
-        for layer in &self.layers {
-            x = layer.forward(&x, &cos, &sin, &masks, &self.cfg)?;
+        for (i, layer) in self.layers.iter().enumerate() {
+            let (cos, sin) = match &local {
+                Some(l) if !std::ptr::eq(self.cfg.rope_of(i), &self.cfg.rope) => l,
+                _ => &global,
+            };
+            x = layer.forward(&x, cos, sin, &masks, &self.cfg)?;
         }
         let idx = Tensor::from_vec(last, b, &self.device)?;
         let x = x

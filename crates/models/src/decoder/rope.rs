@@ -1,7 +1,8 @@
 //! Rotary position embeddings as `transformers`' `ROPE_INIT_FUNCTIONS` compute them: the
 //! default frequencies, `linear` scaling and Llama 3's `llama3` scaling (`rope_scaling` in
 //! config.json), on the first `partial_rotary_factor` of each head. Other rope types (dynamic,
-//! yarn, longrope) are refused by name: they change the frequencies with the sequence's length.
+//! yarn, longrope) are refused by name.
+
 
 use crate::arch::bad;
 use crate::decoder::opt_f64;
@@ -14,12 +15,19 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rope {
     /// The inverse frequencies, one per pair of rotated dimensions (f32, as transformers keeps
-    /// them).
+    /// them); `longrope`'s short ones.
     pub inv_freq: Vec<f32>,
     /// Dimensions of each head that rotate (the first ones; the rest pass through).
     pub rotary_dim: usize,
-    /// The rope type, as config.json names it (`default`, `linear`, `llama3`).
+    /// The rope type, as config.json names it (`default`, `linear`, `llama3`, `longrope`).
     pub rope_type: String,
+    /// `longrope`: the inverse frequencies of inputs longer than `original_max_positions`.
+    pub long_inv_freq: Option<Vec<f32>>,
+    /// `longrope`: the context the model was pretrained with; longer inputs take the long
+    /// factors.
+    pub original_max_positions: usize,
+    /// What cos and sin are multiplied by (`longrope`'s attention factor; 1 otherwise).
+    pub attention_scaling: f32,
 }
 
 impl Rope {
@@ -28,11 +36,15 @@ impl Rope {
         let base = opt_f64(raw, "rope_theta").unwrap_or(10000.0);
         let partial = opt_f64(raw, "partial_rotary_factor").unwrap_or(1.0);
         let dim = (head_dim as f64 * partial) as usize;
-        // `1.0 / (base ** (arange(0, dim, 2).float() / dim))`, in f32 as torch computes it.
-        let mut inv_freq: Vec<f32> = (0..dim)
+        // `base ** (arange(0, dim, 2).float() / dim)`, in f32 as torch computes it.
+        let powers: Vec<f32> = (0..dim)
             .step_by(2)
-            .map(|i| 1.0 / (base as f32).powf(i as f32 / dim as f32))
+            .map(|i| (base as f32).powf(i as f32 / dim as f32))
             .collect();
+        let mut inv_freq: Vec<f32> = powers.iter().map(|p| 1.0 / p).collect();
+        let max_positions = super::opt_usize(raw, "max_position_embeddings", path)?;
+        let (long_inv_freq, original_max_positions, attention_scaling) =
+            (None, max_positions.unwrap_or(usize::MAX), 1.0f32);
         let scaling = match raw.get("rope_scaling") {
             None | Some(Value::Null) => None,
             Some(Value::Object(m)) => Some(m),
@@ -90,27 +102,59 @@ impl Rope {
             inv_freq,
             rotary_dim: dim,
             rope_type,
+            long_inv_freq,
+            original_max_positions,
+            attention_scaling,
         })
     }
 
-    /// `(cos, sin)` of positions `0..len`, `[len, rotary_dim]` in `dtype`: computed in f32 and
-    /// cast, as transformers' rotary embedding does.
+    /// The plain rotary embedding of `base` over `rotary_dim` dimensions (Gemma 3's sliding
+    /// layers: `rope_local_base_freq`, no scaling).
+    pub fn plain(base: f64, rotary_dim: usize) -> Rope {
+        Rope {
+            inv_freq: (0..rotary_dim)
+                .step_by(2)
+                .map(|i| 1.0 / (base as f32).powf(i as f32 / rotary_dim as f32))
+                .collect(),
+            rotary_dim,
+            rope_type: "default".into(),
+            long_inv_freq: None,
+            original_max_positions: usize::MAX,
+            attention_scaling: 1.0,
+        }
+    }
+
+    /// The inverse frequencies for a batch whose longest row has `len` tokens, and the factor
+    /// cos and sin are multiplied by (1 but for `longrope`). Only `longrope` depends on `len`:
+    /// its long factors when `len` exceeds `original_max_position_embeddings`, as
+    /// transformers' `max(position_ids) + 1` chooses for the batch (module comment).
+    pub fn frequencies(&self, len: usize) -> (Vec<f32>, f32) {
+        let freqs = match &self.long_inv_freq {
+            Some(long) if len > self.original_max_positions => long,
+            _ => &self.inv_freq,
+        };
+        (freqs.clone(), self.attention_scaling)
+    }
+
+    /// `(cos, sin)` of positions `0..len`, `[len, rotary_dim]` in `dtype`: computed in f32
+    /// (times the attention scaling) and cast, as transformers' rotary embedding does.
     pub fn cos_sin(
         &self,
         len: usize,
         dtype: DType,
         device: &Device,
     ) -> candle_core::Result<(Tensor, Tensor)> {
-        let half = self.inv_freq.len();
+        let (inv_freq, scaling) = self.frequencies(len);
+        let half = inv_freq.len();
         let mut cos = Vec::with_capacity(len * half * 2);
         let mut sin = Vec::with_capacity(len * half * 2);
         for p in 0..len {
-            // `emb = cat(freqs, freqs)`.
+            // `emb = cat(freqs, freqs)`; `emb.cos() * attention_scaling`.
             for _ in 0..2 {
-                for f in &self.inv_freq {
+                for f in &inv_freq {
                     let a = p as f32 * f;
-                    cos.push(a.cos());
-                    sin.push(a.sin());
+                    cos.push(a.cos() * scaling);
+                    sin.push(a.sin() * scaling);
                 }
             }
         }
