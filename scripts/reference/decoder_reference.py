@@ -7,7 +7,7 @@ Writes tests/data/decoder/<name>/ for each layout below:
                          biases, q/k norms, sliding windows shorter than the prompts, Gemma 2's
                          soft-capping, sandwich and (1 + w) norms and embedding scale, Phi-3's fused
                          projections and partial rotary factor, Gemma 3's q/k norms and two ropes
-                         (local base on sliding layers, linear-scaled global)
+                         (local base on sliding layers, linear-scaled global), Phi-3.5's longrope
   tokenizer.json         a BPE trained here on Possible Stories prompts with the family's
                          conventions (byte-level for Llama 3 / SmolLM / Qwen, SentencePiece-style
                          Metaspace for Mistral / Gemma / Phi) and its control tokens as specials
@@ -26,7 +26,9 @@ Writes tests/data/decoder/<name>/ for each layout below:
                          attention) at the last token, the letter mass and the pick; the first
                          BATCHED prompts again as left-padded batches of 5 (attention mask and
                          position ids as `generate` computes them; `batched_index` names the dev
-                         questions), and with a system prompt where the template takes one.
+                         questions, all-short or all-long batches for longrope, whose one mixed
+                         batch is `straddle`), and with a system prompt where the template takes
+                         one.
 
 Set up (once, beside chat_templates.py's venv):
     build/ref-venv/bin/pip install transformers==4.57.1 torch==2.5.1 tokenizers==0.22.2 numpy==2.4.6
@@ -157,6 +159,17 @@ LAYOUTS = {
                                rope_scaling=dict(rope_type="linear", factor=8.0),
                                attn_logit_softcapping=None, final_logit_softcapping=30.0,
                                hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True)),
+    # Phi-3.5's longrope: short factors up to original_max_position_embeddings (178, the dev
+    # prompts' median length here), long factors past it, cos/sin times the attention factor.
+    "phi35": dict(template="phi-3.5-mini-instruct", style="metaspace",
+                  specials=["<unk>", "<s>", "</s>", "<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>",
+                            "<|end|>"], bos="<s>", system=True, longrope=178,
+                  config=dict(model_type="phi3", architectures=["Phi3ForCausalLM"], num_key_value_heads=2,
+                              partial_rotary_factor=0.75, sliding_window=None, rms_norm_eps=1e-5,
+                              original_max_position_embeddings=178,
+                              rope_scaling=dict(type="longrope", short_factor=[1.0, 1.05, 1.1, 1.2, 1.4, 1.7],
+                                                long_factor=[1.0, 1.5, 2.5, 4.0, 7.0, 12.0]),
+                              tie_word_embeddings=False, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
 }
 
 
@@ -261,8 +274,17 @@ def build(name, lay, dev, texts):
             rows = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos).logits[:, -1]
             return [letter_stats(row, letter_ids)[0] for row in rows]
 
+        # longrope: the batch's longest row chooses the factors (max(position_ids) + 1), so the
+        # batches compared with prompts alone are all-short or all-long; one mixed batch apart.
         order = list(range(BATCHED))
         straddle = None
+        if lay.get("longrope"):
+            cut = lay["longrope"]
+            short = [i for i, qq in enumerate(questions) if qq["tokens"] <= cut][:BATCHED // 2]
+            long_ = [i for i, qq in enumerate(questions) if qq["tokens"] > cut][:BATCHED // 2]
+            order = short + long_
+            mixed = short[:3] + long_[:2]
+            straddle = {"index": mixed, "letter_logits": left_padded(mixed)}
         for start in range(0, BATCHED, 5):
             batched.extend(left_padded(order[start:start + 5]))
         system = []

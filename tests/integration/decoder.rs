@@ -161,7 +161,7 @@ fn parity(name: &str, sharded: bool) {
     }
     // One prompt at a time (a budget below any prompt), against transformers' left-padded
     // batches of 5 with their attention masks and position ids (of the dev questions
-    // `batched_index` names).
+    // `batched_index` names: all-short or all-long batches for longrope).
     let n = reference["batched"].as_array().unwrap().len();
     let index: Vec<usize> = match reference.get("batched_index") {
         Some(v) => serde_json::from_value(v.clone()).unwrap(),
@@ -249,6 +249,82 @@ fn phi3_letter_logits_equal_transformers() {
 #[test]
 fn gemma3_letter_logits_equal_transformers() {
     parity("gemma3", false);
+}
+
+/// Phi-3.5's longrope: short factors for prompts up to the original context (178 tokens here),
+/// long ones past it, cos and sin times the attention factor.
+#[test]
+fn phi35_longrope_letter_logits_equal_transformers() {
+    parity("phi35", false);
+}
+
+/// In one batch, the longest row chooses longrope's factors for every row, as transformers'
+/// `max(position_ids) + 1` does (`Rope::frequencies`): the model's logits of a batch mixing short
+/// and long prompts equal transformers' left-padded batch of the same prompts. (The judge never
+/// batches them together, so its verdicts are each prompt's own.)
+#[test]
+fn a_mixed_longrope_batch_takes_its_longest_rows_factors() {
+    use scorekit::runtime::models::decoder::{model::Decoder, read_decoder_config};
+    use scorekit::runtime::models::shards::{var_builder_of, weight_files};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = decoder_folder("phi35", tmp.path(), false);
+    let reference = read_json(&data("phi35").join("reference.json"));
+    let straddle = &reference["straddle"];
+    let index: Vec<usize> = serde_json::from_value(straddle["index"].clone()).unwrap();
+    let cfg = read_decoder_config(&dir.join("config.json")).unwrap();
+    let (short, _) = cfg.rope.frequencies(cfg.rope.original_max_positions);
+    let (long, _) = cfg.rope.frequencies(cfg.rope.original_max_positions + 1);
+    assert_ne!(short, long);
+    let vb = var_builder_of(
+        &weight_files(&dir).unwrap(),
+        candle_core::DType::F32,
+        &candle_core::Device::Cpu,
+    )
+    .unwrap();
+    let model = Decoder::load(vb, &cfg).unwrap();
+    let judge = DecoderJudge::load(
+        &dir,
+        &candle_core::Device::Cpu,
+        candle_core::DType::F32,
+        None,
+        None,
+    )
+    .unwrap();
+    let prompts = dev_prompts();
+    let asked: Vec<String> = index.iter().map(|&i| prompts[i].clone()).collect();
+    let ids: Vec<Vec<u32>> = judge
+        .encode(&asked)
+        .unwrap()
+        .into_iter()
+        .map(|(ids, _)| ids)
+        .collect();
+    let lens: Vec<usize> = ids.iter().map(Vec::len).collect();
+    let cut = cfg.rope.original_max_positions;
+    assert!(lens.iter().any(|&l| l <= cut) && lens.iter().any(|&l| l > cut));
+    let logits = model.last_logits(&ids).unwrap().to_vec2::<f32>().unwrap();
+    let letters = judge.letter_ids();
+    for (k, (row, want)) in logits
+        .iter()
+        .zip(straddle["letter_logits"].as_array().unwrap())
+        .enumerate()
+    {
+        let got: Vec<f32> = letters.iter().map(|&l| row[l as usize]).collect();
+        assert!(
+            max_diff(&got, &logits_of(want)) < TOL,
+            "row {k} ({} tokens): {got:?} vs {want}",
+            lens[k]
+        );
+    }
+    // The short rows alone differ from the mixed batch: the factors did change.
+    let alone = judge
+        .verdicts(&asked, 1, &indicatif::ProgressBar::hidden())
+        .unwrap();
+    let short_row = lens.iter().position(|&l| l <= cut).unwrap();
+    let mixed: Vec<f32> = letters
+        .iter()
+        .map(|&l| logits[short_row][l as usize])
+        .collect();
+    assert!(max_diff(&alone[short_row].letter_logits, &mixed) > 1e-3);
 }
 
 /// A multimodal Gemma 3 checkpoint (`model_type` `gemma3`, `text_config`, the text weights under

@@ -1,8 +1,14 @@
 //! Rotary position embeddings as `transformers`' `ROPE_INIT_FUNCTIONS` compute them: the
-//! default frequencies, `linear` scaling and Llama 3's `llama3` scaling (`rope_scaling` in
-//! config.json), on the first `partial_rotary_factor` of each head. Other rope types (dynamic,
-//! yarn, longrope) are refused by name.
-
+//! default frequencies, `linear` scaling, Llama 3's `llama3` scaling and Phi-3.5 / Phi-4-mini's
+//! `longrope` (`rope_scaling` in config.json), on the first `partial_rotary_factor` of each head.
+//! Other rope types (dynamic, yarn) are refused by name.
+//!
+//! `longrope` is the one type whose frequencies depend on the input: transformers 4.57's
+//! `longrope_frequency_update` takes `seq_len = max(position_ids) + 1` of the forward pass and
+//! uses `long_factor` when it exceeds `original_max_position_embeddings` (config.json's top-level
+//! field, else `max_position_embeddings`), `short_factor` otherwise. A batch's positions are
+//! those of its longest row (left-padded with `generate`'s position ids, or right-padded here),
+//! so the longest row's length chooses for the whole batch: [`Rope::frequencies`].
 
 use crate::arch::bad;
 use crate::decoder::opt_f64;
@@ -43,7 +49,7 @@ impl Rope {
             .collect();
         let mut inv_freq: Vec<f32> = powers.iter().map(|p| 1.0 / p).collect();
         let max_positions = super::opt_usize(raw, "max_position_embeddings", path)?;
-        let (long_inv_freq, original_max_positions, attention_scaling) =
+        let (mut long_inv_freq, mut original_max_positions, mut attention_scaling) =
             (None, max_positions.unwrap_or(usize::MAX), 1.0f32);
         let scaling = match raw.get("rope_scaling") {
             None | Some(Value::Null) => None,
@@ -88,12 +94,63 @@ impl Rope {
                     num("original_max_position_embeddings")?,
                 );
             }
+            "longrope" => {
+                let m = scaling.expect("a rope type other than default comes from rope_scaling");
+                let factors = |field: &str| -> Result<Vec<f32>> {
+                    let list = m.get(field).and_then(Value::as_array).ok_or_else(|| {
+                        bad(
+                            path,
+                            format!("field \"rope_scaling.{field}\": missing for rope type \"longrope\""),
+                        )
+                    })?;
+                    let f: Option<Vec<f32>> =
+                        list.iter().map(|v| v.as_f64().map(|x| x as f32)).collect();
+                    f.filter(|f| f.len() == powers.len()).ok_or_else(|| {
+                        bad(
+                            path,
+                            format!(
+                                "field \"rope_scaling.{field}\": not a list of {} numbers \
+                                 (half the rotated dimensions)",
+                                powers.len()
+                            ),
+                        )
+                    })
+                };
+                // `1.0 / (ext_factors * base**inv_freq_shape)`.
+                let scaled = |ext: &[f32]| -> Vec<f32> {
+                    ext.iter()
+                        .zip(&powers)
+                        .map(|(e, p)| 1.0 / (e * p))
+                        .collect()
+                };
+                inv_freq = scaled(&factors("short_factor")?);
+                long_inv_freq = Some(scaled(&factors("long_factor")?));
+                let max = max_positions.ok_or_else(|| {
+                    bad(
+                        path,
+                        "field \"max_position_embeddings\": missing for rope type \"longrope\"",
+                    )
+                })? as f64;
+                // transformers reads the top-level field (a family may default it), not
+                // rope_scaling's; with it, `factor` is the ratio of the two contexts.
+                let (original, factor) =
+                    match super::opt_usize(raw, "original_max_position_embeddings", path)? {
+                        Some(o) => (o, max / o as f64),
+                        None => (max as usize, num("factor")?),
+                    };
+                original_max_positions = original;
+                attention_scaling = match m.get("attention_factor").and_then(Value::as_f64) {
+                    Some(a) => a as f32,
+                    None if factor <= 1.0 => 1.0,
+                    None => (1.0 + factor.ln() / (original as f64).ln()).sqrt() as f32,
+                };
+            }
             other => {
                 return Err(bad(
                     path,
                     format!(
                         "field \"rope_scaling.rope_type\": {other:?} is not supported (default, \
-                         linear, llama3)"
+                         linear, llama3, longrope)"
                     ),
                 ))
             }
@@ -219,6 +276,36 @@ mod tests {
             e.contains("config.json") && e.contains("rope_scaling.rope_type") && e.contains("yarn"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn longrope_takes_the_long_factors_past_the_original_context() {
+        let short: Vec<f64> = (0..32).map(|i| 1.0 + i as f64 * 0.01).collect();
+        let long: Vec<f64> = (0..32).map(|i| 2.0 + i as f64).collect();
+        let json = serde_json::json!({
+            "rope_theta": 10000.0, "max_position_embeddings": 131072,
+            "original_max_position_embeddings": 4096,
+            "rope_scaling": {"type": "longrope", "short_factor": short, "long_factor": long},
+        });
+        let r = rope(&json.to_string()).unwrap();
+        let plain = rope(r#"{"rope_theta": 10000.0}"#).unwrap();
+        let (at, scale) = r.frequencies(4096);
+        let (past, scale_past) = r.frequencies(4097);
+        // Phi-3.5's attention factor: sqrt(1 + ln(32) / ln(4096)).
+        let want = (1.0 + 32f64.ln() / 4096f64.ln()).sqrt() as f32;
+        assert_eq!((scale, scale_past), (want, want));
+        assert_eq!(at[0], plain.inv_freq[0] / 1.0);
+        assert!((at[31] - plain.inv_freq[31] / 1.31).abs() < 1e-9);
+        assert!((past[31] - plain.inv_freq[31] / 33.0).abs() < 1e-9);
+        assert_eq!(plain.frequencies(1 << 20), (plain.inv_freq.clone(), 1.0));
+        // A factor list of the wrong length is named.
+        let e = rope(
+            r#"{"max_position_embeddings": 8, "rope_scaling": {"type": "longrope",
+                "short_factor": [1.0], "long_factor": [1.0]}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("rope_scaling.short_factor"), "{e}");
     }
 
     #[test]
