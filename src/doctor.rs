@@ -221,6 +221,7 @@ fn models(verify: bool) -> scorekit_core::Result<Models> {
         manifests.push(ModelEntry {
             name: m.name.clone(),
             repo: m.repo.clone(),
+            kind: m.kind_label(),
             revision: m.revision_or_main().into(),
             cached: snapshot.is_some(),
             files: m.files.len(),

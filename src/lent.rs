@@ -175,6 +175,7 @@ impl LentModels for Lent<'_> {
                 text: v.letter().to_string(),
                 letter_logits: Some(v.letter_logits),
                 letter_mass: Some(v.letter_mass),
+                truncated: v.truncated,
             })
             .collect())
     }

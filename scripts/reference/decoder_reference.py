@@ -6,7 +6,8 @@ Writes tests/data/decoder/<name>/ for each layout below:
                          family has: GQA, tied or untied head, Llama 3's rope scaling, q/k/v
                          biases, q/k norms, sliding windows shorter than the prompts, Gemma 2's
                          soft-capping, sandwich and (1 + w) norms and embedding scale, Phi-3's fused
-                         projections and partial rotary factor
+                         projections and partial rotary factor, Gemma 3's q/k norms and two ropes
+                         (local base on sliding layers, linear-scaled global), Phi-3.5's longrope
   tokenizer.json         a BPE trained here on Possible Stories prompts with the family's
                          conventions (byte-level for Llama 3 / SmolLM / Qwen, SentencePiece-style
                          Metaspace for Mistral / Gemma / Phi) and its control tokens as specials
@@ -24,8 +25,10 @@ Writes tests/data/decoder/<name>/ for each layout below:
                          ids' sha256, the four letter logits of transformers (f32, eager
                          attention) at the last token, the letter mass and the pick; the first
                          BATCHED prompts again as left-padded batches of 5 (attention mask and
-                         position ids as `generate` computes them), and with a system prompt where
-                         the template takes one.
+                         position ids as `generate` computes them; `batched_index` names the dev
+                         questions, all-short or all-long batches for longrope, whose one mixed
+                         batch is `straddle`), and with a system prompt where the template takes
+                         one.
 
 Set up (once, beside chat_templates.py's venv):
     build/ref-venv/bin/pip install transformers==4.57.1 torch==2.5.1 tokenizers==0.22.2 numpy==2.4.6
@@ -142,6 +145,31 @@ LAYOUTS = {
                  config=dict(model_type="phi3", architectures=["Phi3ForCausalLM"], num_key_value_heads=2,
                              partial_rotary_factor=0.75, sliding_window=160, rms_norm_eps=1e-5,
                              tie_word_embeddings=False, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
+    # Gemma 3 (text): (1 + w) q/k norms, sandwich norms, a sliding window on layer 0 of each 2
+    # (sliding_window_pattern), the local rope base there and the global rope_theta with linear
+    # scaling on layer 1, final soft-capping set, attention capping not. No system prompt: the
+    # template reads a system message's content as a list of parts (`content[0]['text']`), and a
+    # plain string makes transformers raise, as scorekit does.
+    "gemma3": dict(template="gemma-3-1b-it", style="metaspace",
+                   specials=["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"], bos="<bos>",
+                   system=False,
+                   config=dict(model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], num_key_value_heads=2,
+                               head_dim=16, query_pre_attn_scalar=16, sliding_window=100, sliding_window_pattern=2,
+                               rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                               rope_scaling=dict(rope_type="linear", factor=8.0),
+                               attn_logit_softcapping=None, final_logit_softcapping=30.0,
+                               hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True)),
+    # Phi-3.5's longrope: short factors up to original_max_position_embeddings (178, the dev
+    # prompts' median length here), long factors past it, cos/sin times the attention factor.
+    "phi35": dict(template="phi-3.5-mini-instruct", style="metaspace",
+                  specials=["<unk>", "<s>", "</s>", "<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>",
+                            "<|end|>"], bos="<s>", system=True, longrope=178,
+                  config=dict(model_type="phi3", architectures=["Phi3ForCausalLM"], num_key_value_heads=2,
+                              partial_rotary_factor=0.75, sliding_window=None, rms_norm_eps=1e-5,
+                              original_max_position_embeddings=178,
+                              rope_scaling=dict(type="longrope", short_factor=[1.0, 1.05, 1.1, 1.2, 1.4, 1.7],
+                                                long_factor=[1.0, 1.5, 2.5, 4.0, 7.0, 12.0]),
+                              tie_word_embeddings=False, pad_token_id=None, bos_token_id=None, eos_token_id=None)),
 }
 
 
@@ -236,15 +264,29 @@ def build(name, lay, dev, texts):
         hf_tok.padding_side = "left"
         if hf_tok.pad_token is None:
             hf_tok.pad_token = lay["specials"][0]
-        for start in range(0, BATCHED, 5):
-            texts_b = [render(zero_shot(q)) for q in dev[start:start + 5]]
+
+        def left_padded(indices):
+            texts_b = [render(zero_shot(dev[i])) for i in indices]
             enc = hf_tok(texts_b, add_special_tokens=False, padding=True, return_tensors="pt")
             mask = enc["attention_mask"]
             # What `generate` passes: positions counted over the real tokens, 1 on the padding.
             pos = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)
             rows = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=pos).logits[:, -1]
-            for row in rows:
-                batched.append(letter_stats(row, letter_ids)[0])
+            return [letter_stats(row, letter_ids)[0] for row in rows]
+
+        # longrope: the batch's longest row chooses the factors (max(position_ids) + 1), so the
+        # batches compared with prompts alone are all-short or all-long; one mixed batch apart.
+        order = list(range(BATCHED))
+        straddle = None
+        if lay.get("longrope"):
+            cut = lay["longrope"]
+            short = [i for i, qq in enumerate(questions) if qq["tokens"] <= cut][:BATCHED // 2]
+            long_ = [i for i, qq in enumerate(questions) if qq["tokens"] > cut][:BATCHED // 2]
+            order = short + long_
+            mixed = short[:3] + long_[:2]
+            straddle = {"index": mixed, "letter_logits": left_padded(mixed)}
+        for start in range(0, BATCHED, 5):
+            batched.extend(left_padded(order[start:start + 5]))
         system = []
         if lay["system"]:
             for q in dev[:5]:
@@ -254,9 +296,11 @@ def build(name, lay, dev, texts):
                 system.append({"tokens": len(ids), "ids_sha256": sha(ids), "letter_logits": logits, "pick": pick})
     ref = {"transformers": __import__("transformers").__version__, "torch": torch.__version__,
            "letter_ids": letter_ids, "system_prompt": SYSTEM if lay["system"] else None,
-           "questions": questions, "batched": batched, "system": system}
+           "questions": questions, "batched": batched, "batched_index": order, "system": system}
+    if straddle:
+        ref["straddle"] = straddle
     json.dump(ref, open(os.path.join(out, "reference.json"), "w"))
-    diffs = [max(abs(a - b) for a, b in zip(qq["letter_logits"], bb)) for qq, bb in zip(questions, batched)]
+    diffs = [max(abs(a - b) for a, b in zip(questions[i]["letter_logits"], bb)) for i, bb in zip(order, batched)]
     toks = [qq["tokens"] for qq in questions]
     masses = sorted(qq["letter_mass"] for qq in questions)
     print(f"{name}: vocab {cfg['vocab_size']}, tokens {min(toks)}..{max(toks)}, batched vs alone max diff "

@@ -6,9 +6,13 @@ use scorekit_runtime::hub::{self, ResolveOptions, ResolvedModel};
 use scorekit_runtime::manifest;
 use scorekit_runtime::model_cache::{self, verify_files};
 
-/// Files every pulled model must have; tokenizer and sentence-transformers files come along
-/// when the repo has them, manifest models get exactly their manifest's files.
-pub const PULL_FILES: &[&str] = &["config.json", "model.safetensors|pytorch_model.bin"];
+/// Files every pulled model must have (weights in one file, or shards behind their index, which
+/// brings them); tokenizer and sentence-transformers files come along when the repo has them,
+/// manifest models get exactly their manifest's files.
+pub const PULL_FILES: &[&str] = &[
+    "config.json",
+    "model.safetensors|pytorch_model.bin|model.safetensors.index.json|pytorch_model.bin.index.json",
+];
 
 /// Run `scorekit models`.
 pub fn run(args: ModelsArgs) -> Result<()> {
@@ -83,11 +87,12 @@ fn list() -> Result<()> {
         print!("{}", table.render());
     }
     println!();
-    let mut t = scorekit_report::Table::new(&["manifest", "repo", "revision", "cached"]);
+    let mut t = scorekit_report::Table::new(&["manifest", "kind", "repo", "revision", "cached"]);
     for m in manifest::all()? {
         let cached = model_cache::manifest_cached(&cache, &m);
         t.row(&[
             m.name.clone(),
+            m.kind_label(),
             m.repo.clone(),
             m.revision
                 .clone()

@@ -80,6 +80,19 @@ fn doctor_json_has_every_field() {
         .map(|m| m["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"labse"), "{names:?}");
+    // Each with its kind: the decoder judges as such, the gated ones saying so.
+    for m in v["models"]["manifests"].as_array().unwrap() {
+        let kind = m["kind"].as_str().unwrap();
+        match m["name"].as_str().unwrap() {
+            "qwen2.5-7b-instruct" => assert_eq!(kind, "judge (decoder-letter)"),
+            "llama-3.1-8b-instruct" | "gemma-2-9b-it" => {
+                assert_eq!(kind, "judge (decoder-letter), gated: HF_TOKEN")
+            }
+            "flan-t5-xxl" => assert_eq!(kind, "judge (letter)"),
+            "labse" => assert_eq!(kind, "embedder"),
+            _ => {}
+        }
+    }
     assert!(!v["data"]["datasets"].as_array().unwrap().is_empty());
 }
 

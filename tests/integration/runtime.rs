@@ -468,11 +468,21 @@ fn sha256_hex(b: &[u8]) -> String {
         .collect()
 }
 
-/// Serve `files` of repo `org/tiny` at COMMIT: `/api/models/.../revision/..` (listing),
-/// `/org/tiny/resolve/<rev>/<file>` (small files directly with ETag; weights by a 302 to
+/// Serve `files` of repo `org/tiny` at COMMIT ([`serve_repo`]).
+fn serve(files: Vec<(String, Vec<u8>)>, interrupt: bool) -> Hub {
+    serve_repo("org/tiny", COMMIT, files, interrupt)
+}
+
+/// Serve `files` of repo `repo` at `commit`: `/api/models/.../revision/..` (listing),
+/// `/<repo>/resolve/<rev>/<file>` (small files directly with ETag; weights by a 302 to
 /// `/cdn/<sha256>` with X-Linked-Etag, as the Hub does for LFS files), Range requests honoured.
 /// The first full transfer of each LFS file is cut off halfway when `interrupt` is set.
-fn serve(files: Vec<(String, Vec<u8>)>, interrupt: bool) -> Hub {
+fn serve_repo(
+    repo: &'static str,
+    commit: &'static str,
+    files: Vec<(String, Vec<u8>)>,
+    interrupt: bool,
+) -> Hub {
     let mut interrupted = std::collections::HashSet::new();
     let server = common::http::serve(move |req, port| {
         let (path, range) = (&req.path, req.range);
@@ -489,19 +499,19 @@ fn serve(files: Vec<(String, Vec<u8>)>, interrupt: bool) -> Hub {
                 cut: None,
             }
         };
-        if path.starts_with("/api/models/org/tiny/revision/") {
+        if path.starts_with(&format!("/api/models/{repo}/revision/")) {
             let sib: Vec<_> = files
                 .iter()
                 .map(|(n, _)| serde_json::json!({"rfilename": n}))
                 .collect();
             let mut r = Reply::ok(
-                serde_json::json!({"sha": COMMIT, "siblings": sib, "id": "org/tiny"})
+                serde_json::json!({"sha": commit, "siblings": sib, "id": repo})
                     .to_string()
                     .into_bytes(),
             );
             r.headers.push("Content-Type: application/json".into());
             r
-        } else if let Some(rest) = path.strip_prefix("/org/tiny/resolve/") {
+        } else if let Some(rest) = path.strip_prefix(&format!("/{repo}/resolve/")) {
             let (_rev, name) = rest.split_once('/').unwrap();
             match files.iter().find(|(n, _)| n == name) {
                 None => {
@@ -515,7 +525,7 @@ fn serve(files: Vec<(String, Vec<u8>)>, interrupt: bool) -> Hub {
                         status: "302 Found".into(),
                         headers: vec![
                             format!("Location: http://127.0.0.1:{port}/cdn/{sha}"),
-                            format!("X-Repo-Commit: {COMMIT}"),
+                            format!("X-Repo-Commit: {commit}"),
                             format!("X-Linked-Etag: \"{sha}\""),
                             format!("X-Linked-Size: {}", data.len()),
                             "ETag: \"deadbeef\"".into(),
@@ -526,7 +536,7 @@ fn serve(files: Vec<(String, Vec<u8>)>, interrupt: bool) -> Hub {
                 }
                 Some((_, data)) => {
                     let etag = &sha256_hex(data)[..40];
-                    let mut r = partial(data, vec![format!("X-Repo-Commit: {COMMIT}")]);
+                    let mut r = partial(data, vec![format!("X-Repo-Commit: {commit}")]);
                     r.headers.push(format!("ETag: \"{etag}\""));
                     r
                 }
@@ -721,6 +731,129 @@ fn missing_repo_file_and_repo_are_clear_errors() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("404"), "{}", stderr(&o));
+}
+
+/// A shipped decoder judge's manifest (`qwen2.5-7b-instruct`), served by a stand-in Hub with the
+/// tiny Qwen2 layout as its files: `models pull` fetches the manifest's files and the shards its
+/// index names into the pinned snapshot, then `judge eval` loads the judge offline by the
+/// manifest's name and picks as transformers does.
+#[test]
+fn a_decoder_manifest_downloads_its_shards_then_judges_offline() {
+    let m = runtime::manifest::find("qwen2.5-7b-instruct")
+        .unwrap()
+        .unwrap();
+    let revision: &'static str = Box::leak(m.revision.clone().unwrap().into_boxed_str());
+    let t = tempfile::tempdir().unwrap();
+    let src = crate::decoder::decoder_folder("qwen2", &t.path().join("src"), true);
+    let files = model_files(&src);
+    assert!(files
+        .iter()
+        .any(|(n, _)| n == "model-00002-of-00002.safetensors"));
+    let hub = serve_repo("Qwen/Qwen2.5-7B-Instruct", revision, files.clone(), false);
+    let cache = t.path().join("cache");
+    let env = |c: &mut std::process::Command| {
+        c.env("HF_HUB_CACHE", &cache)
+            .env("HF_ENDPOINT", format!("http://127.0.0.1:{}", hub.port))
+            .env_remove("HF_HUB_OFFLINE")
+            .env("HF_HOME", t.path().join("hfhome"));
+    };
+    let mut c = scorekit();
+    c.args(["models", "pull", "qwen2.5-7b-instruct", "--quiet"]);
+    env(&mut c);
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = PathBuf::from(common::stdout(&o).trim());
+    assert!(
+        dir.ends_with(format!(
+            "models--Qwen--Qwen2.5-7B-Instruct/snapshots/{revision}"
+        )),
+        "{}",
+        dir.display()
+    );
+    for (name, data) in &files {
+        assert_eq!(&std::fs::read(dir.join(name)).unwrap(), data, "{name}");
+    }
+    // `models list` names it with its kind, cached.
+    let mut c = scorekit();
+    c.args(["models", "list"]);
+    env(&mut c);
+    let listed = common::stdout(&c.output().unwrap());
+    let line = listed
+        .lines()
+        .find(|l| l.contains("qwen2.5-7b-instruct"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        line.contains("judge (decoder-letter)") && line.contains("yes"),
+        "{line}"
+    );
+
+    // Offline, by the manifest's name: a decoder letter judge, the reference's picks.
+    let dev = crate::letter::dev_head(t.path(), 6);
+    let out = t.path().join("eval");
+    let mut c = scorekit();
+    c.args([
+        "judge",
+        "eval",
+        "--judge",
+        "qwen2.5-7b-instruct",
+        "--dataset",
+        dev.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--quiet",
+        "--bootstrap",
+        "100",
+    ]);
+    env(&mut c);
+    c.env("HF_HUB_OFFLINE", "1")
+        .env("HF_ENDPOINT", "http://127.0.0.1:9");
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let metrics = common::read_json(&out.join("metrics.json"));
+    assert_eq!(metrics["settings"]["judge_kind"], "decoder-letter");
+    let reference = common::read_json(&repo().join("tests/data/decoder/qwen2/reference.json"));
+    let items = crate::letter::read_items(&out.join("items.jsonl"));
+    assert_eq!(items.len(), 6);
+    for (item, row) in items.iter().zip(reference["questions"].as_array().unwrap()) {
+        assert_eq!(item["question_id"], row["question_id"]);
+        assert_eq!(item["pick"], row["pick"]);
+    }
+    let text = std::fs::read_to_string(out.join("metrics.json")).unwrap();
+    assert!(
+        text.contains("Qwen/Qwen2.5-7B-Instruct") && text.contains(revision),
+        "{text}"
+    );
+}
+
+/// A gated manifest's 401 says what to do: accept the licence, set HF_TOKEN.
+#[test]
+fn a_gated_manifest_says_to_accept_the_licence_and_set_hf_token() {
+    let server = common::http::serve(|_, _| Reply {
+        status: "401 Unauthorized".into(),
+        headers: vec!["X-Error-Code: GatedRepo".into()],
+        body: b"Access to model meta-llama/Llama-3.1-8B-Instruct is restricted.".to_vec(),
+        cut: None,
+    });
+    let t = tempfile::tempdir().unwrap();
+    let o = scorekit()
+        .args(["models", "pull", "llama-3.1-8b-instruct", "--quiet"])
+        .env("HF_HUB_CACHE", t.path().join("cache"))
+        .env("HF_ENDPOINT", format!("http://127.0.0.1:{}", server.port))
+        .env("HF_HOME", t.path().join("hfhome"))
+        .env_remove("HF_HUB_OFFLINE")
+        .env_remove("HF_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("meta-llama/Llama-3.1-8B-Instruct is gated")
+            && e.contains("licence")
+            && e.contains("HF_TOKEN"),
+        "{e}"
+    );
 }
 
 /// Writes the tiny fixtures where scripts/reference/embed_reference.py reads them:

@@ -137,6 +137,9 @@ pub struct ModelEntry {
     pub name: String,
     /// Hub repo id.
     pub repo: String,
+    /// What the model is (`embedder`, `judge (decoder-letter)`, `, gated: HF_TOKEN` where the
+    /// Hub needs a token).
+    pub kind: String,
     /// Pinned revision (or `main`).
     pub revision: String,
     /// A snapshot of that revision is in the cache.
@@ -343,7 +346,7 @@ impl Report {
                 )
             };
             models.row(
-                format!("{} ({}@{})", m.name, m.repo, short(&m.revision)),
+                format!("{} ({}, {}@{})", m.name, m.kind, m.repo, short(&m.revision)),
                 state,
             );
         }

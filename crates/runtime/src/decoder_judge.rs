@@ -1,5 +1,5 @@
 //! The decoder letter judge: a decoder-only chat model (Llama, Qwen2, Qwen3, Mistral, Gemma 2,
-//! Phi-3; `models::decoder`) asked the letter judge's prompt as the one user message of its chat
+//! Gemma 3, Phi-3; `models::decoder`) asked the letter judge's prompt as the one user message of its chat
 //! template (`chat_template::judge_prompt`), its verdict read from one forward pass: the letter
 //! among A–D whose single token has the largest next-token logit after the prompt's last token.
 //!
@@ -208,13 +208,33 @@ impl DecoderJudge {
                 type_ids: vec![0; ids.len()],
             })
             .collect();
-        let mut out = run_batched(&rows, batch_tokens, progress, |batch| {
-            let ids: Vec<Vec<u32>> = (0..batch.len()).map(|i| batch.seq(i).0.to_vec()).collect();
-            let logits = self
-                .last_logits(&ids)
-                .map_err(|e| Error::Internal(anyhow!("decoder judge model: {e}")))?;
-            Ok(logits.iter().map(|row| self.verdict(row)).collect())
-        })?;
+        // `longrope`: a batch's longest row chooses the rope factors for every row (rope.rs), so
+        // prompts up to the original context and longer ones are never batched together: each
+        // verdict is then the prompt's own, batched or alone.
+        let rope = &self.cfg.rope;
+        let groups: Vec<Vec<usize>> = match &rope.long_inv_freq {
+            Some(_) => {
+                let (short, long) = (0..rows.len())
+                    .partition(|&i| rows[i].ids.len() <= rope.original_max_positions);
+                vec![short, long]
+            }
+            None => vec![(0..rows.len()).collect()],
+        };
+        let mut out = vec![Verdict::default(); rows.len()];
+        for group in groups {
+            let part: Vec<Tokens> = group.iter().map(|&i| rows[i].clone()).collect();
+            let verdicts = run_batched(&part, batch_tokens, progress, |batch| {
+                let ids: Vec<Vec<u32>> =
+                    (0..batch.len()).map(|i| batch.seq(i).0.to_vec()).collect();
+                let logits = self
+                    .last_logits(&ids)
+                    .map_err(|e| Error::Internal(anyhow!("decoder judge model: {e}")))?;
+                Ok(logits.iter().map(|row| self.verdict(row)).collect())
+            })?;
+            for (i, v) in group.into_iter().zip(verdicts) {
+                out[i] = v;
+            }
+        }
         let mut cut = 0;
         for (v, (_, truncated)) in out.iter_mut().zip(&encoded) {
             v.truncated = *truncated;

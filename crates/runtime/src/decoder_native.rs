@@ -112,13 +112,14 @@ mod x86 {
                 .to_vec1::<f32>()
                 .map(Some)
         };
-        let model =
-            FastDecoder::load(&read, "model.", "lm_head", shape, products).map_err(|e| {
-                Error::Input(InputError::file(
-                    &files.files()[0],
-                    format!("the weights do not fit config.json: {e}"),
-                ))
-            })?;
+        let (prefix, head) = cfg.weight_names(&|name| f32s.contains_tensor(name));
+        let prefix = format!("{prefix}.");
+        let model = FastDecoder::load(&read, &prefix, &head, shape, products).map_err(|e| {
+            Error::Input(InputError::file(
+                &files.files()[0],
+                format!("the weights do not fit config.json: {e}"),
+            ))
+        })?;
         Ok(NativeDecoder(model))
     }
 
@@ -130,8 +131,20 @@ mod x86 {
             cfg: &DecoderConfig,
         ) -> candle_core::Result<Vec<Vec<f32>>> {
             let longest = ids.iter().map(Vec::len).max().unwrap_or(0);
-            let table = RopeTable::new(&cfg.rope.inv_freq, 1.0, longest);
-            let ropes = vec![&table; cfg.num_layers];
+            // One table per distinct rope (Gemma 3: local and global), each layer pointing at
+            // its own; the batch's longest row chooses longrope's factors, as in candle's path.
+            let table_of = |rope: &scorekit_models::decoder::Rope| {
+                let (inv_freq, scaling) = rope.frequencies(longest);
+                RopeTable::new(&inv_freq, scaling, longest)
+            };
+            let global = table_of(&cfg.rope);
+            let local = cfg.local_rope.as_ref().map(table_of);
+            let ropes: Vec<&RopeTable> = (0..cfg.num_layers)
+                .map(|l| match (&local, cfg.local_rope.as_ref()) {
+                    (Some(t), Some(r)) if std::ptr::eq(cfg.rope_of(l), r) => t,
+                    _ => &global,
+                })
+                .collect();
             let seqs: Vec<&[u32]> = ids.iter().map(Vec::as_slice).collect();
             let flat = self.0.last_logits(&seqs, &ropes)?;
             Ok(flat

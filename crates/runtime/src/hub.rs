@@ -421,7 +421,7 @@ fn download(
             revision.to_string(),
         ))
         .info()
-        .map_err(|e| hub_error(e, &format!("{id}@{revision}"), &endpoint))?;
+        .map_err(|e| hub_error(e, &format!("{id}@{revision}"), &endpoint, manifest))?;
     let commit = info.sha.clone();
     let listed: BTreeSet<&str> = info.siblings.iter().map(|s| s.rfilename.as_str()).collect();
     let repo = api.repo(Repo::with_revision(
@@ -507,7 +507,8 @@ fn fetch_file(
     } else {
         repo.download_with_progress(name, ())
     };
-    let path = got.map_err(|e| hub_error(e, &format!("{id}@{commit}/{name}"), endpoint))?;
+    let path =
+        got.map_err(|e| hub_error(e, &format!("{id}@{commit}/{name}"), endpoint, manifest))?;
     let expected = manifest
         .and_then(|m| m.file(name))
         .and_then(|f| f.sha256.clone());
@@ -548,7 +549,14 @@ fn verify_download(path: &Path, name: &str, manifest_sha: Option<&str>) -> Resul
     Ok(())
 }
 
-fn hub_error(e: hf_hub::api::sync::ApiError, what: &str, endpoint: &str) -> Error {
+/// The error of a failed Hub request, saying what to do; a gated manifest's 401/403 names the
+/// licence to accept and the token to set.
+fn hub_error(
+    e: hf_hub::api::sync::ApiError,
+    what: &str,
+    endpoint: &str,
+    manifest: Option<&Manifest>,
+) -> Error {
     use hf_hub::api::sync::ApiError;
     if let ApiError::RequestError(re) = &e {
         // ureq is not a direct dependency; its status errors read "http status: N".
@@ -557,10 +565,15 @@ fn hub_error(e: hf_hub::api::sync::ApiError, what: &str, endpoint: &str) -> Erro
             .strip_prefix("http status: ")
             .and_then(|c| c.trim().parse::<u16>().ok())
         {
-            let why = match code {
-                401 | 403 => "access denied (gated or private repo: set HF_TOKEN)",
-                404 => "not found (check the repo id, revision and file name)",
-                _ => "the Hub answered with an error",
+            let why = match (code, manifest.filter(|m| m.gated)) {
+                (401 | 403, Some(m)) => format!(
+                    "access denied: {} is gated: accept its licence on {endpoint}/{} with your \
+                     Hub account, then set HF_TOKEN to a read token of that account",
+                    m.repo, m.repo
+                ),
+                (401 | 403, None) => "access denied (gated or private repo: set HF_TOKEN)".into(),
+                (404, _) => "not found (check the repo id, revision and file name)".into(),
+                _ => "the Hub answered with an error".into(),
             };
             return Error::Usage(format!("{what}: HTTP {code} from {endpoint}: {why}"));
         }

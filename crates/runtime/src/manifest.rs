@@ -31,6 +31,22 @@ const SHIPPED: &[(&str, &str)] = &[
         "flan-t5-xxl.toml",
         include_str!("../../../models/flan-t5-xxl.toml"),
     ),
+    (
+        "qwen2.5-0.5b-instruct.toml",
+        include_str!("../../../models/qwen2.5-0.5b-instruct.toml"),
+    ),
+    (
+        "qwen2.5-7b-instruct.toml",
+        include_str!("../../../models/qwen2.5-7b-instruct.toml"),
+    ),
+    (
+        "llama-3.1-8b-instruct.toml",
+        include_str!("../../../models/llama-3.1-8b-instruct.toml"),
+    ),
+    (
+        "gemma-2-9b-it.toml",
+        include_str!("../../../models/gemma-2-9b-it.toml"),
+    ),
 ];
 
 /// One pinned model: where it lives on the Hub and what its files must be.
@@ -45,6 +61,12 @@ pub struct Manifest {
     pub revision: Option<String>,
     /// What the model is for (`embedder`, `judge`).
     pub kind: String,
+    /// A judge's kind as metrics.json names it (`multiple-choice`, `letter`, `decoder-letter`).
+    #[serde(default)]
+    pub judge_kind: Option<String>,
+    /// The Hub asks for an accepted licence and a token (`HF_TOKEN`) before serving the files.
+    #[serde(default)]
+    pub gated: bool,
     /// Pooling of a sentence embedder (`cls`, `mean`), for the record; modules.json decides.
     #[serde(default)]
     pub pooling: Option<String>,
@@ -77,6 +99,19 @@ impl Manifest {
     /// The revision to ask the Hub for: the pinned commit, else `main`.
     pub fn revision_or_main(&self) -> &str {
         self.revision.as_deref().unwrap_or("main")
+    }
+
+    /// What the model is, for tables: `embedder`, `judge (decoder-letter)`, with `, gated`
+    /// where the Hub needs a token.
+    pub fn kind_label(&self) -> String {
+        let mut label = match &self.judge_kind {
+            Some(j) => format!("{} ({j})", self.kind),
+            None => self.kind.clone(),
+        };
+        if self.gated {
+            label.push_str(", gated: HF_TOKEN");
+        }
+        label
     }
 
     /// The manifest entry for a file, if listed.
@@ -141,5 +176,21 @@ mod tests {
         }
         assert!(find("LABSE").unwrap().is_some());
         assert!(find("nope").unwrap().is_none());
+        // Every judge names its kind; the decoder judges are pinned, sharded behind an index
+        // where the Hub shards them, and the gated ones say so.
+        for m in all.iter().filter(|m| m.kind == "judge") {
+            assert!(m.judge_kind.is_some(), "{}", m.name);
+        }
+        for (name, gated) in [
+            ("qwen2.5-7b-instruct", false),
+            ("llama-3.1-8b-instruct", true),
+            ("gemma-2-9b-it", true),
+        ] {
+            let m = find(name).unwrap().unwrap();
+            assert_eq!(m.judge_kind.as_deref(), Some("decoder-letter"));
+            assert!(m.revision.is_some() && m.file("model.safetensors.index.json").is_some());
+            assert_eq!(m.gated, gated, "{name}");
+            assert_eq!(m.kind_label().contains("HF_TOKEN"), gated);
+        }
     }
 }

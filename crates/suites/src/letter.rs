@@ -166,6 +166,11 @@ pub fn letter_verdict(
         judge_correct: gold_pick == Some(gold),
         judge_answer: Some(ending_answer.to_string()),
         judge_gold_answer: Some(gold_answer.to_string()),
+        letter_logits: None,
+        letter_mass: None,
+        gold_letter_logits: None,
+        gold_letter_mass: None,
+        truncated: false,
         cyclic: None,
     }
 }

@@ -143,6 +143,8 @@ pub struct ScoredAnswer {
     pub letter_logits: Option<[f32; 4]>,
     /// The four letters' probability among all tokens.
     pub letter_mass: Option<f32>,
+    /// The prompt was longer than the judge's context and lost its first tokens.
+    pub truncated: bool,
 }
 
 /// What a suite may ask of the models lent to it. A request for a kind that is not lent is an

@@ -1,4 +1,4 @@
-//! Decoder-only causal language models (Llama, Qwen2, Qwen3, Mistral, Gemma 2, Phi-3), as
+//! Decoder-only causal language models (Llama, Qwen2, Qwen3, Mistral, Gemma 2, Gemma 3, Phi-3), as
 //! `transformers` (4.57) computes them with eager attention: one file per family reads its
 //! config.json with the family's defaults into one [`DecoderConfig`], and [`model::Decoder`] runs
 //! the forward pass every family shares, switched by the config's fields (biases, q/k norms,
@@ -11,6 +11,7 @@
 //! Adding a family: a file implementing [`DecoderFamily`] and one line in [`FAMILIES`].
 
 pub mod gemma2;
+pub mod gemma3;
 pub mod llama;
 pub mod mistral;
 pub mod model;
@@ -67,8 +68,12 @@ pub struct DecoderConfig {
     pub head_dim: usize,
     /// RMSNorm's epsilon.
     pub rms_norm_eps: f64,
-    /// The rotary embedding (frequencies, scaling, rotated width).
+    /// The rotary embedding (frequencies, scaling, rotated width); of every layer but those
+    /// [`DecoderConfig::local_rope`] covers ([`DecoderConfig::rope_of`]).
     pub rope: Rope,
+    /// Gemma 3: the rotary embedding of the sliding-window layers (`rope_local_base_freq`, no
+    /// scaling); `None`: every layer uses [`DecoderConfig::rope`].
+    pub local_rope: Option<Rope>,
     /// Positions the model was trained for (the judge's context).
     pub max_positions: usize,
     /// Whether the head shares the embedding table.
@@ -85,7 +90,7 @@ pub struct DecoderConfig {
     pub qk_norm: bool,
     /// Weight layout of a layer.
     pub layout: Layout,
-    /// Gemma's RMSNorm: the weight applied as `1 + w`.
+    /// Gemma's RMSNorm: the weight applied as `1 + w`, in every norm (Gemma 3's q/k norms too).
     pub norm_plus_one: bool,
     /// Gemma 2's norms after attention and after the feed-forward layer too.
     pub sandwich_norms: bool,
@@ -99,8 +104,45 @@ pub struct DecoderConfig {
     pub final_softcap: Option<f64>,
     /// Per layer, the sliding window of its attention (`None`: full causal attention).
     pub sliding_windows: Vec<Option<usize>>,
-    /// config.json with the defaults filled in.
+    /// Where the language model's tensors are, tried in order: `model` (`model.embed_tokens`,
+    /// `model.layers.N`, `model.norm`); a multimodal Gemma 3 checkpoint's text part is under
+    /// `language_model.model` (the Hub's files) or `model.language_model` (saved by
+    /// transformers ≥ 4.52), its vision tower ignored. An untied head is `lm_head` or, beside
+    /// the first form, `language_model.lm_head`.
+    pub weight_prefixes: Vec<String>,
+    /// config.json with the defaults filled in (a multimodal config's `text_config`).
     pub raw: Map<String, Value>,
+}
+
+impl DecoderConfig {
+    /// Where this checkpoint's tensors are, `has` saying which names the files hold: the first
+    /// of [`DecoderConfig::weight_prefixes`] whose `embed_tokens.weight` is there (none: the
+    /// first, so a missing tensor's error names it), and the untied head's name (`lm_head`, or
+    /// `language_model.lm_head` beside `language_model.model` where there is no `lm_head`).
+    /// Both engines read the names from here.
+    pub fn weight_names(&self, has: &dyn Fn(&str) -> bool) -> (String, String) {
+        let prefix = self
+            .weight_prefixes
+            .iter()
+            .find(|p| has(&format!("{p}.embed_tokens.weight")))
+            .unwrap_or(&self.weight_prefixes[0])
+            .clone();
+        let head = if prefix == "language_model.model" && !has("lm_head.weight") {
+            "language_model.lm_head"
+        } else {
+            "lm_head"
+        };
+        (prefix, head.to_string())
+    }
+
+    /// The rotary embedding of layer `layer`: Gemma 3's local one on its sliding-window
+    /// layers, [`DecoderConfig::rope`] everywhere else.
+    pub fn rope_of(&self, layer: usize) -> &Rope {
+        match (&self.local_rope, self.sliding_windows.get(layer)) {
+            (Some(local), Some(Some(_))) => local,
+            _ => &self.rope,
+        }
+    }
 }
 
 /// One family of decoder-only models.
@@ -118,6 +160,7 @@ pub static FAMILIES: &[&dyn DecoderFamily] = &[
     &qwen3::Qwen3,
     &mistral::Mistral,
     &gemma2::Gemma2,
+    &gemma3::Gemma3,
     &phi3::Phi3,
 ];
 
@@ -264,6 +307,7 @@ pub fn common(
         head_dim,
         rms_norm_eps,
         rope,
+        local_rope: None,
         max_positions,
         tie_word_embeddings,
         act,
@@ -279,6 +323,7 @@ pub fn common(
         attn_softcap: None,
         final_softcap: None,
         sliding_windows: vec![None; num_layers],
+        weight_prefixes: vec!["model".to_string()],
         raw: std::mem::take(&mut raw),
     };
     Ok(cfg)
@@ -409,6 +454,45 @@ mod tests {
         let phi = config(&format!(r#"{{"model_type": "phi3", {DIMS}}}"#)).unwrap();
         assert_eq!(phi.layout, Layout::Fused);
         assert_eq!(phi.rms_norm_eps, 1e-5);
+        assert!(std::ptr::eq(phi.rope_of(3), &phi.rope));
+    }
+
+    #[test]
+    fn gemma3_reads_its_two_ropes_windows_and_multimodal_text_config() {
+        let text = format!(
+            r#"{{"model_type": "gemma3_text", "num_key_value_heads": 2, "head_dim": 16,
+                "sliding_window": 512, "sliding_window_pattern": 2,
+                "rope_scaling": {{"rope_type": "linear", "factor": 8.0}}, {DIMS}}}"#
+        );
+        let g = config(&text).unwrap();
+        assert_eq!(g.sliding_windows, vec![Some(512), None, Some(512), None]);
+        assert!(g.qk_norm && g.norm_plus_one && g.sandwich_norms && g.embed_scale);
+        assert_eq!((g.attn_softcap, g.final_softcap), (None, None));
+        // Global layers: rope_theta 1e6 (the default) scaled by 1/8; sliding layers: 10000.
+        let local = g.rope_of(0);
+        assert_eq!(local.inv_freq[1], 1.0 / 10000f32.powf(2.0 / 16.0));
+        assert_eq!(
+            g.rope_of(1).inv_freq[1],
+            1.0 / 1e6f32.powf(2.0 / 16.0) / 8.0
+        );
+        assert_eq!(g.weight_prefixes, vec!["model".to_string()]);
+        // The multimodal config's text part, its weights under language_model.
+        let raw: Value = serde_json::from_str(&text).unwrap();
+        let mm = serde_json::json!({"model_type": "gemma3", "text_config": raw,
+            "vision_config": {"hidden_size": 8}});
+        let m = config(&mm.to_string()).unwrap();
+        assert_eq!(m.model_type, "gemma3");
+        assert_eq!(m.weight_prefixes[0], "language_model.model");
+        assert_eq!(m.sliding_windows, g.sliding_windows);
+        // Default pattern 6: layers 5, 11, ... are global.
+        let six = config(&format!(r#"{{"model_type": "gemma3_text", {DIMS}}}"#)).unwrap();
+        assert_eq!(six.sliding_windows, vec![Some(4096); 4]);
+        let e = config(&format!(
+            r#"{{"model_type": "gemma3_text", "use_bidirectional_attention": true, {DIMS}}}"#
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("use_bidirectional_attention"), "{e}");
     }
 
     #[test]

@@ -105,7 +105,8 @@ impl Decoder {
     pub fn load(vb: VarBuilder, cfg: &DecoderConfig) -> candle_core::Result<Decoder> {
         let (h, hd) = (cfg.hidden_size, cfg.head_dim);
         let (nh, nkv) = (cfg.num_heads, cfg.num_kv_heads);
-        let m = vb.pp("model");
+        let (prefix, head_name) = cfg.weight_names(&|name| vb.contains_tensor(name));
+        let m = vb.pp(&prefix);
         let embed = m.get((cfg.vocab_size, h), "embed_tokens.weight")?;
         let mut layers = Vec::with_capacity(cfg.num_layers);
         for i in 0..cfg.num_layers {
@@ -177,7 +178,7 @@ impl Decoder {
         let head = if cfg.tie_word_embeddings {
             embed.clone()
         } else {
-            vb.get((cfg.vocab_size, h), "lm_head.weight")?
+            vb.get((cfg.vocab_size, h), &format!("{head_name}.weight"))?
         };
         Ok(Decoder {
             embed,
@@ -227,10 +228,19 @@ impl Decoder {
                 .to_dtype(self.dtype)?;
             x = x.broadcast_mul(&scale)?;
         }
-        let (cos, sin) = self.cfg.rope.cos_sin(s, self.dtype, &self.device)?;
+        // One table per rotary embedding (Gemma 3's sliding layers have their own).
+        let global = self.cfg.rope.cos_sin(s, self.dtype, &self.device)?;
+        let local = match &self.cfg.local_rope {
+            Some(r) => Some(r.cos_sin(s, self.dtype, &self.device)?),
+            None => None,
+        };
         let masks = Masks::new(s, self.dtype, &self.device)?;
-        for layer in &self.layers {
-            x = layer.forward(&x, &cos, &sin, &masks, &self.cfg)?;
+        for (i, layer) in self.layers.iter().enumerate() {
+            let (cos, sin) = match &local {
+                Some(l) if !std::ptr::eq(self.cfg.rope_of(i), &self.cfg.rope) => l,
+                _ => &global,
+            };
+            x = layer.forward(&x, cos, sin, &masks, &self.cfg)?;
         }
         let idx = Tensor::from_vec(last, b, &self.device)?;
         let x = x

@@ -1,6 +1,8 @@
 //! Phi-3 (Phi-3, Phi-3.5, Phi-4-mini): fused `qkv_proj` and `gate_up_proj`, RoPE on the first
 //! `partial_rotary_factor` of each head, a sliding window on every layer when `sliding_window`
-//! is set (`Phi3Config`). Long-context `longrope` scaling is refused by the rope reader.
+//! is set (`Phi3Config`). Long-context `longrope` scaling (Phi-3.5, Phi-4-mini) is the rope
+//! reader's, with Phi3Config's `original_max_position_embeddings` default (4096) and its renaming
+//! of the older `su` / `yarn` rope types to `longrope`.
 
 use super::{common, opt_usize, DecoderConfig, DecoderFamily, Defaults, Layout};
 use scorekit_core::error::Result;
@@ -15,8 +17,16 @@ impl DecoderFamily for Phi3 {
         &["phi3"]
     }
 
-    fn config(&self, raw: Map<String, Value>, path: &Path) -> Result<DecoderConfig> {
+    fn config(&self, mut raw: Map<String, Value>, path: &Path) -> Result<DecoderConfig> {
         let window = opt_usize(&raw, "sliding_window", path)?;
+        // `Phi3Config.__init__`: the default, and `_rope_scaling_adjustment`.
+        raw.entry("original_max_position_embeddings")
+            .or_insert(Value::from(4096));
+        if let Some(Value::Object(s)) = raw.get_mut("rope_scaling") {
+            if matches!(s.get("type").and_then(Value::as_str), Some("su" | "yarn")) {
+                s.insert("type".into(), Value::from("longrope"));
+            }
+        }
         let mut cfg = common(
             raw,
             path,

@@ -50,6 +50,10 @@ pub struct EvalItem {
     /// A decoder judge's probability of the four letters among all tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub letter_mass: Option<f32>,
+    /// A prompt of the item (any rotation asked) was longer than the judge's context and lost
+    /// its first tokens.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 impl EvalItem {
@@ -67,6 +71,7 @@ impl EvalItem {
             cyclic: None,
             letter_logits: None,
             letter_mass: None,
+            truncated: false,
         }
     }
 }
@@ -177,9 +182,10 @@ pub fn scored_answer_items(
     for (&(i, q), group) in chunk.iter().zip(answers.chunks(rotations)) {
         let mut it = EvalItem::new(i, q, letter::pick(&group[0]));
         it.answer = Some(group[0].clone());
-        let first = &scored[items.len() * rotations];
-        it.letter_logits = first.letter_logits;
-        it.letter_mass = first.letter_mass;
+        let asked = &scored[items.len() * rotations..][..rotations];
+        it.letter_logits = asked[0].letter_logits;
+        it.letter_mass = asked[0].letter_mass;
+        it.truncated = asked.iter().any(|a| a.truncated);
         if cyclic {
             let texts: Vec<&str> = group.iter().map(String::as_str).collect();
             let (picks, pick, agreement) = letter::cyclic_picks(&texts);

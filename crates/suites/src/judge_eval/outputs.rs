@@ -16,6 +16,10 @@ use scorekit_report::{bootstrap_mean, MetricsDoc, ModelRef, Outputs};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+/// metrics.json key (under `metrics`) of a decoder judge's items whose prompt was cut to the
+/// judge's context (story and `judge eval` alike).
+pub const TRUNCATED_ITEMS: &str = "truncated_items";
+
 /// The judge's calibration as `judge eval` reports it.
 pub type Calibration = EvalCalibration<CalibrationSettings, CalibrationSummary>;
 
@@ -60,6 +64,10 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [EvalItem]) -> Result<Outputs> 
     };
     let m = metrics(record, items, calibration);
     write_metrics(doc, &m)?;
+    if items.iter().any(|it| it.letter_logits.is_some()) {
+        let cut = items.iter().filter(|it| it.truncated).count();
+        doc.metrics.insert(TRUNCATED_ITEMS.into(), cut.into());
+    }
     Ok(Outputs {
         report: eval_report(&m),
         table: format!("{}\n", eval_table(&m)),

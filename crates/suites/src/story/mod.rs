@@ -296,6 +296,24 @@ pub struct JudgeVerdict {
     /// A letter judge's answer on the human options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_gold_answer: Option<String>,
+    /// A decoder judge's next-token logits of A, B, C, D with the ending in the gold slot
+    /// (rotation 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub letter_logits: Option<[f32; 4]>,
+    /// A decoder judge's letter mass (the four letters' probability among all tokens) with the
+    /// ending in the gold slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub letter_mass: Option<f32>,
+    /// A decoder judge's letter logits on the human options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_letter_logits: Option<[f32; 4]>,
+    /// A decoder judge's letter mass on the human options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_letter_mass: Option<f32>,
+    /// A prompt of the verdict (the ending's or the human options', any rotation) was longer
+    /// than the judge's context and lost its first tokens.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// Under `--option-orders cyclic`: the verdict of every rotation of the options, reported
     /// apart from the reference protocol above (rotation 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -340,6 +358,11 @@ pub fn judge_verdict(gold_scores: &[f32], gold: usize, ending_score: f32) -> Jud
         judge_gold_scores: gold_scores.to_vec(),
         judge_answer: None,
         judge_gold_answer: None,
+        letter_logits: None,
+        letter_mass: None,
+        gold_letter_logits: None,
+        gold_letter_mass: None,
+        truncated: false,
         cyclic: None,
     }
 }

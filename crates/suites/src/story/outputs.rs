@@ -81,6 +81,17 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
             .insert(name.to_string(), group_json(m, c, coverage.get(name)));
     }
     doc.metrics = headline(&results, &coverage, dataset_questions);
+    let verdicts = items.iter().filter_map(|it| match &it.judge {
+        Some(story::Outcome::Judged(v)) => Some(v),
+        _ => None,
+    });
+    if verdicts.clone().any(|v| v.letter_logits.is_some()) {
+        let cut = verdicts.filter(|v| v.truncated).count();
+        doc.metrics.insert(
+            crate::judge_eval::outputs::TRUNCATED_ITEMS.into(),
+            json!(cut),
+        );
+    }
     doc.metrics.insert(SCOPE_QUESTIONS.into(), json!(scope));
     doc.metrics
         .insert(SCOPE_FIRST_IDS.into(), json!(scope_first));

@@ -7,6 +7,7 @@
 //! and a letter judge's prompts likewise, per (question, ending, rotation).
 
 use crate::letter;
+use crate::models::ScoredAnswer;
 use crate::story::{self, Checked, Generation, JudgeVerdict, PairValue, Question};
 use std::collections::{BTreeMap, HashMap};
 
@@ -167,27 +168,39 @@ impl<'a> ChunkPlan<'a> {
             .collect()
     }
 
-    /// Verdicts per generation index from a letter judge's decoded answer to each of
-    /// [`ChunkPlan::letter_prompts`] (with every rotation: the majority, reported apart).
+    /// Verdicts per generation index from a letter judge's answer to each of
+    /// [`ChunkPlan::letter_prompts`] (with every rotation: the majority, reported apart); a
+    /// decoder judge's letter logits and mass of rotation 0 go with them.
     pub fn letter_verdicts(
         &self,
         questions: &[Question],
-        answers: &[&str],
+        answers: &[ScoredAnswer],
     ) -> HashMap<usize, JudgeVerdict> {
         self.members
             .iter()
             .zip(&self.letter_slots)
-            .map(|(c, (human, own))| {
+            .map(|(c, (human_slots, own_slots))| {
+                let (human, own) = (human_slots, own_slots);
                 let qi = c.question.expect("scored");
-                let text =
-                    |slots: &[usize]| -> Vec<&str> { slots.iter().map(|&i| answers[i]).collect() };
-                let (human, own) = (text(human), text(own));
-                let gold = questions[qi].gold;
-                let v = if human.len() == 1 {
-                    letter::letter_verdict(human[0], own[0], gold)
-                } else {
-                    letter::letter_verdict_cyclic(&human, &own, gold)
+                let text = |slots: &[usize]| -> Vec<&str> {
+                    slots.iter().map(|&i| answers[i].text.as_str()).collect()
                 };
+                let (human_text, own_text) = (text(human), text(own));
+                let gold = questions[qi].gold;
+                let mut v = if human_text.len() == 1 {
+                    letter::letter_verdict(human_text[0], own_text[0], gold)
+                } else {
+                    letter::letter_verdict_cyclic(&human_text, &own_text, gold)
+                };
+                let (ending, human) = (&answers[own[0]], &answers[human[0]]);
+                v.letter_logits = ending.letter_logits;
+                v.letter_mass = ending.letter_mass;
+                v.gold_letter_logits = human.letter_logits;
+                v.gold_letter_mass = human.letter_mass;
+                v.truncated = own_slots
+                    .iter()
+                    .chain(human_slots)
+                    .any(|&i| answers[i].truncated);
                 (c.generation, v)
             })
             .collect()

@@ -102,10 +102,11 @@ fn verdicts(
         models.served(served);
         Ok(plan.scoring_verdicts(s.questions, &scores))
     } else if m.letter_judge {
-        let (answers, served) = s.memo.answers(&plan.letter_prompts, |p| models.answer(p))?;
+        let (answers, served) = s
+            .memo
+            .answers(&plan.letter_prompts, |p| models.answer_scored(p))?;
         models.served(served);
-        let texts: Vec<&str> = answers.iter().map(String::as_str).collect();
-        Ok(plan.letter_verdicts(s.questions, &texts))
+        Ok(plan.letter_verdicts(s.questions, &answers))
     } else {
         Ok(HashMap::new())
     }

@@ -7,7 +7,7 @@
 
 use super::frames::Frame;
 use crate::letter;
-pub use crate::models::LentModels;
+pub use crate::models::{LentModels, ScoredAnswer};
 use crate::story::{argmax, Question};
 use scorekit_core::error::{Error, Result};
 use std::collections::HashMap;
@@ -37,6 +37,12 @@ pub struct Picked {
     pub scores: Vec<f32>,
     /// A letter judge's answer to each rotation asked (one without cyclic orders).
     pub answers: Vec<String>,
+    /// A decoder judge's letter logits for each rotation asked (empty for other judges).
+    pub letter_logits: Vec<[f32; 4]>,
+    /// A decoder judge's letter mass for each rotation asked (empty for other judges).
+    pub letter_mass: Vec<f32>,
+    /// The rotations whose prompt was cut to the judge's context.
+    pub truncated: Vec<usize>,
 }
 
 /// Ask `judge` every frame; one [`Picked`] per frame, in order.
@@ -84,6 +90,9 @@ fn ask_scoring(
                 cyclic: None,
                 scores: frame_scores,
                 answers: Vec::new(),
+                letter_logits: Vec::new(),
+                letter_mass: Vec::new(),
+                truncated: Vec::new(),
             }
         })
         .collect())
@@ -117,17 +126,22 @@ fn ask_letter(
                 .collect()
         })
         .collect();
-    let answers = judge.answer(&prompts)?;
+    let answers = judge.answer_scored(&prompts)?;
     expect_len("answers", answers.len(), prompts.len())?;
     Ok(slots
         .iter()
         .map(|s| {
-            let texts: Vec<&str> = s.iter().map(|&i| answers[i].as_str()).collect();
+            let asked: Vec<&ScoredAnswer> = s.iter().map(|&i| &answers[i]).collect();
+            let texts: Vec<&str> = asked.iter().map(|a| a.text.as_str()).collect();
             Picked {
                 pick: letter::pick(texts[0]),
                 cyclic: cyclic.then(|| letter::cyclic_picks(&texts).1),
                 scores: Vec::new(),
                 answers: texts.iter().map(|t| t.to_string()).collect(),
+                // All or none: a judge reads letter logits for every prompt or for none.
+                letter_logits: asked.iter().filter_map(|a| a.letter_logits).collect(),
+                letter_mass: asked.iter().filter_map(|a| a.letter_mass).collect(),
+                truncated: (0..asked.len()).filter(|&r| asked[r].truncated).collect(),
             }
         })
         .collect())

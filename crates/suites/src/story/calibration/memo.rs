@@ -10,15 +10,18 @@
 use super::ask::Protocol;
 use super::{CalibrationItem, Kind};
 use crate::letter;
+use crate::models::ScoredAnswer;
 use crate::story::Question;
 use scorekit_core::error::Result;
 use std::collections::HashMap;
 
-/// The positives' scores and answers, by the judge input that produced them.
+/// The positives' scores and answers, by the judge input that produced them. A decoder judge's
+/// answers keep their letter logits and mass (calibration.jsonl records them), so an item
+/// served from here carries them as an item asked now does.
 #[derive(Debug, Default)]
 pub struct Memo {
     scores: HashMap<(String, String), f32>,
-    answers: HashMap<String, String>,
+    answers: HashMap<String, ScoredAnswer>,
 }
 
 impl Memo {
@@ -38,9 +41,19 @@ impl Memo {
             }
             if let Protocol::Letter { shots, .. } = protocol {
                 let options: Vec<&str> = q.options.iter().map(String::as_str).collect();
-                for (rotated, answer) in letter::rotations(&options).iter().zip(&it.answers) {
+                for (r, (rotated, answer)) in letter::rotations(&options)
+                    .iter()
+                    .zip(&it.answers)
+                    .enumerate()
+                {
                     let prompt = letter::prompt(shots, &q.document, &q.question, rotated);
-                    memo.answers.insert(prompt, answer.clone());
+                    let scored = ScoredAnswer {
+                        text: answer.clone(),
+                        letter_logits: it.letter_logits.get(r).copied(),
+                        letter_mass: it.letter_mass.get(r).copied(),
+                        truncated: it.truncated.contains(&r),
+                    };
+                    memo.answers.insert(prompt, scored);
                 }
             }
         }
@@ -58,12 +71,12 @@ impl Memo {
         fill(pairs, |p| self.scores.get(p).copied(), ask)
     }
 
-    /// An answer per prompt, as [`Memo::scores`].
+    /// An answer per prompt (with a decoder judge's letter scores), as [`Memo::scores`].
     pub fn answers(
         &self,
         prompts: &[String],
-        ask: impl FnOnce(&[String]) -> Result<Vec<String>>,
-    ) -> Result<(Vec<String>, usize)> {
+        ask: impl FnOnce(&[String]) -> Result<Vec<ScoredAnswer>>,
+    ) -> Result<(Vec<ScoredAnswer>, usize)> {
         fill(prompts, |p| self.answers.get(p).cloned(), ask)
     }
 }
@@ -120,6 +133,9 @@ mod tests {
             cyclic_counted: None,
             scores: vec![1.0, 2.0, 3.0, 4.0],
             answers: Vec::new(),
+            letter_logits: Vec::new(),
+            letter_mass: Vec::new(),
+            truncated: Vec::new(),
         };
         let memo = Memo::of(&[item], std::slice::from_ref(&q), Protocol::Scoring);
         let pairs = vec![q.pair("c"), q.pair("new"), q.pair("a"), q.pair("other")];

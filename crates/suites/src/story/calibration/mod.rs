@@ -91,6 +91,15 @@ pub struct CalibrationItem {
     /// A letter judge's answer, as decoded, to each rotation asked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<String>,
+    /// A decoder judge's next-token logits of A, B, C, D for each rotation asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub letter_logits: Vec<[f32; 4]>,
+    /// A decoder judge's letter mass (the four letters' probability) for each rotation asked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub letter_mass: Vec<f32>,
+    /// The rotations whose prompt was cut to a decoder judge's context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<usize>,
 }
 
 impl CalibrationItem {
@@ -122,6 +131,9 @@ impl CalibrationItem {
             cyclic_counted: picked.cyclic.map(counts),
             scores: picked.scores,
             answers: picked.answers,
+            letter_logits: picked.letter_logits,
+            letter_mass: picked.letter_mass,
+            truncated: picked.truncated,
         }
     }
 

@@ -216,6 +216,9 @@ mod tests {
             cyclic_counted: None,
             scores: Vec::new(),
             answers: Vec::new(),
+            letter_logits: Vec::new(),
+            letter_mass: Vec::new(),
+            truncated: Vec::new(),
         }
     }
 
