@@ -279,7 +279,7 @@ pub fn render_to(
         let at = rest.find(&marker).ok_or_else(|| {
             Error::Internal(anyhow::anyhow!("report.html: no place for run {i}'s data"))
         })?;
-        out.write_all(rest[..at].as_bytes()).map_err(write)?;
+        out.write_all(&rest.as_bytes()[..at]).map_err(write)?;
         write_data_block(out, run).map_err(write)?;
         rest = &rest[at + marker.len()..];
     }
