@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Dev-time: what report.html costs and how fast it opens, on the largest real runs (BENCHMARKS.md §13).
 
-For each run: the scoring command's wall time (median of --repeats), the time `scorekit view` takes
-to write the same page from the finished folder (what the page adds to the run: reading the
-folder, rendering, writing), the sizes of items.jsonl and report.html, and in headless Chromium
+For each run: the scoring command's wall time (median of --repeats), the time the run itself spent
+on its page (SCOREKIT_PAGE_TIMINGS=1 makes a run print it on stderr: the texts read again, the item
+tables, the templates filled and written, the fsync; median over the same repeats, and its share of
+the run's wall time), the time `scorekit view` takes to write the same page from the finished
+folder (a whole process), the sizes of items.jsonl and report.html, and in headless Chromium
 (tests/browser/harness.py, network refused) the time from navigation to the first contentful paint
 and to the item browser drawn (`window.scorekitReadyMs`), medians over fresh loads.
 
@@ -42,6 +44,26 @@ def timed(cmd, env):
     start = time.monotonic()
     subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - start
+
+
+def phases(text):
+    """`texts 0.1 s, table 0.2 s, ...` as {name: seconds}."""
+    return {k: float(v) for k, v in (part.split()[:2] for part in text.split(","))}
+
+
+def timed_run(cmd, env):
+    """The command's wall time and CPU time (its children's rusage), and the seconds it says it
+    spent on report.html: {"wall": {phase: s}, "cpu": {phase: s}}."""
+    before = os.times()
+    start = time.monotonic()
+    p = subprocess.run(cmd, check=True, env={**env, "SCOREKIT_PAGE_TIMINGS": "1"},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.monotonic() - start
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    line = [l for l in p.stderr.splitlines() if l.startswith("report.html timings:")][-1]
+    wall_part, cpu_part = line.split(":", 1)[1].split("; cpu:")
+    return wall, cpu, {"wall": phases(wall_part), "cpu": phases(cpu_part)}
 
 
 def story_generations(dataset, models, out):
@@ -95,8 +117,9 @@ def main():
     with Browser() as b:
         for name, args in runs:
             out = work / name
-            run_s = [timed([sk, *args, "--out", str(out), "--force", "--quiet"], env)
-                     for _ in range(a.repeats)]
+            timings = [timed_run([sk, *args, "--out", str(out), "--force", "--quiet"], env)
+                       for _ in range(a.repeats)]
+            run_s = [w for w, _, _ in timings]
             page = work / f"{name}.html"
             view_s = [timed([sk, "view", str(out), "--out", str(page)], env)
                       for _ in range(a.repeats)]
@@ -116,16 +139,26 @@ def main():
                 "items_jsonl_mb": (out / "items.jsonl").stat().st_size / 1e6,
                 "report_html_mb": (out / "report.html").stat().st_size / 1e6,
                 "run_s": statistics.median(run_s), "html_s": statistics.median(view_s),
+                "run_cpu_s": statistics.median(c for _, c, _ in timings),
+                "page_in_run_s": statistics.median(p["wall"]["total"] for _, _, p in timings),
+                "page_share": statistics.median(p["wall"]["total"] / w for w, _, p in timings),
+                "page_cpu_s": statistics.median(p["cpu"]["total"] for _, _, p in timings),
+                "page_cpu_share": statistics.median(p["cpu"]["total"] / c for _, c, p in timings),
+                "page_phases": {k: statistics.median(p["wall"][k] for _, _, p in timings)
+                                for k in ("texts", "table", "render", "sync")},
                 "fcp_ms": statistics.median(x for x in fcp if x is not None) if any(fcp) else None,
                 "ready_ms": statistics.median(ready),
             })
             print(json.dumps(results[-1]), flush=True)
-    print("\n| run | items (in the page) | items.jsonl | report.html | run | page written (`view`) | share | first paint | items drawn |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| run | items (in the page) | items.jsonl | report.html | the run | its page (texts + table + render + sync) | share | CPU: run, page, share | `view` | first paint | items drawn |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
+        ph = r["page_phases"]
         print(f"| {r['run']} | {r['items']:,} ({r['items_in_page']:,}) | {r['items_jsonl_mb']:.1f} MB "
-              f"| {r['report_html_mb']:.1f} MB | {r['run_s']:.2f} s | {r['html_s']:.2f} s "
-              f"| {100 * r['html_s'] / r['run_s']:.0f} % | {r['fcp_ms']:.0f} ms | {r['ready_ms']:.0f} ms |")
+              f"| {r['report_html_mb']:.1f} MB | {r['run_s']:.2f} s | {r['page_in_run_s']:.2f} s "
+              f"({ph['texts']:.2f} + {ph['table']:.2f} + {ph['render']:.2f} + {ph['sync']:.2f}) "
+              f"| {100 * r['page_share']:.0f} % | {r['run_cpu_s']:.2f} s, {r['page_cpu_s']:.2f} s, "
+              f"{100 * r['page_cpu_share']:.0f} % | {r['html_s']:.2f} s | {r['fcp_ms']:.0f} ms | {r['ready_ms']:.0f} ms |")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The browser tests (tests/browser/test_*.py: report.html and the labelling page in headless
-# Chromium) with the venv of scripts/browser/setup.sh. Builds nothing: the binary is $SCOREKIT or
+# Chromium, and in headless Firefox where it is installed) with the venv of scripts/browser/setup.sh. Builds nothing: the binary is $SCOREKIT or
 # target/debug/scorekit; the benchmark files come from the test data cache
 # ($SCOREKIT_TEST_DATA, default target/test-data, filled by scripts/test-data.sh).
 #

@@ -58,6 +58,7 @@ class ReportHtml(unittest.TestCase):
         cls.gens.write_text("".join(json.dumps(g) + "\n" for g in gens))
         make_inputs.OUT = cls.tmp
         make_inputs.judge()
+        cls.dev = run_scorekit("data", "path", "possible-stories:dev", env=cls.env).stdout.strip()
         cls.runs = {
             "story": run("story", "story", "--dataset", "possible-stories:test",
                          "--generations", cls.gens, "--judge", cls.tmp / "judge", "--skip-embedder"),
@@ -67,6 +68,9 @@ class ReportHtml(unittest.TestCase):
             "grasp": run("grasp", "grasp", "--responses", REPO / "tests/data/compare/grasp_a.csv",
                          REPO / "tests/data/compare/grasp_b.csv", "--labels", "GPT,Llama",
                          "--test", "level1-binary"),
+            # The tiny judge on the dev split's real questions.
+            "judge-eval": run("judge-eval", "judge", "eval", "--judge", cls.tmp / "judge",
+                              "--dataset", cls.dev, "--no-calibration", "--device", "cpu"),
         }
         cls.pair = [run(f"grasp-{m}", "grasp", "--responses",
                         REPO / f"tests/data/compare/grasp_{m}.csv", "--test", "level1-binary")
@@ -231,6 +235,47 @@ class ReportHtml(unittest.TestCase):
         self.assertIn("Item ", detail.text)
         self.assertEqual(b.one(".detail .response", box).text, rows[4]["response"].strip())
         self.assertIn(rows[4]["prompt"], detail.text)
+
+    def test_a_judge_eval_item_shows_its_question_options_gold_and_pick(self):
+        out = self.runs["judge-eval"]
+        items = lines(out / "items.jsonl")
+        questions = {q["question_id"]: q for q in lines(self.dev)}
+        b = self.load(out / "report.html")
+        box = self.browser_of()
+        headers = [th.text for th in b.find("thead th", box)]
+        for column in ("line", "question_id", "gold", "pick", "verdict"):
+            self.assertIn(column, headers)
+        # A scoring judge has no letter mass and, without cyclic orders, no rotations.
+        for column in ("letter_mass", "agreement", "cyclic_pick"):
+            self.assertNotIn(column, headers)
+        self.choose(box, "verdict", "correct")
+        self.assertEqual(self.count(box), sum(1 for i in items if i["correct"]))
+        self.choose(box, "verdict", "wrong")
+        self.assertEqual(self.count(box), sum(1 for i in items if not i["correct"]))
+        first = next(i for i in items if not i["correct"])
+        row = b.find("tbody tr", box)[0]
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        self.assertEqual(cells[headers.index("question_id")], first["question_id"])
+        self.assertEqual(cells[headers.index("gold")], "ABCD"[first["gold"]])
+        self.assertEqual(cells[headers.index("pick")], "ABCD"[first["pick"]])
+        row.click()
+        q = questions[first["question_id"]]
+        detail = b.one(".detail", box)
+        self.assertIn(q["document"].strip()[:60], detail.text)
+        self.assertIn(q["question"].strip(), detail.text)
+        options = b.find(".detail ol.options li", box)
+        self.assertEqual(len(options), len(q["options"]))
+        self.assertIn("gold", options[first["gold"]].get_attribute("class"))
+        self.assertIn("pick", options[first["pick"]].get_attribute("class"))
+        for li, score in zip(options, first["scores"]):
+            shown_score = float(li.text.split("score ", 1)[1].split()[0])
+            self.assertAlmostEqual(shown_score, score, places=4)
+        self.assertEqual(len(b.find(".detail ol.options li.gold", box)), 1)
+        self.assertEqual(len(b.find(".detail ol.options li.pick", box)), 1)
+        # The charts: accuracy beside chance, and picks per letter against the gold letters.
+        captions = [f.text for f in b.find("figure.chart figcaption")]
+        self.assertTrue(any(c.startswith("Judge: accuracy") for c in captions), captions)
+        self.assertTrue(any(c.startswith("Judge: share of picks per letter") for c in captions))
 
     def test_view_of_two_runs_shows_the_leaderboard(self):
         b = self.load(self.view)

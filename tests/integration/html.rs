@@ -243,3 +243,73 @@ fn two_mint_runs_of_the_real_trajectories_write_the_same_page() {
     assert_eq!(items.len(), 4102);
     assert!(page.contains("<polyline"), "the SR_k curves");
 }
+
+/// A `judge eval` run of a tiny decoder judge under cyclic option orders, on real dev questions
+/// whose first passage is hostile: the page holds every item, the questions' texts (the passage
+/// as text, never markup), the accuracy chart beside chance and the picks per letter, and
+/// `scorekit view` gives the same bytes.
+#[test]
+fn a_judge_eval_run_shows_its_questions_picks_and_charts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let judge = crate::decoder::decoder_folder("qwen3", d, false);
+    let head = crate::letter::dev_head(d, 8);
+    let text = std::fs::read_to_string(&head).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["document"] = Value::String(HOSTILE.into());
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&head, body).unwrap();
+    let out = d.join("eval");
+    let o = crate::letter::eval_letter(
+        &judge,
+        &head,
+        &out,
+        &["--option-orders", "cyclic", "--no-calibration"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!page.contains("<img"), "hostile markup in the page");
+    assert_eq!(page.matches("<script").count(), 2);
+    let data = data_block(&page, "run0");
+    assert_eq!(data["suite"], "judge-eval");
+    let items = crate::letter::read_items(&out.join("items.jsonl"));
+    assert_eq!(lines_of(&data["items"]), items, "every item, as written");
+    // Every question's texts, from the question file as recorded; the hostile passage as text.
+    for (item, q) in items.iter().zip(&lines) {
+        let t = &data["texts"]["questions"][item["question_id"].as_str().unwrap()];
+        assert_eq!(t["passage"], q["document"]);
+        assert_eq!(t["options"], q["options"]);
+        // A decoder judge under cyclic orders: letter logits, letter mass, every rotation.
+        assert_eq!(item["letter_logits"].as_array().unwrap().len(), 4);
+        assert!(item["letter_mass"].as_f64().is_some());
+        assert_eq!(item["cyclic"]["picks"].as_array().unwrap().len(), 4);
+    }
+    assert_eq!(
+        data["texts"]["questions"][items[0]["question_id"].as_str().unwrap()]["passage"],
+        HOSTILE
+    );
+    // The charts: accuracy (and the majority over rotations) beside chance, picks per letter.
+    let m = read_json(&out.join("metrics.json"));
+    assert!(page.contains("Judge: accuracy and consistency"));
+    assert!(page.contains("majority over rotations") && page.contains("chance (accuracy)"));
+    assert!(page.contains("Judge: share of picks per letter"));
+    let acc = m["metrics"]["accuracy"]["value"].as_f64().unwrap();
+    assert!(
+        page.contains(&format!("data-value=\"{acc}\"")),
+        "accuracy {acc} of metrics.json shown"
+    );
+    let viewed = d.join("viewed.html");
+    ok(&[
+        "view",
+        out.to_str().unwrap(),
+        "--out",
+        viewed.to_str().unwrap(),
+    ]);
+    assert!(
+        std::fs::read(&viewed).unwrap() == page.as_bytes(),
+        "view = report.html"
+    );
+}

@@ -238,6 +238,7 @@ impl OutputDir {
             &outputs.report,
             outputs.texts.clone(),
         )?;
+        crate::html::timing::report();
         self.write(METRICS_FILE, metrics_json.as_bytes())?;
         let marker = self.join(RUN_FILE);
         if marker.exists() {

@@ -35,6 +35,15 @@
     return "not judged";
   }
 
+  var LETTERS = "ABCDEFGHIJ";
+  function letterOf(i) {
+    return i === null || i === undefined ? "none" : LETTERS.charAt(i) || String(i);
+  }
+  function judgeVerdict(it) {
+    if (it.pick === null || it.pick === undefined) return "no pick";
+    return it.correct ? "correct" : "wrong";
+  }
+
   // Per suite: the columns of the table and what the model, verdict and group filters read.
   var SPECS = {
     story: {
@@ -70,6 +79,24 @@
       group: mintGroup,
       detail: mintDetail
     },
+    "judge-eval": {
+      columns: ["line", "question_id", "gold", "pick", "verdict", "cyclic_pick", "agreement", "letter_mass"],
+      model: function () { return undefined; },
+      verdict: judgeVerdict,
+      group: function (it) { return it.passage_id; },
+      cell: {
+        gold: function (it) { return letterOf(it.gold); },
+        pick: function (it) { return letterOf(it.pick); },
+        // Under --option-orders cyclic: the majority over rotations and the share that agrees.
+        cyclic_pick: function (it) { return it.cyclic ? letterOf(it.cyclic.pick) + (it.cyclic.correct ? " ✓" : " ✗") : undefined; },
+        agreement: function (it) { return it.cyclic ? it.cyclic.agreement : undefined; }
+      },
+      detail: judgeDetail,
+      text: function (it, data) {
+        var q = ((data.texts || {}).questions || {})[it.question_id];
+        return q ? [q.passage, q.question].concat(q.options || []).join(" ") : "";
+      }
+    },
     calibration: {
       columns: ["row", "question_id", "kind", "slot", "gold", "pick", "counted"],
       model: function () { return undefined; },
@@ -99,6 +126,7 @@
   function cell(spec, it, col) {
     if (col === "verdict") return spec.verdict(it);
     if (col === "model") return spec.model(it);
+    if (spec.cell && spec.cell[col]) return spec.cell[col](it);
     return it[col];
   }
 
@@ -191,6 +219,54 @@
     if (it.file) para(box, "Trajectory", it.file + ":" + it.line);
   }
 
+  // A judge eval item: the question with its options (the dataset's order), gold and pick
+  // marked, each option's score or letter logit; the answer; every rotation under cyclic orders.
+  function judgeDetail(it, data, box) {
+    var q = ((data.texts || {}).questions || {})[it.question_id];
+    if (q) {
+      para(box, "Passage", q.passage);
+      para(box, "Question", q.question);
+    } else {
+      box.appendChild(el("p", "muted", "The question's text is not in the page (the question file was not found at its recorded path with its recorded sha256)."));
+    }
+    var n = q && Array.isArray(q.options) ? q.options.length : (it.scores || it.letter_logits || []).length;
+    var ol = el("ol", "options");
+    ol.type = "A";
+    for (var i = 0; i < n; i++) {
+      var li = el("li", i === it.gold ? "gold" : null);
+      li.appendChild(el("span", "text", q && q.options ? q.options[i] : "option " + letterOf(i)));
+      if (i === it.gold) li.appendChild(el("span", "tag", "gold"));
+      if (it.pick === i) { li.className += " pick"; li.appendChild(el("span", "tag", "judge's pick")); }
+      if (it.scores && it.scores.length) li.appendChild(el("span", "tag", "score " + shown(it.scores[i])));
+      if (it.letter_logits) li.appendChild(el("span", "tag", "logit " + shown(it.letter_logits[i])));
+      if (it.cyclic && it.cyclic.pick === i) li.appendChild(el("span", "tag", "majority over rotations"));
+      ol.appendChild(li);
+    }
+    box.appendChild(el("p", null, "Options (the dataset's order):"));
+    box.appendChild(ol);
+    if (it.answer !== undefined && it.answer !== null) para(box, "Answer", it.answer, "text");
+    if (it.letter_mass !== undefined && it.letter_mass !== null) para(box, "Letter mass (probability of the letters among all tokens)", shown(it.letter_mass));
+    var v = judgeVerdict(it);
+    para(box, "Verdict", v + " (gold " + letterOf(it.gold) + ", pick " + letterOf(it.pick) + ")", v === "correct" ? "ok" : "bad");
+    if (it.cyclic) {
+      box.appendChild(el("p", null, "Every rotation of the options (picks mapped back to the dataset's order):"));
+      var t = el("table", "fields");
+      var hr = el("tr");
+      ["rotation", "answer", "pick"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
+      t.appendChild(hr);
+      (it.cyclic.picks || []).forEach(function (p, r) {
+        var tr = el("tr");
+        tr.appendChild(el("td", "num", r));
+        tr.appendChild(el("td", "wrap", (it.cyclic.answers || [])[r]));
+        tr.appendChild(el("td", null, letterOf(p)));
+        t.appendChild(tr);
+      });
+      box.appendChild(t);
+      var mv = it.cyclic.correct ? "correct" : "wrong";
+      para(box, "Majority", letterOf(it.cyclic.pick) + ", " + mv + ", " + shown(it.cyclic.agreement) + " of the rotations agree", it.cyclic.correct ? "ok" : "bad");
+    }
+  }
+
   function calibrationDetail(it, data, box) {
     var q = ((data.texts || {}).questions || {})[it.question_id];
     if (q) {
@@ -246,6 +322,12 @@
   function mount(box, data, kind) {
     var items = kind === "calibration" ? data.calibration || [] : data.items || [];
     var spec = kind === "calibration" ? SPECS.calibration : SPECS[data.suite] || genericSpec(items);
+    // A column no item has (a scoring judge's letter_mass, cyclic columns without rotations)
+    // is left out.
+    var columns = spec.columns.filter(function (c) {
+      if (c === "verdict" || c === "model") return true;
+      return items.some(function (it) { var v = cell(spec, it, c); return v !== undefined && v !== null; });
+    });
     var rows = items.map(function (it, i) {
       return { i: i, it: it, model: shown(spec.model(it)), verdict: shown(spec.verdict(it)), group: shown(spec.group(it)), hay: null };
     });
@@ -279,7 +361,7 @@
     var table = el("table", "items");
     var thead = el("thead");
     var hr = el("tr");
-    spec.columns.forEach(function (c) {
+    columns.forEach(function (c) {
       var th = el("th", null, c);
       th.dataset.column = c;
       th.addEventListener("click", function () {
@@ -349,7 +431,7 @@
         var tr = el("tr");
         tr.dataset.index = String(r.i);
         if (r.i === state.selected) tr.className = "selected";
-        spec.columns.forEach(function (c) {
+        columns.forEach(function (c) {
           var v = cell(spec, r.it, c);
           var td = el("td", typeof v === "number" ? "num" : null, shown(v));
           td.title = shown(v);

@@ -57,6 +57,7 @@ pub fn page(opts: &ViewOptions) -> Result<String> {
             let texts = match doc.suite.as_str() {
                 "story" => crate::story::texts::page_texts(&doc),
                 "grasp" => crate::grasp::texts::page_texts(&doc),
+                crate::judge_eval::SUITE => crate::story::texts::question_texts(&doc),
                 _ => None,
             };
             RunData::read(dir, label.clone(), texts)

@@ -1,7 +1,7 @@
 //! The charts of a run's page, drawn from its metrics.json by the one chart module
 //! ([`crate::svg`]): story's forest plot of raw and judge-corrected IFSM per model and its
 //! Dissimilarity, GRASP's accuracy per test and scene, MINT's SR_k curves per agent and its
-//! feedback gains, MuSE's TS / FoT / O per system.
+//! feedback gains, MuSE's TS / FoT / O per system, a judge's accuracy and its picks per letter.
 
 use crate::mint::Table2Row;
 use crate::svg::{interval_chart, sr_curves, ChartRow};
@@ -26,6 +26,7 @@ pub fn run_charts(doc: &Value) -> Vec<Chart> {
         "grasp" => grasp(&metrics, &groups),
         "muse" => muse(&metrics, &groups),
         "mint" => mint(&metrics),
+        "judge-eval" => judge_eval(&metrics),
         _ => Vec::new(),
     }
 }
@@ -246,6 +247,83 @@ fn mint(metrics: &Map<String, Value>) -> Vec<Chart> {
     charts
 }
 
+/// `judge eval`: accuracy and consistency with their intervals (the dataset's option order, and
+/// the majority over rotations under cyclic orders) beside chance; the share of picks per letter
+/// against the share of gold answers per letter (a judge that favours a position shows here).
+fn judge_eval(metrics: &Map<String, Value>) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    let chance = metrics.get("chance").and_then(Value::as_f64);
+    let cyclic = metrics.get("cyclic").and_then(Value::as_object);
+    let mut rows = vec![("dataset order".to_string(), metrics)];
+    rows.extend(cyclic.map(|c| ("majority over rotations".to_string(), c)));
+    let rows: Vec<ChartRow> = rows
+        .iter()
+        .map(|(name, m)| ChartRow {
+            name: name.clone(),
+            values: vec![estimate(m.get("accuracy")), estimate(m.get("consistency"))],
+            reference: chance,
+        })
+        .collect();
+    if rows.iter().any(|r| r.values.iter().any(Option::is_some)) {
+        let caption =
+            "Judge: accuracy and consistency (every question of a passage right), 95% intervals";
+        charts.push(Chart {
+            caption: caption.into(),
+            svg: interval_chart(
+                caption,
+                &["accuracy", "consistency"],
+                &rows,
+                "chance (accuracy)",
+            ),
+        });
+    }
+    let share = |v: Option<&Value>, key: &str, letter: &str| {
+        v.and_then(|p| p.get(key))
+            .and_then(|s| s.get(letter))
+            .and_then(Value::as_f64)
+            .map(|x| Estimate {
+                value: x,
+                n: 0,
+                ci_low: x,
+                ci_high: x,
+            })
+    };
+    let picks = metrics.get("picks");
+    let majority = cyclic.and_then(|c| c.get("picks"));
+    let Some(letters) = picks
+        .and_then(|p| p.get("share"))
+        .and_then(Value::as_object)
+    else {
+        return charts;
+    };
+    let mut series = vec!["judge's picks", "gold answers"];
+    if majority.is_some() {
+        series.push("majority picks over rotations");
+    }
+    let rows: Vec<ChartRow> = letters
+        .iter()
+        // `none` (answers naming no option) only where there are some.
+        .filter(|(l, v)| l.as_str() != "none" || v.as_f64().is_some_and(|x| x > 0.0))
+        .map(|(l, _)| {
+            let mut values = vec![share(picks, "share", l), share(picks, "gold_share", l)];
+            if majority.is_some() {
+                values.push(share(majority, "share", l));
+            }
+            ChartRow {
+                name: l.clone(),
+                values,
+                reference: None,
+            }
+        })
+        .collect();
+    let caption = "Judge: share of picks per letter against the share of gold answers per letter";
+    charts.push(Chart {
+        caption: caption.into(),
+        svg: interval_chart(caption, &series, &rows, ""),
+    });
+    charts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +343,30 @@ mod tests {
         assert_eq!(charts[0].svg.matches("<circle").count(), 3 + 2);
         assert!(charts[0].svg.contains("m&lt;1&gt;"));
         assert!(charts[1].svg.contains("micro (pairs)"));
+    }
+
+    #[test]
+    fn judge_eval_draws_accuracy_beside_chance_and_picks_per_letter() {
+        let e = |v: f64| json!({"value": v, "n": 40, "ci_low": v - 0.1, "ci_high": v + 0.1});
+        let picks = json!({"counts": {"A": 2, "B": 38, "none": 0},
+            "share": {"A": 0.05, "B": 0.95, "none": 0.0}, "gold_share": {"A": 0.5, "B": 0.5}});
+        let doc = json!({"suite": "judge-eval", "groups": {}, "metrics": {
+            "chance": 0.25, "accuracy": e(0.325), "consistency": e(0.18), "picks": picks}});
+        let charts = run_charts(&doc);
+        assert_eq!(charts.len(), 2);
+        // One row (no rotations): two estimates with whiskers and the chance mark.
+        assert!(charts[0].svg.contains("dataset order") && !charts[0].svg.contains("majority"));
+        assert!(charts[0].svg.contains("chance (accuracy)"));
+        // Letters A and B, no `none` row (no answer named none); picks and gold per letter.
+        let letters = &charts[1].svg;
+        assert!(letters.contains(">A<") && letters.contains(">B<") && !letters.contains(">none<"));
+        assert!(letters.contains("gold answers"));
+        let mut cyclic = doc.clone();
+        cyclic["metrics"]["cyclic"] =
+            json!({"accuracy": e(0.4), "consistency": e(0.2), "picks": picks});
+        let charts = run_charts(&cyclic);
+        assert!(charts[0].svg.contains("majority over rotations"));
+        assert!(charts[1].svg.contains("majority picks over rotations"));
     }
 
     #[test]

@@ -6,28 +6,36 @@
 
 /// `json` (valid JSON text) with `<`, `>`, `&`, U+2028 and U+2029 escaped as `\uXXXX`.
 pub fn script_json(json: &str) -> String {
-    let mut out = String::with_capacity(json.len() + json.len() / 64);
-    push_script_json(&mut out, json);
-    out
+    let mut out = Vec::with_capacity(json.len() + json.len() / 64);
+    // Writing to a Vec cannot fail, and escapes of whole characters keep UTF-8 whole.
+    let _ = write_script_json(&mut out, json);
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// [`script_json`] appended to `out` (no copy of a large items array).
-pub fn push_script_json(out: &mut String, json: &str) {
+/// [`script_json`] written to `out` piece by piece (a run's items table is never copied whole).
+pub fn write_script_json(out: &mut dyn std::io::Write, json: &str) -> std::io::Result<()> {
+    let b = json.as_bytes();
     let mut start = 0;
-    for (i, c) in json.char_indices() {
-        let esc = match c {
-            '<' => "\\u003c",
-            '>' => "\\u003e",
-            '&' => "\\u0026",
-            '\u{2028}' => "\\u2028",
-            '\u{2029}' => "\\u2029",
-            _ => continue,
+    let mut i = 0;
+    while i < b.len() {
+        // U+2028 and U+2029 are E2 80 A8 and E2 80 A9 in UTF-8.
+        let (esc, len) = match b[i] {
+            b'<' => ("\\u003c", 1),
+            b'>' => ("\\u003e", 1),
+            b'&' => ("\\u0026", 1),
+            0xE2 if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA8) => ("\\u2028", 3),
+            0xE2 if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA9) => ("\\u2029", 3),
+            _ => {
+                i += 1;
+                continue;
+            }
         };
-        out.push_str(&json[start..i]);
-        out.push_str(esc);
-        start = i + c.len_utf8();
+        out.write_all(&b[start..i])?;
+        out.write_all(esc.as_bytes())?;
+        i += len;
+        start = i;
     }
-    out.push_str(&json[start..]);
+    out.write_all(&b[start..])
 }
 
 #[cfg(test)]

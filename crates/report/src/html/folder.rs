@@ -2,7 +2,7 @@
 //! lines of items.jsonl and calibration.jsonl (`lines`), and the texts the suite found for its
 //! items.
 
-use super::lines::{read_lines, Lines};
+use super::lines::{read_lines, read_own_lines, Lines};
 use anyhow::Context;
 use scorekit_core::error::{Error, InputError, Result};
 use serde_json::Value;
@@ -35,6 +35,30 @@ impl RunData {
         metrics_json: &str,
         report_md: String,
         texts: Option<Value>,
+    ) -> Result<Self> {
+        Self::from_parts_with(dir, label, metrics_json, report_md, texts, read_lines)
+    }
+
+    /// [`RunData::from_parts`] of a run this process is finishing: its items.jsonl and
+    /// calibration.jsonl were just written from typed items, so their lines are split without
+    /// being parsed as JSON first ([`read_own_lines`]; the same page either way).
+    pub fn finishing(
+        dir: &Path,
+        label: String,
+        metrics_json: &str,
+        report_md: String,
+        texts: Option<Value>,
+    ) -> Result<Self> {
+        Self::from_parts_with(dir, label, metrics_json, report_md, texts, read_own_lines)
+    }
+
+    fn from_parts_with(
+        dir: &Path,
+        label: String,
+        metrics_json: &str,
+        report_md: String,
+        texts: Option<Value>,
+        read_lines: fn(&Path) -> Result<Lines>,
     ) -> Result<Self> {
         let metrics: Value = serde_json::from_str(metrics_json).map_err(|e| {
             InputError::line(dir.join("metrics.json"), e.line(), format!("not JSON: {e}"))

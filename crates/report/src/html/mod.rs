@@ -18,10 +18,11 @@ mod folder;
 mod lines;
 mod page;
 mod summary;
+pub mod timing;
 
 pub use escape::script_json;
 pub use folder::RunData;
-pub use lines::{read_lines, Lines, MAX_EMBEDDED_BYTES};
+pub use lines::{read_lines, read_own_lines, Lines, MAX_EMBEDDED_BYTES};
 
 use scorekit_core::error::Result;
 use serde_json::Value;
@@ -32,8 +33,11 @@ pub const REPORT_HTML: &str = "report.html";
 
 /// The page of one run.
 pub fn run_page(run: &RunData) -> Result<String> {
-    let title = format!("scorekit {}: {}", run.suite(), run.label);
-    page::render(&title, None, None, std::slice::from_ref(run))
+    page::render(&run_title(run), None, None, std::slice::from_ref(run))
+}
+
+fn run_title(run: &RunData) -> String {
+    format!("scorekit {}: {}", run.suite(), run.label)
 }
 
 /// The page of a comparison (`scorekit compare`'s metrics.json) above the runs compared
@@ -60,19 +64,49 @@ pub fn folder_label(dir: &Path) -> String {
 }
 
 /// report.html of a run finishing in `dir`, whose items.jsonl (and calibration.jsonl) are in
-/// place and whose metrics.json is `metrics_json` (written after this page).
+/// place and whose metrics.json is `metrics_json` (written after this page). The page is
+/// written straight to its file (its data block never held twice), then synced and moved in
+/// place; the phases are timed for `SCOREKIT_PAGE_TIMINGS` ([`timing`]).
 pub fn write_run_page(
     dir: &Path,
     metrics_json: &str,
     report_md: &str,
     texts: Option<Value>,
 ) -> Result<()> {
-    let run = RunData::from_parts(
-        dir,
-        folder_label(dir),
-        metrics_json,
-        report_md.to_string(),
-        texts,
-    )?;
-    crate::atomic_write(&dir.join(REPORT_HTML), run_page(&run)?.as_bytes())
+    let run = timing::timed(timing::Phase::Table, || {
+        RunData::finishing(
+            dir,
+            folder_label(dir),
+            metrics_json,
+            report_md.to_string(),
+            texts,
+        )
+    })?;
+    let started = std::time::Instant::now();
+    let cpu = timing::thread_ticks();
+    let mut rendered = (std::time::Duration::ZERO, 0);
+    scorekit_core::fs::write_atomically(&dir.join(REPORT_HTML), |tmp| {
+        let t = std::time::Instant::now();
+        let f = std::fs::File::create(tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        page::render_to(
+            &mut w,
+            &run_title(&run),
+            None,
+            None,
+            std::slice::from_ref(&run),
+        )?;
+        w.into_inner().map_err(|e| e.into_error())?;
+        rendered = (t.elapsed(), timing::thread_ticks());
+        Ok(())
+    })?;
+    let (wall, ticks) = rendered;
+    timing::add(timing::Phase::Render, wall);
+    timing::add(timing::Phase::Sync, started.elapsed() - wall);
+    timing::add_ticks(timing::Phase::Render, ticks.saturating_sub(cpu));
+    timing::add_ticks(
+        timing::Phase::Sync,
+        timing::thread_ticks().saturating_sub(ticks),
+    );
+    Ok(())
 }

@@ -5,7 +5,7 @@
 
 use super::charts::{run_charts, Chart};
 use super::compare::CompareView;
-use super::escape::push_script_json;
+use super::escape::write_script_json;
 use super::folder::RunData;
 use super::lines::Lines;
 use super::summary::{flatten, metric_rows, text, warnings, EstimateRow, FactRow, KeyValue};
@@ -13,6 +13,7 @@ use scorekit_core::error::{Error, Result};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::io::Write;
 
 const PAGE: &str = include_str!("../../templates/report.html");
 const RUN: &str = include_str!("../../templates/run.html");
@@ -43,7 +44,7 @@ struct RunView {
     items_total: usize,
     calibration: Option<(usize, usize)>,
     texts: bool,
-    /// The data block (already escaped for a script element).
+    /// Where the data block goes ([`data_marker`]).
     data: String,
 }
 
@@ -102,24 +103,33 @@ fn headline(suite: &str, est: &[EstimateRow], facts: &[FactRow]) -> Vec<Estimate
     pick
 }
 
-fn data_block(run: &RunData) -> String {
-    let mut json = String::with_capacity(run.items.json.len() + 256);
-    json.push_str("{\"suite\":");
-    json.push_str(&Value::String(run.suite().to_string()).to_string());
-    json.push_str(",\"items\":");
-    json.push_str(&run.items.json);
-    json.push_str(",\"calibration\":");
-    json.push_str(run.calibration.as_ref().map_or("null", |c: &Lines| &c.json));
-    json.push_str(",\"texts\":");
-    json.push_str(
-        &run.texts
-            .as_ref()
-            .map_or_else(|| "null".to_string(), Value::to_string),
-    );
-    json.push('}');
-    let mut out = String::with_capacity(json.len() + json.len() / 32);
-    push_script_json(&mut out, &json);
-    out
+/// Where a run's data block goes in the filled templates: the block (tens of megabytes for a
+/// large run) is written straight into the page there rather than passed through the template
+/// engine. No text the page shows can hold it: every text is escaped (`<` becomes `&lt;`), and
+/// the style, script and charts are the page's own.
+fn data_marker(i: usize) -> String {
+    format!("<scorekit-data-{i}>")
+}
+
+/// The data block of a run (`{"suite", "items", "calibration", "texts"}`, escaped for a script
+/// element), written to `out`.
+fn write_data_block(out: &mut dyn Write, run: &RunData) -> std::io::Result<()> {
+    let texts = run.texts.as_ref().map(Value::to_string);
+    let parts = [
+        "{\"suite\":",
+        &Value::String(run.suite().to_string()).to_string(),
+        ",\"items\":",
+        &run.items.json,
+        ",\"calibration\":",
+        run.calibration.as_ref().map_or("null", |c: &Lines| &c.json),
+        ",\"texts\":",
+        texts.as_deref().unwrap_or("null"),
+        "}",
+    ];
+    for part in parts {
+        write_script_json(out, part)?;
+    }
+    Ok(())
 }
 
 fn run_view(i: usize, run: &RunData) -> RunView {
@@ -175,7 +185,7 @@ fn run_view(i: usize, run: &RunData) -> RunView {
         items_total: run.items.total,
         calibration: run.calibration.as_ref().map(|c| (c.shown, c.total)),
         texts: run.texts.is_some(),
-        data: data_block(run),
+        data: data_marker(i),
         suite,
     }
 }
@@ -220,6 +230,21 @@ pub fn render(
     compare_note: Option<&str>,
     runs: &[RunData],
 ) -> Result<String> {
+    let mut out = Vec::new();
+    render_to(&mut out, title, compare, compare_note, runs)?;
+    String::from_utf8(out)
+        .map_err(|e| Error::Internal(anyhow::anyhow!("report.html is not UTF-8: {e}")))
+}
+
+/// [`render`] written to `out`: the filled templates, each run's data block written in its
+/// place from the run's tables (never copied whole).
+pub fn render_to(
+    out: &mut dyn Write,
+    title: &str,
+    compare: Option<CompareView>,
+    compare_note: Option<&str>,
+    runs: &[RunData],
+) -> Result<()> {
     let mut env = minijinja::Environment::new();
     for (name, src) in [
         ("report.html", PAGE),
@@ -242,9 +267,24 @@ pub fn render(
             .map(|(i, r)| run_view(i, r))
             .collect(),
     };
-    env.get_template("report.html")
+    let page = env
+        .get_template("report.html")
         .and_then(|t| t.render(&view))
-        .map_err(|e| Error::Internal(anyhow::anyhow!("cannot render report.html: {e}")))
+        .map_err(|e| Error::Internal(anyhow::anyhow!("cannot render report.html: {e}")))?;
+    let write =
+        |e: std::io::Error| Error::Internal(anyhow::anyhow!("cannot write report.html: {e}"));
+    let mut rest = page.as_str();
+    for (i, run) in runs.iter().enumerate() {
+        let marker = data_marker(i);
+        let at = rest.find(&marker).ok_or_else(|| {
+            Error::Internal(anyhow::anyhow!("report.html: no place for run {i}'s data"))
+        })?;
+        out.write_all(&rest.as_bytes()[..at]).map_err(write)?;
+        write_data_block(out, run).map_err(write)?;
+        rest = &rest[at + marker.len()..];
+    }
+    out.write_all(rest.as_bytes()).map_err(write)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -125,7 +125,10 @@ pub(super) fn outputs_from(
         report,
         table,
         files,
-        texts: super::texts::page_texts(doc),
+        texts: scorekit_report::html::timing::timed(
+            scorekit_report::html::timing::Phase::Texts,
+            || super::texts::page_texts(doc),
+        ),
     })
 }
 

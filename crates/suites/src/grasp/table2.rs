@@ -150,7 +150,10 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         report,
         table,
         files,
-        texts: super::texts::page_texts(doc),
+        texts: scorekit_report::html::timing::timed(
+            scorekit_report::html::timing::Phase::Texts,
+            || super::texts::page_texts(doc),
+        ),
     })
 }
 

@@ -72,7 +72,11 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [EvalItem]) -> Result<Outputs> 
         report: eval_report(&m),
         table: format!("{}\n", eval_table(&m)),
         files: Vec::new(),
-        texts: None,
+        // The passages, questions and options report.html shows beside the items.
+        texts: scorekit_report::html::timing::timed(
+            scorekit_report::html::timing::Phase::Texts,
+            || crate::story::texts::question_texts(doc),
+        ),
     })
 }
 

@@ -133,7 +133,10 @@ pub fn outputs(doc: &mut MetricsDoc, items: &mut [Item]) -> Result<Outputs> {
         report,
         table,
         files: story_files(&results),
-        texts: super::texts::page_texts(doc),
+        texts: scorekit_report::html::timing::timed(
+            scorekit_report::html::timing::Phase::Texts,
+            || super::texts::page_texts(doc),
+        ),
     })
 }
 

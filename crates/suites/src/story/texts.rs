@@ -1,8 +1,8 @@
-//! The texts report.html shows beside story's items: each question's passage, question and
-//! options from the dataset (inputs[0]) and each generation's ending by its line (inputs[1]),
-//! read again from the inputs metrics.json records, and only where a file is still at its
-//! recorded path with its recorded sha256 (a moved or edited input shows no text rather than
-//! the wrong one). items.jsonl itself stays as it is.
+//! The texts report.html shows beside story's items (and `judge eval`'s): each question's
+//! passage, question and options from the dataset (inputs[0]) and each generation's ending by
+//! its line (inputs[1]), read again from the inputs metrics.json records, and only where a file
+//! is still at its recorded path with its recorded sha256 (a moved or edited input shows no
+//! text rather than the wrong one). items.jsonl itself stays as it is.
 
 use scorekit_report::{sha256_file, InputFile, MetricsDoc};
 use serde_json::{json, Map, Value};
@@ -12,8 +12,26 @@ use std::path::Path;
 /// `{"questions": {id: {passage, question, options}}, "endings": {line: ending}}`, or `None`
 /// where the dataset or the generations are not found as recorded.
 pub fn page_texts(doc: &MetricsDoc) -> Option<Value> {
-    let dataset = unchanged(doc.inputs.first()?)?;
+    let questions = questions(doc.inputs.first()?)?;
     let generations = unchanged(doc.inputs.get(1)?)?;
+    let mut endings = Map::new();
+    for_lines(&generations, |line, v| {
+        if let Some(e) = v.get("ending").and_then(Value::as_str) {
+            endings.insert(line.to_string(), Value::String(e.to_string()));
+        }
+    })?;
+    Some(json!({"questions": questions, "endings": endings}))
+}
+
+/// `{"questions": {id: {passage, question, options}}}` of a question file alone (inputs[0]:
+/// `judge eval`'s), or `None` where it is not found as recorded.
+pub fn question_texts(doc: &MetricsDoc) -> Option<Value> {
+    Some(json!({"questions": questions(doc.inputs.first()?)?}))
+}
+
+/// Each question of a Possible Stories question file by id: its passage, question and options.
+fn questions(input: &InputFile) -> Option<Map<String, Value>> {
+    let dataset = unchanged(input)?;
     let mut questions = Map::new();
     for_lines(&dataset, |_, v| {
         if let Some(id) = v.get("question_id").and_then(Value::as_str) {
@@ -27,13 +45,7 @@ pub fn page_texts(doc: &MetricsDoc) -> Option<Value> {
             );
         }
     })?;
-    let mut endings = Map::new();
-    for_lines(&generations, |line, v| {
-        if let Some(e) = v.get("ending").and_then(Value::as_str) {
-            endings.insert(line.to_string(), Value::String(e.to_string()));
-        }
-    })?;
-    Some(json!({"questions": questions, "endings": endings}))
+    Some(questions)
 }
 
 /// The input's path, if the file there still has the recorded sha256.
@@ -88,5 +100,10 @@ mod tests {
         )
         .unwrap();
         assert!(page_texts(&doc).is_none());
+        // A question file alone (judge eval's) still gives its questions.
+        let q = question_texts(&doc).unwrap();
+        assert_eq!(q["questions"]["q1"]["options"][3], "d");
+        std::fs::write(&ds, "{}\n").unwrap();
+        assert!(question_texts(&doc).is_none());
     }
 }
