@@ -21,10 +21,15 @@ Peers (each measurement is its own process, so only one model is in memory at a 
                         nn.Linear (qint8 weights, int8 activations per batch); left padding,
                         attention mask, position ids as `generate` computes them, only the last
                         position's logits (logits_to_keep=1). Timed after a one-prompt warm-up.
-  llama NAME=GGUF       llama.cpp through the binding's C API: each batch as one llama_decode with
+  llama NAME=GGUF[,norepack]
+                        llama.cpp through the binding's C API: each batch as one llama_decode with
                         one sequence per prompt (no padding), n_batch = n_ubatch ≥ the batch's
                         tokens, n_threads = n_threads_batch = THREADS, logits of each prompt's last
-                        token only, KV cache cleared between batches. Timed after the same warm-up.
+                        token only, KV cache cleared between batches, weights read at load (no
+                        mmap). Timed after the same warm-up. ",norepack": use_extra_bufts off, no
+                        AMX / repacked weight buffers (llama-cpp-python 0.3.36's Q8_0 on the AMX
+                        buffer type segfaults in llama_decode on this CPU; off, Q8_0 runs on
+                        ggml's AVX-512 VNNI dot products).
 
 Correctness, lightly: each peer's pick (argmax of the four letter logits) on each question, and
 its agreement with the first torch peer (else the first peer). Random weights give letter logits
@@ -143,7 +148,8 @@ def worker_torch(a):
     dtype = torch.bfloat16 if a.precision == "bf16" else torch.float32
     m = AutoModelForCausalLM.from_pretrained(a.model, dtype=dtype, attn_implementation=a.torch_attn).eval()
     if a.precision == "int8":
-        m = torch.ao.quantization.quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
+        # in place: the default deep copy would hold the f32 model twice
+        m = torch.ao.quantization.quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
     load = time.perf_counter() - t0
     ids, letters = prompts["ids"], prompts["letter_ids"]
 
@@ -174,13 +180,15 @@ def worker_llama(a):
     L.llama_backend_init()
     t0 = time.perf_counter()
     mp = L.llama_model_default_params()
-    mp.use_mmap = False  # read the weights at load, as the other peers do, not at the first batch
+    # default: weights read at load (no mmap), as the other peers do, not paged in by the first batch
+    mp.load_mode = L.LLAMA_LOAD_MODE_MMAP if a.llama_mmap else L.LLAMA_LOAD_MODE_NONE
+    mp.use_extra_bufts = not a.llama_no_repack
     model = L.llama_model_load_from_file(a.gguf.encode(), mp)
     assert model, f"llama.cpp could not load {a.gguf}"
     cp = L.llama_context_default_params()
     cp.n_ctx = (most + 255) // 256 * 256
     cp.n_batch = cp.n_ctx
-    cp.n_ubatch = cp.n_ctx
+    cp.n_ubatch = a.llama_ubatch or cp.n_ctx
     cp.n_seq_max = rows_max
     cp.n_threads = a.threads
     cp.n_threads_batch = a.threads
@@ -269,15 +277,29 @@ def run_scorekit(flags, n_questions):
 
 def run_worker(kind, extra):
     cmd = [sys.executable, __file__, "--worker", kind, "--model", ARGS.model, "--work", ARGS.work,
-           "--threads", str(ARGS.threads), "--torch-attn", ARGS.torch_attn] + extra
+           "--threads", str(ARGS.threads), "--torch-attn", ARGS.torch_attn,
+           "--llama-ubatch", str(ARGS.llama_ubatch)] + (["--llama-mmap"] if ARGS.llama_mmap else []) \
+        + (["--llama-no-repack"] if ARGS.llama_no_repack else []) + extra
     wall, rss, out = timed_process(cmd, env_threads())
     r = json.loads(out.strip().splitlines()[-1])
     r.update(wall_s=wall, rss_mb=rss, command=shlex.join(cmd))
     return r
 
 
+def warm_cache(paths):
+    """Read the model's files once, so no peer's run pays a cold page cache and another a warm one
+    (the scorekit peer's differential of two runs would otherwise take the disk read as load)."""
+    for path in paths:
+        files = [os.path.join(path, f) for f in os.listdir(path)] if os.path.isdir(path) else [path]
+        for f in files:
+            with open(f, "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
 def measure(peer):
     kind, name, spec = peer
+    warm_cache([spec.partition(",")[0] if kind == "llama" else ARGS.model])
     tokens = sum(len(x) for x in PROMPTS["ids"])
     q = len(PROMPTS["ids"])
     if kind == "scorekit":
@@ -290,7 +312,8 @@ def measure(peer):
     if kind == "torch":
         r = run_worker("torch", ["--precision", spec])
     else:
-        r = run_worker("llama", ["--gguf", spec])
+        gguf, _, opt = spec.partition(",")
+        r = run_worker("llama", ["--gguf", gguf] + (["--llama-no-repack"] if opt == "norepack" else []))
     return dict(r, tokens_timed=tokens, questions_timed=q)
 
 
@@ -348,6 +371,10 @@ def main():
     p.add_argument("--scorekit", action="append", default=[], metavar="NAME=FLAGS")
     p.add_argument("--torch", action="append", default=[], choices=["f32", "bf16", "int8"])
     p.add_argument("--llama", action="append", default=[], metavar="NAME=GGUF")
+    p.add_argument("--llama-ubatch", type=int, default=0, help="llama.cpp n_ubatch (0: = n_batch)")
+    p.add_argument("--llama-mmap", action="store_true", help="llama.cpp use_mmap (default: read at load)")
+    p.add_argument("--llama-no-repack", action="store_true",
+                   help="llama.cpp use_extra_bufts off (no AMX / repacked weight buffers)")
     p.add_argument("--json", help="write every run's numbers here")
     # a worker process (internal)
     p.add_argument("--worker", choices=["torch", "llama"])

@@ -38,7 +38,11 @@ for shape in $SHAPES; do
           --json "$OUT/$shape-L$LAYERS-q$QUESTIONS.json")
     for c in "${CONFIGS[@]}"; do args+=(--scorekit "$c"); done
     for t in $TORCH; do args+=(--torch "$t"); done
-    for l in $LLAMA; do args+=(--llama "$l=$model.$l.gguf"); done
+    # Q8_0 without the AMX buffer type: it segfaults in llama_decode here (decoder_peers.py's doc)
+    for l in $LLAMA; do
+        opt=""; if [[ $l == q8_0 ]]; then opt=",norepack"; fi
+        args+=(--llama "$l=$model.$l.gguf$opt")
+    done
     echo "== $shape, $LAYERS-layer slice: $PY scripts/bench/decoder_peers.py ${args[*]}"
     $PY scripts/bench/decoder_peers.py "${args[@]}" | tee "$OUT/$shape-L$LAYERS-q$QUESTIONS.md"
     [[ "${KEEP:-0}" == 1 ]] || rm -rf "$model" "$model".*.gguf
