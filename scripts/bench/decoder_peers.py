@@ -31,6 +31,10 @@ Peers (each measurement is its own process, so only one model is in memory at a 
                         buffer type segfaults in llama_decode on this CPU; off, Q8_0 runs on
                         ggml's AVX-512 VNNI dot products).
 
+On a slice of few layers llama.cpp does less work than the others: it keeps only the output rows
+before the last layer's FFN (src/models/*.cpp `inp_out_ids`), so compare it per layer, from two depths
+(scripts/bench/decoder_layer_diff.py), not from one 1-layer slice.
+
 Correctness, lightly: each peer's pick (argmax of the four letter logits) on each question, and
 its agreement with the first torch peer (else the first peer). Random weights give letter logits
 close together, so bf16 and int8 peers may differ on a few questions.
@@ -250,7 +254,7 @@ def timed_process(cmd, env=None):
     if p.returncode != 0:
         raise PeerFailed(f"{shlex.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-1500:]}")
     rss = int(open(rss_file).read().split()[-1]) / 1024
-    return wall, rss, p.stdout
+    return wall, rss, p.stdout, p.stderr
 
 
 def env_threads():
@@ -267,7 +271,7 @@ def run_scorekit(flags, n_questions):
            os.path.join(ARGS.work, qfile), "--out", out, "--device", "cpu", "--quiet",
            "--no-calibration", "--force", "--bootstrap", "0", "--batch-tokens",
            str(PROMPTS["budget"])] + shlex.split(flags)
-    wall, rss, _ = timed_process(cmd, env_threads())
+    wall, rss, _, _ = timed_process(cmd, env_threads())
     items = [json.loads(l) for l in open(os.path.join(out, "items.jsonl"))]
     logits = [None] * n_questions
     for it in items:
@@ -280,9 +284,11 @@ def run_worker(kind, extra):
            "--threads", str(ARGS.threads), "--torch-attn", ARGS.torch_attn,
            "--llama-ubatch", str(ARGS.llama_ubatch)] + (["--llama-mmap"] if ARGS.llama_mmap else []) \
         + (["--llama-no-repack"] if ARGS.llama_no_repack else []) + extra
-    wall, rss, out = timed_process(cmd, env_threads())
+    wall, rss, out, err = timed_process(cmd, env_threads())
     r = json.loads(out.strip().splitlines()[-1])
-    r.update(wall_s=wall, rss_mb=rss, command=shlex.join(cmd))
+    # llama.cpp says on stderr which buffer types (CPU, CPU_REPACK, AMX) hold the weights
+    buffers = [l.strip() for l in err.splitlines() if "model buffer size" in l]
+    r.update(wall_s=wall, rss_mb=rss, command=shlex.join(cmd), buffers=buffers)
     return r
 
 

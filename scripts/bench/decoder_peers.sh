@@ -10,6 +10,8 @@
 #   SHAPES="qwen2.5-7b llama-3.1-8b" (default both), OUT=target/bench-peers, VENV=build/peer-venv,
 #   THREADS=2, BATCH=4, TORCH="f32 bf16 int8", LLAMA="bf16 q8_0", KEEP=1 keeps the model files.
 # Needs the venv of scripts/bench/peer_venv.sh and the dev split (SCOREKIT_TEST_DATA or ../shared/data).
+# llama.cpp skips the last layer's FFN on rows it does not output, so a 1-layer slice flatters it:
+# run two depths (e.g. LAYERS 2 and 4) and compare per layer with scripts/bench/decoder_layer_diff.py.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=$1; shift

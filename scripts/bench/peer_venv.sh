@@ -16,7 +16,9 @@
 # paths are used where ggml has them; no GPU backend, no BLAS, no tests or examples):
 #   -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF -DGGML_BLAS=OFF
 #   -DGGML_OPENMP=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
-# Takes 10-20 minutes on 2 shared cores (the llama.cpp compile).
+# Took 24:45 here with REUSE_TORCH_FROM (the llama.cpp compile, 193 steps, on 2 cores shared with
+# other builds; load average ~8). From scratch add torch's PyPI wheels (with its CUDA dependencies,
+# ~5 GB on disk).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VENV=${1:-build/peer-venv}
