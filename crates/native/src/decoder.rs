@@ -539,9 +539,9 @@ impl FastDecoder {
         let cols: Vec<std::ops::Range<usize>> = (0..heads).map(|hd| hd * d..hd * d + d).collect();
         let outs = BlockMut::grid(ctx, inner, &rows, &cols);
         thread_local! {
-            /// A job's scores and K's transpose, kept between jobs on a thread.
-            static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
-                const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+            /// A job's scores, K's transpose and V's rows, kept between jobs on a thread.
+            static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>, Vec<f32>)> =
+                const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
         }
         outs.into_par_iter().enumerate().for_each(|(job, mut out)| {
             let (s0, a, b) = blocks[job / heads];
@@ -551,7 +551,7 @@ impl FastDecoder {
             let ks = window.map_or(s0, |w| a.saturating_sub(w - 1).max(s0));
             let (mq, keys) = (b - a, b - ks);
             SCRATCH.with(|sc| {
-                let (sbuf, kt) = &mut *sc.borrow_mut();
+                let (sbuf, kt, vrows) = &mut *sc.borrow_mut();
                 sbuf.clear();
                 sbuf.resize(mq * keys, 0.0);
                 let q = HeadRows {
@@ -562,10 +562,15 @@ impl FastDecoder {
                     at: ks * ld + inner + kv * d,
                     ld,
                 };
-                let v = HeadRows {
-                    at: ks * ld + inner + kvh * d + kv * d,
-                    ld,
-                };
+                // V's rows of this head, one after another: in place they are a whole fused row
+                // apart (18 KiB for a 7B shape), each on its own page, and the context reads
+                // every key's row for every 4 queries (the TLB, not the FMAs, bounded it).
+                let v_at = ks * ld + inner + kvh * d + kv * d;
+                vrows.clear();
+                for j in 0..keys {
+                    vrows.extend_from_slice(&qkv[v_at + j * ld..][..d]);
+                }
+                let v = HeadRows { at: 0, ld: d };
                 attention::scores(qkv, q, k, mq, keys, d, kt, sbuf);
                 for (i, r) in sbuf.chunks_mut(keys).enumerate() {
                     let qpos = a + i;
@@ -584,8 +589,16 @@ impl FastDecoder {
                         }
                     }
                     cpu.softmax_row(r, softmax_scale);
+                    // Probabilities below f32's smallest normal (exp of scores ~90 below the
+                    // row's best) are subnormal, and every FMA that reads one takes a microcode
+                    // assist: flushed to zero, they change a context value by under 1e-38 of V.
+                    for x in r.iter_mut() {
+                        if *x < f32::MIN_POSITIVE {
+                            *x = 0.0;
+                        }
+                    }
                 }
-                attention::context(sbuf, mq, keys, qkv, v, d, &mut out);
+                attention::context(sbuf, mq, keys, vrows, v, d, &mut out);
             });
         });
     }
