@@ -413,8 +413,9 @@ pub struct ModelArgs {
     #[arg(long, help_heading = INPUT)]
     pub offline: bool,
     /// Int8 weights and activations in the encoders' matrix products (CPU with AVX-512 VNNI, f32
-    /// models; for a T5 letter judge all its products, with --dtype bf16 allowed for the rest):
-    /// 2.4x (judge) to 4x (LaBSE) faster, not bit-exact; accuracy in BENCHMARKS.md.
+    /// models; for a T5 letter judge all its products, with --dtype bf16 allowed for the rest; for
+    /// a decoder judge every product): 2.4x (judge) to 4x (LaBSE) faster, not bit-exact; accuracy
+    /// in BENCHMARKS.md.
     #[arg(long)]
     pub quantize: bool,
     /// TF32 tensor-core products for f32 models on CUDA (10-bit mantissa products, f32 sums; not
