@@ -25,13 +25,9 @@ pub struct PackedBf16Weights {
     data: Vec<u16>,
 }
 
-/// f32 to bf16 bits, round to nearest even (NaN kept a quiet NaN).
-fn to_bf16(x: f32) -> u16 {
-    let b = x.to_bits();
-    if x.is_nan() {
-        return ((b >> 16) | 0x40) as u16;
-    }
-    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+/// f32 to bf16 bits, round to nearest even ([`crate::train::bf16_round`]; NaN stays NaN).
+pub fn to_bf16(x: f32) -> u16 {
+    (crate::train::bf16_round(x).to_bits() >> 16) as u16
 }
 
 impl PackedBf16Weights {

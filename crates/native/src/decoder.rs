@@ -23,6 +23,7 @@ use scorekit_kernels::act::Activation;
 use scorekit_kernels::attention::{self, HeadRows};
 use scorekit_kernels::block::BlockMut;
 use scorekit_kernels::cpu::Avx512;
+use scorekit_kernels::widened::to_bf16;
 
 /// Reads a tensor by its full name and shape as f32, or `None` when the file has no such
 /// tensor (an error when it has one of another shape).
@@ -163,16 +164,6 @@ pub struct FastDecoder {
     shape: DecoderShape,
     /// The CPU runs AVX-512F (checked at load).
     cpu: Avx512,
-}
-
-/// f32 to bf16 bits, rounding to nearest even (as `tensor.to(torch.bfloat16)`); exact for
-/// values that came from bf16.
-fn to_bf16(x: f32) -> u16 {
-    let b = x.to_bits();
-    if x.is_nan() {
-        return ((b >> 16) | 0x40) as u16;
-    }
-    ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
 }
 
 impl FastDecoder {
@@ -539,9 +530,9 @@ impl FastDecoder {
         let cols: Vec<std::ops::Range<usize>> = (0..heads).map(|hd| hd * d..hd * d + d).collect();
         let outs = BlockMut::grid(ctx, inner, &rows, &cols);
         thread_local! {
-            /// A job's scores, K's transpose and V's rows, kept between jobs on a thread.
-            static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>, Vec<f32>)> =
-                const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
+            /// A job's scores and K's transpose, kept between jobs on a thread.
+            static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<f32>)> =
+                const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
         }
         outs.into_par_iter().enumerate().for_each(|(job, mut out)| {
             let (s0, a, b) = blocks[job / heads];
@@ -551,7 +542,7 @@ impl FastDecoder {
             let ks = window.map_or(s0, |w| a.saturating_sub(w - 1).max(s0));
             let (mq, keys) = (b - a, b - ks);
             SCRATCH.with(|sc| {
-                let (sbuf, kt, vrows) = &mut *sc.borrow_mut();
+                let (sbuf, kt) = &mut *sc.borrow_mut();
                 sbuf.clear();
                 sbuf.resize(mq * keys, 0.0);
                 let q = HeadRows {
@@ -562,15 +553,10 @@ impl FastDecoder {
                     at: ks * ld + inner + kv * d,
                     ld,
                 };
-                // V's rows of this head, one after another: in place they are a whole fused row
-                // apart (18 KiB for a 7B shape), each on its own page, and the context reads
-                // every key's row for every 4 queries (the TLB, not the FMAs, bounded it).
-                let v_at = ks * ld + inner + kvh * d + kv * d;
-                vrows.clear();
-                for j in 0..keys {
-                    vrows.extend_from_slice(&qkv[v_at + j * ld..][..d]);
-                }
-                let v = HeadRows { at: 0, ld: d };
+                let v = HeadRows {
+                    at: ks * ld + inner + kvh * d + kv * d,
+                    ld,
+                };
                 attention::scores(qkv, q, k, mq, keys, d, kt, sbuf);
                 for (i, r) in sbuf.chunks_mut(keys).enumerate() {
                     let qpos = a + i;
@@ -598,7 +584,7 @@ impl FastDecoder {
                         }
                     }
                 }
-                attention::context(sbuf, mq, keys, vrows, v, d, &mut out);
+                attention::context(sbuf, mq, keys, qkv, v, d, &mut out);
             });
         });
     }

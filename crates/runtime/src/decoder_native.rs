@@ -86,9 +86,7 @@ mod x86 {
             embed_scale: cfg.embed_scale.then(|| {
                 let s = (cfg.hidden_size as f64).sqrt() as f32;
                 if bf16 {
-                    // Round to nearest even at 8 mantissa bits (a positive finite value).
-                    let b = s.to_bits();
-                    f32::from_bits(((b + 0x7fff + ((b >> 16) & 1)) >> 16) << 16)
+                    scorekit_kernels::train::bf16_round(s)
                 } else {
                     s
                 }
@@ -140,8 +138,8 @@ mod x86 {
             let global = table_of(&cfg.rope);
             let local = cfg.local_rope.as_ref().map(table_of);
             let ropes: Vec<&RopeTable> = (0..cfg.num_layers)
-                .map(|l| match (&local, cfg.local_rope.as_ref()) {
-                    (Some(t), Some(r)) if std::ptr::eq(cfg.rope_of(l), r) => t,
+                .map(|l| match &local {
+                    Some(t) if !std::ptr::eq(cfg.rope_of(l), &cfg.rope) => t,
                     _ => &global,
                 })
                 .collect();
